@@ -1,0 +1,116 @@
+package event
+
+// Path is an address vector as ib_modify_qp receives it (primary with
+// IB_QP_AV, alternate with IB_QP_ALT_PATH).
+type Path struct {
+	Port      uint32
+	DLID      uint16
+	SGIDIndex uint8
+	DGID      [16]byte
+	IsGlobal  bool
+	PKeyIndex uint16 // alternate only (alt_pkey_index)
+	Timeout   uint8  // alternate only (alt_timeout)
+}
+
+// SameRoute reports whether two paths lead the same way (port, DLID and,
+// for global routes, DGID). Used to spot an alternate equal to the primary.
+func (p Path) SameRoute(o Path) bool {
+	if p.Port != o.Port || p.DLID != o.DLID || p.IsGlobal != o.IsGlobal {
+		return false
+	}
+	return !p.IsGlobal || p.DGID == o.DGID
+}
+
+// Modify is one ib_modify_qp or ib_modify_qp_with_udata call, entry and exit
+// joined in the kernel.
+type Modify struct {
+	QPType     QPType
+	Origin     Origin
+	UHandle    uint32 // uverbs object id of a user QP (the handle verbs commands use)
+	UserHandle uint64 // the owner's struct ibv_qp pointer, for user QPs
+	AttrMask   uint32
+	State      QPState  // target state, valid when AttrMask has AttrState
+	MigState   MigState // valid when AttrMask has AttrPathMigState
+	DestQPN    uint32   // valid when AttrMask has AttrDestQPN
+	Primary    *Path    // set when AttrMask has AttrAV
+	Alt        *Path    // set when AttrMask has AttrAltPath
+	Ret        int32    // 0 or -errno
+	Hook       string   // which function: "ib_modify_qp" or "ib_modify_qp_with_udata"
+}
+
+// Has reports whether every bit of mask is in the attribute mask.
+func (m *Modify) Has(mask uint32) bool { return m.AttrMask&mask == mask }
+
+// QPEvent is an affiliated async event delivered for a QP.
+type QPEvent struct {
+	Type   EventType
+	QPType QPType
+	Origin Origin
+	Hook   string // which hook saw it (for example "__ib_qp_event_handler")
+}
+
+// PortEvent is a port or device event.
+type PortEvent struct {
+	Type EventType
+	Port uint32
+}
+
+// CMNotify is one ib_cm_notify(cm_id, event) call and its result.
+type CMNotify struct {
+	Type     EventType
+	Ret      int32
+	CMID     uint64 // kernel address of the ib_cm_id, as an opaque identity
+	LocalID  uint32 // local communication id
+	RemoteID uint32 // remote communication id
+}
+
+// CMHandler is one cm_lap_handler or cm_apr_handler call and its result.
+type CMHandler struct {
+	AttrID   uint16 // CMAttrLAP or CMAttrAPR
+	Ret      int32
+	LocalID  uint32 // comm ids from the MAD where readable
+	RemoteID uint32
+	AltDLID  uint16 // alternate remote port LID carried by a LAP, where readable
+	Status   uint8  // APR status, where readable
+}
+
+// MADDir is the direction of a MAD.
+type MADDir uint8
+
+const (
+	MADSend MADDir = 1
+	MADRecv MADDir = 2
+)
+
+func (d MADDir) String() string {
+	switch d {
+	case MADSend:
+		return "send"
+	case MADRecv:
+		return "recv"
+	}
+	return "unknown"
+}
+
+// MAD is one CM-class management datagram seen on the wire.
+type MAD struct {
+	Dir       MADDir
+	MgmtClass uint8
+	Method    uint8
+	AttrID    uint16
+	TID       uint64
+	SLID      uint16
+	DLID      uint16
+	Port      uint32
+	MADQPN    uint32 // the QP the MAD travelled on (1 for GSI)
+	FromUser  bool   // sent by a userspace program through ib_umad
+	LocalID   uint32 // CM local comm id from the payload, where readable
+	RemoteID  uint32
+}
+
+// QPLife is a QP create or destroy.
+type QPLife struct {
+	QPType QPType
+	Origin Origin
+	Ret    int32
+}

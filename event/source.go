@@ -1,0 +1,54 @@
+package event
+
+import (
+	"context"
+	"time"
+)
+
+// HookMethod says how a hook was attached.
+type HookMethod string
+
+const (
+	HookFentry     HookMethod = "fentry"
+	HookKprobe     HookMethod = "kprobe"
+	HookTracepoint HookMethod = "tracepoint"
+	HookMissing    HookMethod = "missing"
+)
+
+// Hook describes one probe target and how (or why not) it was attached.
+type Hook struct {
+	Name   string     `json:"name"`   // function or tracepoint
+	Module string     `json:"module"` // ib_core, ib_cm, ...
+	Signal string     `json:"signal"` // what it observes
+	Method HookMethod `json:"method"`
+	Reason string     `json:"reason,omitempty"` // why missing or why the fallback
+}
+
+// Meta describes where a stream comes from.
+type Meta struct {
+	Host       string        `json:"host"`
+	Kernel     string        `json:"kernel"`
+	BootOffset time.Duration `json:"boot_offset_ns"` // wall clock minus CLOCK_BOOTTIME
+	Hooks      []Hook        `json:"hooks"`
+	Version    string        `json:"version"`
+}
+
+// Stats are the counters of a source.
+type Stats struct {
+	Events     uint64   `json:"events"`
+	Lost       uint64   `json:"lost"`         // ring buffer reserve failures (all CPUs)
+	LostPerCPU []uint64 `json:"lost_per_cpu"` // index = CPU
+	DecodeErrs uint64   `json:"decode_errors"`
+	Unjoined   uint64   `json:"unjoined"` // exits whose entry was never seen
+}
+
+// Source is the one stream API: the live collector and a recording reader both
+// implement it.
+type Source interface {
+	Meta() Meta
+	// Next blocks until the next event, ctx is done, or the stream ends
+	// (io.EOF).
+	Next(ctx context.Context) (*Event, error)
+	Stats() Stats
+	Close() error
+}
