@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"testing"
+)
+
+func TestVersionJSON(t *testing.T) {
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"version", "--json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Version, Commit, Go string }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("version --json is not JSON: %v: %q", err, out.String())
+	}
+	if v.Go != runtime.Version() || v.Version == "" || v.Commit == "" {
+		t.Fatalf("incomplete version info: %+v", v)
+	}
+}
+
+func TestWrongFlagIsUsageError(t *testing.T) {
+	cmd := newRootCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"version", "--no-such-flag"})
+	err := cmd.Execute()
+	if err == nil || exitCode(err) != 2 {
+		t.Fatalf("want a usage error with exit code 2, got %v", err)
+	}
+}
