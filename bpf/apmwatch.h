@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Record layouts shared by the probes (apmwatch.bpf.c) and the Go collector.
+ * Every C<->Go layout is defined here once: bpf2go -type generates the Go
+ * types from the compiled object's BTF. Only fixed-width types, explicit
+ * padding, no pointers.
+ */
+#ifndef APMWATCH_H
+#define APMWATCH_H
+
+#define APM_DEV_NAME_LEN 64 /* IB_DEVICE_NAME_MAX */
+#define APM_COMM_LEN 16
+
+/* apm_record.kind: the same numbers as event.Kind in Go. */
+enum apm_kind {
+	APM_KIND_MODIFY = 1,
+	APM_KIND_QP_EVENT = 2,
+	APM_KIND_PORT_EVENT = 3,
+	APM_KIND_CM_NOTIFY = 4,
+	APM_KIND_CM_HANDLER = 5,
+	APM_KIND_MAD = 6,
+	APM_KIND_QP_CREATE = 7,
+	APM_KIND_QP_DESTROY = 8,
+};
+
+/* apm_record.flags */
+enum apm_flag {
+	APM_F_HAS_PRIMARY = 1 << 0, /* primary path captured (IB_QP_AV) */
+	APM_F_HAS_ALT = 1 << 1,     /* alternate path captured (IB_QP_ALT_PATH) */
+	APM_F_USER = 1 << 2,        /* QP owned by userspace (qp->uobject set) */
+	APM_F_KERNEL = 1 << 3,      /* QP owned by a kernel ULP */
+	APM_F_FROM_UMAD = 1 << 4,   /* MAD written by userspace through ib_umad */
+	APM_F_RAW_EVENT = 1 << 5,   /* ev_type is a driver's raw event number */
+	APM_F_MLX4 = 1 << 6,        /* with APM_F_RAW_EVENT: mlx4 numbering */
+};
+
+/* Per-CPU counters (array map "counters"). */
+enum apm_counter {
+	APM_CNT_LOST = 0,         /* ring buffer reserve failures */
+	APM_CNT_UNJOINED = 1,     /* exits whose entry was never seen */
+	APM_CNT_INFLIGHT_FULL = 2, /* entries dropped: join map full */
+	APM_CNT_MAX = 4,
+};
+
+/* Slots that pair an entry with its exit on one thread. */
+enum apm_slot {
+	APM_SLOT_MODIFY = 1,
+	APM_SLOT_NOTIFY = 2,
+	APM_SLOT_HANDLER = 3,
+	APM_SLOT_DESTROY = 4,
+};
+
+struct apm_path {
+	__u32 port;
+	__u16 dlid;
+	__u16 pkey_index;
+	__u8 sgid_index;
+	__u8 is_global;
+	__u8 timeout;
+	__u8 _pad;
+	__u8 dgid[16];
+};
+
+struct apm_record {
+	__u64 boot_ns;    /* bpf_ktime_get_boot_ns() */
+	__u64 func_ip;    /* address of the hooked function (0 for tracepoints) */
+	__u64 obj;        /* cm_id address (cm-notify); MAD TID (mad) */
+	__u64 user_handle; /* user QP: uobject->user_handle */
+	__u32 cpu;
+	__u32 pid;        /* tgid */
+	__u32 tid;
+	__u32 qpn;
+	__u32 attr_mask;
+	__s32 ret;
+	__u32 uhandle;    /* user QP: uobject id */
+	__u32 dest_qpn;
+	__u32 local_id;   /* CM comm ids, host order */
+	__u32 remote_id;
+	__u32 port;       /* port event, MAD port */
+	__u32 mad_qpn;    /* QP a MAD travelled on */
+	__u32 remote_qpn; /* MAD send: remote QPN; recv: source QP */
+	__u16 attr_id;    /* MAD / CM handler attribute id, host order */
+	__u16 slid;
+	__u16 dlid;
+	__u16 alt_dlid;   /* LAP: alternate local port LID of the sender */
+	__u8 kind;        /* enum apm_kind */
+	__u8 flags;       /* enum apm_flag */
+	__u8 qp_type;
+	__u8 state;       /* modify: target state; cm-notify: cm state */
+	__u8 mig_state;   /* modify: path_mig_state; cm-notify: lap state */
+	__u8 ev_type;     /* ib_event_type (or raw driver event) */
+	__u8 mgmt_class;
+	__u8 method;
+	__u8 dir;         /* MAD: 1 send, 2 recv */
+	__u8 status;      /* APR status */
+	__u8 _pad[6];
+	char comm[APM_COMM_LEN];
+	char dev[APM_DEV_NAME_LEN];
+	struct apm_path primary;
+	struct apm_path alt;
+};
+
+/* Load-time settings: a volatile const in .rodata, set before load. */
+struct apm_config {
+	__u8 all_mads; /* 0: only CM-class MADs (0x07); 1: every MAD */
+	__u8 _pad[7];
+};
+
+#endif
