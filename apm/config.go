@@ -1,0 +1,89 @@
+package apm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds every threshold of the model. The zero value is not useful:
+// start from DefaultConfig.
+type Config struct {
+	// ReorderWindow is how long an event is held back so that events from
+	// other CPUs with an earlier Boot stamp can overtake it.
+	ReorderWindow time.Duration
+	// RearmDeadline is the time from a migration to a successful rearm
+	// (missed-rearm).
+	RearmDeadline time.Duration
+	// ArmDeadline is the time a QP in RTS may sit with a loaded alternate
+	// path and no rearm (never-armed).
+	ArmDeadline time.Duration
+	// NotifyDeadline is the time from a migration on a CM-managed QP to
+	// ib_cm_notify(PATH_MIG) (cm-not-notified).
+	NotifyDeadline time.Duration
+	// LAPDeadline is the time a received LAP may wait for an APR
+	// (lap-race, cm_id stuck in LAP_RCVD).
+	LAPDeadline time.Duration
+	// EpisodeLinger keeps an episode open after its rearm, to catch an
+	// alternate load that comes after the rearm (lap-race, swapped steps).
+	EpisodeLinger time.Duration
+	// FlapCount migrations within FlapWindow make a flapping finding.
+	FlapCount  int
+	FlapWindow time.Duration
+	// StuckRearm is how long the ground truth may read REARM (stuck-rearm).
+	StuckRearm time.Duration
+	// TruthGrace is how long a ground-truth reading of MIGRATED after a
+	// rearm waits for a PATH_MIG event that explains it before it is
+	// called a mismatch (the event is delivered after the hardware moved).
+	TruthGrace time.Duration
+	// MaxQPs bounds the number of tracked QPs; 0 means no bound. Events for
+	// new QPs beyond it are counted in Stats.Dropped.
+	MaxQPs int
+}
+
+// DefaultConfig returns the documented defaults (docs/findings.md).
+func DefaultConfig() Config {
+	return Config{
+		ReorderWindow:  50 * time.Millisecond,
+		RearmDeadline:  2 * time.Second,
+		ArmDeadline:    2 * time.Second,
+		NotifyDeadline: 2 * time.Second,
+		LAPDeadline:    2 * time.Second,
+		EpisodeLinger:  2 * time.Second,
+		FlapCount:      3,
+		FlapWindow:     60 * time.Second,
+		StuckRearm:     10 * time.Second,
+		TruthGrace:     1 * time.Second,
+	}
+}
+
+// Validate reports the first invalid threshold.
+func (c Config) Validate() error {
+	var errs []error
+	neg := func(name string, d time.Duration) {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative: %v", name, d))
+		}
+	}
+	pos := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive: %v", name, d))
+		}
+	}
+	neg("reorder window", c.ReorderWindow)
+	pos("rearm deadline", c.RearmDeadline)
+	pos("arm deadline", c.ArmDeadline)
+	pos("notify deadline", c.NotifyDeadline)
+	pos("lap deadline", c.LAPDeadline)
+	neg("episode linger", c.EpisodeLinger)
+	pos("flap window", c.FlapWindow)
+	pos("stuck rearm", c.StuckRearm)
+	neg("truth grace", c.TruthGrace)
+	if c.FlapCount < 2 || c.FlapCount > 64 {
+		errs = append(errs, fmt.Errorf("flap count must be in 2..64: %d", c.FlapCount))
+	}
+	if c.MaxQPs < 0 {
+		errs = append(errs, fmt.Errorf("max qps must not be negative: %d", c.MaxQPs))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,155 @@
+package apm
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// ref points at the event that proved something: its sequence number and
+// Boot time. The zero ref means "not seen".
+type ref struct {
+	seq  uint64
+	boot uint64
+}
+
+func (r ref) ok() bool { return r.boot != 0 || r.seq != 0 }
+
+func refOf(ev *event.Event) ref { return ref{seq: ev.Seq, boot: ev.Boot} }
+
+// route is a compact path: enough to compare routes (event.Path.SameRoute
+// compares port, DLID and, for global routes, DGID) and to name them.
+type route struct {
+	h    uint64 // hash of the fields SameRoute compares; 0 = no path
+	dlid uint16
+	port uint8
+}
+
+var routeSeed = maphash.MakeSeed()
+
+func routeOf(p *event.Path) route {
+	if p == nil {
+		return route{}
+	}
+	var b [24]byte
+	binary.LittleEndian.PutUint32(b[0:], p.Port)
+	binary.LittleEndian.PutUint16(b[4:], p.DLID)
+	if p.IsGlobal {
+		b[6] = 1
+		copy(b[8:], p.DGID[:])
+	}
+	h := maphash.Bytes(routeSeed, b[:])
+	if h == 0 {
+		h = 1
+	}
+	return route{h: h, dlid: p.DLID, port: uint8(p.Port)}
+}
+
+func (r route) valid() bool       { return r.h != 0 }
+func (r route) same(o route) bool { return r.h != 0 && r.h == o.h }
+func (r route) String() string    { return routeString(r) }
+func routeString(r route) string {
+	if !r.valid() {
+		return "none"
+	}
+	return "port " + itoa(uint64(r.port)) + " dlid " + itoa(uint64(r.dlid))
+}
+
+// QP flags.
+const (
+	fStateKnown     uint8 = 1 << iota // QP state seen (create, modify or truth)
+	fCM                               // CM-managed (see docs/findings.md)
+	fNeverArmedDone                   // never-armed reported for this generation
+	fMigErrDone                       // migration-error reported since the last rearm
+)
+
+// qp is the hot per-QP state. It stays small: one million of them must fit
+// in well under 256 bytes each including the index. Rarely needed state
+// lives in aux, allocated on the first migration, CM event or truth reading.
+type qp struct {
+	key     uint64 // device index << 32 | qpn
+	gen     uint32
+	pid     uint32
+	comm    uint32 // interned
+	state   event.QPState
+	mig     event.MigState // believed path-migration state
+	flags   uint8
+	qpType  event.QPType
+	primary route
+	alt     route
+	altLoad ref    // last successful alternate-path load
+	rearm   ref    // last successful rearm
+	rtsAt   uint64 // when the QP last entered RTS
+	timerAt uint64 // earliest pending wake-up in the timer heap, 0 = none
+	x       *aux
+}
+
+// aux is the cold per-QP state.
+type aux struct {
+	ep       *episode // current episode, nil when none
+	prev     epSummary
+	lastMig  ref // last migration (PATH_MIG or forced)
+	migs     []ref
+	flapping bool // a flapping finding covers the current burst
+
+	lapRecv    ref // a LAP received and not yet answered by an APR
+	lapStuckID uint64
+	commID     uint32 // local CM communication id, when learnt
+
+	rearmSince  uint64 // ground truth has read REARM since
+	stuckID     uint64
+	truthRearm  ref    // rearm judged by the last mismatch check
+	pendTruth   uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
+	pendRearm   ref
+	failedDedup []uint64 // (class << 32 | errno) already reported for apm-modify-failed
+}
+
+type epSummary struct {
+	n          uint32
+	rearmed    bool
+	rearmNoAlt bool
+	forced     bool
+}
+
+// episode is one migration and what software did about it.
+type episode struct {
+	n         uint32 // migration number in this generation, from 1
+	forced    bool
+	mig       ref
+	left      route // primary the QP left
+	commEst   ref
+	altLoad   ref // first successful alternate load in the episode
+	altSame   bool
+	altFailed int32 // errno of a refused alternate load in the episode
+	lapSent   ref
+	lapRecv   ref
+	notify    ref
+	notifyRet int32
+	rearm     ref
+	missedID  uint64 // missed-rearm finding, for its resolution
+	done      uint16 // kinds reported in this episode (bit per kind)
+}
+
+const (
+	dMissed uint16 = 1 << iota
+	dNoAlt
+	dLapWindow
+	dLapOrder
+	dLapNotify
+	dNotNotified
+	dMismatch
+)
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
