@@ -1,0 +1,88 @@
+package recording
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// Format versions. A file states the version it was written with and the
+// oldest version a reader must understand to read it; a reader refuses files
+// whose compat version is newer than FormatVersion. Additive changes (new
+// record or frame types, fields appended to a record) keep compat at 1.
+const (
+	FormatVersion = 1
+	compatVersion = 1
+)
+
+// Header is what a file says about itself: the recorded source's event.Meta
+// and where the file sits in a recording session.
+type Header struct {
+	Version uint16 // format version the file was written with
+	Compat  uint16 // oldest format version that can read it
+
+	// Session identifies one run of a writer; rotated segments of the same
+	// run share it and are numbered from 0 by Segment.
+	Session uint64
+	Segment uint32
+	Created time.Time // when this file was created (wall clock)
+
+	Meta event.Meta
+}
+
+func appendHeader(b []byte, h *Header) []byte {
+	b = binary.LittleEndian.AppendUint16(b, h.Version)
+	b = binary.LittleEndian.AppendUint16(b, h.Compat)
+	b = binary.LittleEndian.AppendUint64(b, h.Session)
+	b = binary.AppendUvarint(b, uint64(h.Segment))
+	b = binary.AppendVarint(b, h.Created.UnixNano())
+	m := &h.Meta
+	b = appendStr(b, m.Host)
+	b = appendStr(b, m.Kernel)
+	b = binary.AppendVarint(b, int64(m.BootOffset))
+	b = appendStr(b, m.Version)
+	b = binary.AppendUvarint(b, uint64(len(m.Hooks)))
+	for _, k := range m.Hooks {
+		b = appendStr(b, k.Name)
+		b = appendStr(b, k.Module)
+		b = appendStr(b, k.Signal)
+		b = appendStr(b, string(k.Method))
+		b = appendStr(b, k.Reason)
+	}
+	return b
+}
+
+func decodeHeader(body []byte) (*Header, error) {
+	d := dec{b: body}
+	h := &Header{Version: d.u16le(), Compat: d.u16le()}
+	if d.err == nil && h.Compat > FormatVersion {
+		return nil, fmt.Errorf("format version %d needs a newer apmwatch (this one reads version %d)", h.Version, FormatVersion)
+	}
+	h.Session = d.u64le()
+	h.Segment = d.u32()
+	h.Created = time.Unix(0, d.varint())
+	m := &h.Meta
+	m.Host = d.str(nil)
+	m.Kernel = d.str(nil)
+	m.BootOffset = time.Duration(d.varint())
+	m.Version = d.str(nil)
+	n := d.uvarint()
+	if n > uint64(len(d.b))/5 { // five strings of at least one byte each
+		return nil, fmt.Errorf("header: %d hooks: %w", n, errShort)
+	}
+	for i := uint64(0); i < n; i++ {
+		m.Hooks = append(m.Hooks, event.Hook{
+			Name:   d.str(nil),
+			Module: d.str(nil),
+			Signal: d.str(nil),
+			Method: event.HookMethod(d.str(nil)),
+			Reason: d.str(nil),
+		})
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("header: %w", d.err)
+	}
+	return h, nil
+}
