@@ -1,0 +1,370 @@
+package vm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Guest directories for the project's artifacts.
+const (
+	guestBin  = "usr/local/bin" // apmwatch, lab programs, guest.test
+	guestKmod = "lib/lab-kmod"  // the test module(s), loaded after rdma_rxe
+)
+
+// rdmaPackages are the Debian packages whose ELF programs go on the guest's
+// PATH (infiniband-diags only if installed).
+var rdmaPackages = []string{"ibverbs-utils", "rdmacm-utils", "infiniband-diags"}
+
+// A source is one file of the image: a host file (xz: decompress it), literal
+// data, or a symlink.
+type source struct {
+	guest string
+	host  string
+	xz    bool
+	data  []byte
+	link  string
+	mode  fs.FileMode
+}
+
+// An image lists the files of an initramfs before it is written.
+type image struct {
+	files map[string]source
+	err   error
+}
+
+func (im *image) add(s source) {
+	s.guest = GuestPath(strings.Trim(s.guest, "/"))
+	im.files[s.guest] = s
+}
+
+// hostFile adds a host file under its guest path, keeping its mode.
+func (im *image) hostFile(guest, host string) {
+	st, err := os.Stat(host)
+	if err != nil {
+		im.fail(fmt.Errorf("adding %s: %w", host, err))
+		return
+	}
+	im.add(source{guest: guest, host: host, mode: st.Mode().Perm()})
+}
+
+// program adds an ELF program (or library) and every library ldd names.
+func (im *image) program(guest, host string) {
+	im.hostFile(guest, host)
+	libs, err := SharedLibs(host)
+	if err != nil {
+		im.fail(err)
+		return
+	}
+	for _, l := range libs {
+		if _, ok := im.files[GuestPath(l)]; ok {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(l)
+		if err != nil {
+			im.fail(fmt.Errorf("resolving %s: %w", l, err))
+			continue
+		}
+		im.hostFile(GuestPath(l), real)
+	}
+}
+
+func (im *image) fail(err error) {
+	if im.err == nil {
+		im.err = err
+	}
+}
+
+// hash is a digest of every file's guest path, mode and content.
+func (im *image) hash() (string, error) {
+	h := sha256.New()
+	for _, name := range im.names() {
+		s := im.files[name]
+		fmt.Fprintf(h, "%s\x00%o\x00%s\x00%t\x00%d\x00", name, s.mode, s.link, s.xz, len(s.data))
+		h.Write(s.data)
+		if s.host != "" {
+			f, err := os.Open(s.host)
+			if err != nil {
+				return "", fmt.Errorf("hashing %s: %w", s.host, err)
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return "", fmt.Errorf("hashing %s: %w", s.host, err)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (im *image) names() []string {
+	names := make([]string, 0, len(im.files))
+	for n := range im.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// archive reads every file and returns the cpio archive.
+func (im *image) archive() (*Archive, error) {
+	a := NewArchive()
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "root", "mnt", "extra", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "etc"} {
+		a.Dir(d)
+	}
+	for _, l := range []string{"bin", "sbin", "lib", "lib64"} {
+		a.Symlink(l, "usr/"+l)
+	}
+	for _, name := range im.names() {
+		s := im.files[name]
+		switch {
+		case s.link != "":
+			a.Symlink(name, s.link)
+		case s.host == "":
+			a.File(name, s.mode, s.data)
+		case s.xz:
+			out, err := exec.Command("xz", "-dc", s.host).Output()
+			if err != nil {
+				return nil, fmt.Errorf("decompressing %s: %w", s.host, err)
+			}
+			a.File(name, s.mode, out)
+		default:
+			data, err := os.ReadFile(s.host)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", s.host, err)
+			}
+			a.File(name, s.mode, data)
+		}
+	}
+	return a, nil
+}
+
+// BuildInitramfs writes the base initramfs of kernel k unless its inputs
+// are unchanged since the last build (a content hash kept beside it). It
+// returns the path and whether it was rebuilt.
+func BuildInitramfs(p Paths, k Kernel) (string, bool, error) {
+	im, err := collect(p, k)
+	if err != nil {
+		return "", false, fmt.Errorf("collecting the %s image: %w", k.Name, err)
+	}
+	sum, err := im.hash()
+	if err != nil {
+		return "", false, err
+	}
+	out := p.Initramfs(k.Name)
+	stamp := out + ".sha256"
+	if old, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(old)) == sum {
+		if _, err := os.Stat(out); err == nil {
+			return out, false, nil
+		}
+	}
+	a, err := im.archive()
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", false, err
+	}
+	if err := writeAtomic(out, a.WriteTo); err != nil {
+		return "", false, fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := os.WriteFile(stamp, []byte(sum+"\n"), 0o644); err != nil {
+		return "", false, err
+	}
+	return out, true, nil
+}
+
+// writeAtomic writes a file through a temporary file and a rename, so a
+// concurrent reader never sees half of it.
+func writeAtomic(name string, write func(io.Writer) (int64, error)) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
+
+// collect lists every file of the image of kernel k.
+func collect(p Paths, k Kernel) (*image, error) {
+	im := &image{files: map[string]source{}}
+	im.hostFile("init", filepath.Join(p.Repo, "lab", "initramfs", "init"))
+	im.hostFile("usr/local/share/lab/demo.sh", filepath.Join(p.Repo, "lab", "initramfs", "demo.sh"))
+	im.add(source{guest: "etc/lab/kernel", data: []byte(k.Name + "\n"), mode: 0o644})
+	im.add(source{guest: "etc/passwd", data: []byte("root:x:0:0:root:/root:/bin/sh\n"), mode: 0o644})
+	im.add(source{guest: "etc/group", data: []byte("root:x:0:\n"), mode: 0o644})
+	im.add(source{guest: "etc/hosts", data: []byte("127.0.0.1 localhost\n"), mode: 0o644})
+
+	if err := addBusybox(im); err != nil {
+		return nil, err
+	}
+	// Debian's static busybox prefers its own applets to $PATH (so its
+	// sh would run busybox ip, not iproute2's): sh is dash, and bash is
+	// there for the interactive shell.
+	for _, tool := range []string{"ip", "rdma", "dash", "bash"} {
+		host, err := findHost(tool, "/usr/bin", "/usr/sbin", "/bin", "/sbin")
+		if err != nil {
+			return nil, err
+		}
+		im.program("usr/bin/"+tool, host)
+	}
+	im.add(source{guest: "usr/bin/sh", link: "dash"})
+	// glibc dlopens libgcc_s for pthread_exit and cancellation; ldd never names it.
+	if gcc, err := findHost("libgcc_s.so.1", "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"); err == nil {
+		im.program("usr/lib/x86_64-linux-gnu/libgcc_s.so.1", gcc)
+	} else {
+		return nil, err
+	}
+	if err := addRDMACore(im); err != nil {
+		return nil, err
+	}
+	if err := addModules(im, k); err != nil {
+		return nil, err
+	}
+	addArtifacts(im, p, k)
+	return im, im.err
+}
+
+func findHost(name string, dirs ...string) (string, error) {
+	for _, d := range dirs {
+		f := filepath.Join(d, name)
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on the host (run lab/setup-host.sh)", name)
+}
+
+// addBusybox adds the static busybox and a link for each applet that no real
+// program of the image replaces.
+func addBusybox(im *image) error {
+	bb, err := findHost("busybox", "/bin", "/usr/bin")
+	if err != nil {
+		return err
+	}
+	im.hostFile("usr/bin/busybox", bb)
+	out, err := exec.Command(bb, "--list-full").Output()
+	if err != nil {
+		return fmt.Errorf("listing busybox applets: %w", err)
+	}
+	for _, a := range strings.Fields(string(out)) {
+		g := GuestPath("/" + a)
+		if path.Base(g) == "busybox" || path.Base(g) == "ip" {
+			continue
+		}
+		im.add(source{guest: g, link: "/usr/bin/busybox"})
+	}
+	return nil
+}
+
+// addRDMACore adds the rdma-core programs, the rxe provider and its driver file.
+func addRDMACore(im *image) error {
+	for _, pkg := range rdmaPackages {
+		out, err := exec.Command("dpkg-query", "-L", pkg).Output()
+		if err != nil {
+			if pkg == "infiniband-diags" {
+				continue
+			}
+			return fmt.Errorf("listing package %s (run lab/setup-host.sh): %w", pkg, err)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			dir := path.Dir(f)
+			if (dir == "/usr/bin" || dir == "/usr/sbin") && IsELF(f) {
+				im.program(GuestPath(f), f)
+			}
+		}
+	}
+	provs, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so")
+	if len(provs) == 0 {
+		return fmt.Errorf("rxe provider librxe-*.so not found (install ibverbs-providers)")
+	}
+	for _, f := range provs {
+		im.program(GuestPath(f), f)
+	}
+	im.hostFile("etc/libibverbs.d/rxe.driver", "/etc/libibverbs.d/rxe.driver")
+	return nil
+}
+
+// addModules adds the RDMA modules (decompressed) and their load order in
+// /etc/lab/modules.
+func addModules(im *image, k Kernel) error {
+	depf, err := os.Open(filepath.Join(k.ModulesDir(), "modules.dep"))
+	if err != nil {
+		return err
+	}
+	defer depf.Close()
+	deps, err := ParseModulesDep(depf)
+	if err != nil {
+		return err
+	}
+	builtin := map[string]bool{}
+	if bf, err := os.Open(filepath.Join(k.ModulesDir(), "modules.builtin")); err == nil {
+		builtin, err = ParseBuiltin(bf)
+		bf.Close()
+		if err != nil {
+			return err
+		}
+	}
+	order, err := deps.LoadOrder(RDMAModules, builtin)
+	if err != nil {
+		return fmt.Errorf("kernel %s: %w", k.Version, err)
+	}
+	var list bytes.Buffer
+	for _, m := range order {
+		guest := path.Join("lib/modules", k.Version, strings.TrimSuffix(m, ".xz"))
+		im.add(source{guest: guest, host: filepath.Join(k.ModulesDir(), m), xz: strings.HasSuffix(m, ".xz"), mode: 0o644})
+		fmt.Fprintf(&list, "/%s\n", guest)
+	}
+	im.add(source{guest: "etc/lab/modules", data: list.Bytes(), mode: 0o644})
+	return nil
+}
+
+// addArtifacts adds what the project built, when present: bin/apmwatch,
+// $(BUILD)/lab/bin/*, $(BUILD)/lab/guest.test and $(BUILD)/lab/<kernel>/*.ko.
+func addArtifacts(im *image, p Paths, k Kernel) {
+	if f := filepath.Join(p.Repo, "bin", "apmwatch"); exists(f) {
+		im.program(guestBin+"/apmwatch", f)
+	}
+	progs, _ := filepath.Glob(filepath.Join(p.Build, "lab", "bin", "*"))
+	for _, f := range progs {
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+			if IsELF(f) {
+				im.program(guestBin+"/"+filepath.Base(f), f)
+			} else {
+				im.hostFile(guestBin+"/"+filepath.Base(f), f)
+			}
+		}
+	}
+	if f := filepath.Join(p.Build, "lab", "guest.test"); exists(f) {
+		im.program(guestBin+"/guest.test", f)
+	}
+	kos, _ := filepath.Glob(filepath.Join(p.Build, "lab", k.Name, "*.ko"))
+	for _, f := range kos {
+		im.hostFile(guestKmod+"/"+filepath.Base(f), f)
+	}
+}
+
+func exists(f string) bool {
+	st, err := os.Stat(f)
+	return err == nil && st.Mode().IsRegular()
+}
