@@ -153,6 +153,10 @@ func (m *Model) apply(it item) {
 		m.event(it.ev)
 		return
 	}
+	if it.mark != nil {
+		m.markCM(it.mark)
+		return
+	}
 	m.stats.Truths++
 	m.truth(it.truth)
 }
@@ -286,10 +290,18 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 	return v, true
 }
 
-// MarkCM tells the model that a QP is driven by the CM (for example because
-// rdma netlink lists a cm_id bound to it). See docs/findings.md.
-func (m *Model) MarkCM(device string, qpn uint32) {
-	if _, q := m.get(m.keyOf(device, qpn), true); q != nil {
+// MarkCM tells the model that, at Boot time at, a QP is driven by the CM
+// (for example because rdma netlink lists a cm_id bound to it). It goes
+// through the reorder stage like an event. See docs/findings.md.
+func (m *Model) MarkCM(device string, qpn uint32, at uint64) {
+	m.input(item{boot: at, mark: &event.QPKey{Device: device, QPN: qpn}})
+}
+
+func (m *Model) markCM(k *event.QPKey) {
+	if k.QPN == 0 {
+		return
+	}
+	if _, q := m.get(m.keyOf(k.Device, k.QPN), true); q != nil {
 		q.flags |= fCM
 	}
 }

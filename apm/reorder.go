@@ -2,12 +2,13 @@ package apm
 
 import "github.com/apmwatch/apmwatch/event"
 
-// item is one input waiting in the reorder stage: an event or a
-// ground-truth reading.
+// item is one input waiting in the reorder stage: an event, a
+// ground-truth reading or a CM mark.
 type item struct {
 	boot  uint64
 	ev    *event.Event
 	truth *Truth
+	mark  *event.QPKey // MarkCM
 }
 
 // reorder holds inputs for a bounded window of Boot time and releases them

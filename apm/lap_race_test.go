@@ -1,0 +1,146 @@
+package apm_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// The CM keeps its own copy of the path (for DREQ and LAP) and changes it
+// only through a LAP/APR exchange or ib_cm_notify(PATH_MIG). The seed: "the
+// new Alt Path data must be specified between the MIGRATED event and the
+// communication-established event on the migrated path (so that the LAP
+// message may be correctly sent to the remote node)". Each way of losing
+// that race is a lap-race.
+func TestLAPRace(t *testing.T) {
+	notified := func(b *apmtest.Builder) { b.Notify(qpn, event.EvPathMig, 0, cmID) }
+	runScenarios(t, []scenario{
+		{
+			name: "ib_cm_notify(PATH_MIG) returns EINVAL: a LAP is in flight, the CM keeps the dead path",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				b.Notify(qpn, event.EvPathMig, -22, cmID)
+				b.SeedSteps(qpn, apmtest.PathC, cmID)
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "a LAP reaches the CM handler and is never answered: cm_id stuck in LAP_RCVD",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.LAPHandler(0, cmID, 0) // tied to the QP by its comm id
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "a LAP arrives on the wire (ib_mad recv) and is never answered",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.MAD(event.MADRecv, event.CMAttrLAP, cmID)
+				b.LAPHandler(0, cmID, 0) // the same LAP seen twice: one finding
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "the APR comes after the deadline: found, then resolved",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.MAD(event.MADRecv, event.CMAttrLAP, cmID)
+				b.After(5 * time.Second).MAD(event.MADSend, event.CMAttrAPR, cmID)
+			},
+			want:     []apm.Kind{apm.LAPRace},
+			resolved: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "the new alternate is loaded after COMM_EST on the migrated path",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				notified(b)
+				b.After(time.Millisecond).CommEst(qpn)
+				b.After(time.Millisecond)
+				b.SeedSteps(qpn, apmtest.PathC, 0)
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "the LAP is sent after COMM_EST (the CM learnt it from ib_cm_notify)",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				notified(b)
+				b.Notify(qpn, event.EvCommEst, -106, cmID)
+				b.After(time.Millisecond)
+				b.MAD(event.MADSend, event.CMAttrLAP, cmID)
+				b.LoadAltRearm(qpn, apmtest.PathC)
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "rearm before the alternate load in the same episode (steps 2 and 3 swapped)",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.Rearm(qpn)
+				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.LAPRace},
+		},
+		{
+			name: "negative: LAP answered with an APR in time",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.LAPHandler(0, cmID, 0)
+				b.After(10 * time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
+			},
+		},
+		{
+			name: "negative: a LAP the CM itself refused (RoCE port) leaves no cm_id waiting",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.LAPHandler(0, cmID, -22)
+			},
+		},
+		{
+			name: "negative: LAP, alternate and rearm all before COMM_EST",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				notified(b)
+				b.SeedSteps(qpn, apmtest.PathC, cmID)
+				b.After(time.Millisecond).CommEst(qpn)
+			},
+		},
+		{
+			name: "negative: another alternate after a proper rearm (allowed while ARMED)",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathA)
+			},
+		},
+	})
+}
+
+// A failed notify explains itself with the unanswered LAP when there was one.
+func TestLAPRaceNotifyExplainsUnansweredLAP(t *testing.T) {
+	b := apmtest.New()
+	cmQP(b)
+	b.LAPHandler(qpn, cmID, 0)
+	b.After(100 * time.Millisecond).PathMig(qpn)
+	n := b.Notify(qpn, event.EvPathMig, -22, cmID)
+	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps[:len(b.Steps)], time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findOne(t, got, apm.LAPRace, false)
+	if f.Errno != 22 || !strings.Contains(f.Explanation, "LAP") || f.Evidence[len(f.Evidence)-1].Seq != n.Seq {
+		t.Errorf("finding %+v: want errno 22, the LAP in the explanation and the notify as last evidence", f)
+	}
+}
