@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * apmlab: a test module for the apmwatch lab. It plays the HCA (raises QP
+ * async events through a QP's real event handler) and a kernel ULP (a kernel
+ * RC QP pair that reacts to PATH_MIG). Control: /sys/kernel/debug/apmlab/.
+ */
+#ifndef APMLAB_H
+#define APMLAB_H
+
+#include <linux/seq_file.h>
+#include <rdma/ib_verbs.h>
+
+/* names.c */
+const char *apmlab_event_name(int event);
+int apmlab_event_parse(const char *s);	/* name or number; -EINVAL */
+const char *apmlab_qps_name(int state);
+const char *apmlab_mig_name(int mig);
+
+/* log.c: a ring of JSON-line records, read through debugfs "log" */
+void apmlab_log_event(struct ib_qp *qp, int event);
+void apmlab_log_modify(struct ib_qp *qp, const char *what, int mask, int ret);
+void apmlab_log_query(struct ib_qp *qp, int ret, int qp_state, int mig);
+void apmlab_log_note(struct ib_qp *qp, const char *what, int ret);
+void apmlab_log_show(struct seq_file *m);
+void apmlab_log_clear(void);
+
+/* inject.c: play the HCA */
+int apmlab_inject(const char *dev, u32 qpn, int event, bool migrate);
+void apmlab_inject_show(struct seq_file *m);
+
+/* ulp.c: the kernel ULP */
+enum apmlab_behavior {
+	APMLAB_CORRECT,		/* try a new alternate path, then rearm */
+	APMLAB_NO_REARM,	/* log the event, do nothing */
+	APMLAB_REARM_NO_ALT,	/* rearm without loading a new alternate */
+};
+int apmlab_behavior_parse(const char *s);
+int apmlab_ulp_start(int behavior, const char *dev0, const char *dev1);
+int apmlab_ulp_stop(void);
+int apmlab_ulp_set_behavior(int behavior);
+void apmlab_ulp_show(struct seq_file *m);
+int apmlab_ulp_init(void);
+void apmlab_ulp_exit(void);
+
+/* Query a QP's state and path-migration state; logs the result. */
+int apmlab_query(struct ib_qp *qp, int *qp_state, int *mig);
+
+#endif

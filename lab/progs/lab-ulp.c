@@ -1,0 +1,152 @@
+/*
+ * lab-ulp: drive the apmlab module's kernel ULP (a kernel RC QP pair that
+ * reacts to PATH_MIG) through /sys/kernel/debug/apmlab/{ulp,log}.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "common.h"
+
+const char *prog = "lab-ulp";
+static const char *ctl = "/sys/kernel/debug/apmlab";
+
+static void usage(void)
+{
+	printf("usage: lab-ulp COMMAND [options]\n"
+	       "\n"
+	       "Drives the apmlab module's kernel ULP: a kernel RC QP pair DEV0 <-> DEV1\n"
+	       "made through ib_verbs, armed (PATH_MIG_STATE=REARM), whose QP event\n"
+	       "handler reacts to PATH_MIG from a workqueue.\n"
+	       "\n"
+	       "commands:\n"
+	       "  start [--behavior B] [--dev0 D --dev1 D]\n"
+	       "                 make the pair, then print the status lines\n"
+	       "  status         {\"running\":..,\"behavior\":..} then one JSON line per QP\n"
+	       "                 (dev, qpn, peer_qpn, qp_state, path_mig_state)\n"
+	       "  log [--clear]  events seen and modifies done, one JSON line each\n"
+	       "                 (--clear: print, then clear)\n"
+	       "  behavior B     change the behaviour of a running pair\n"
+	       "  stop           destroy the pair\n"
+	       "\n"
+	       "behaviours: correct (default: try a new alternate path, which RoCE\n"
+	       "rejects with EINVAL, then rearm) | no-rearm | rearm-no-alt\n"
+	       "\n"
+	       "  --control DIR  the module's debugfs dir (default /sys/kernel/debug/apmlab)\n"
+	       "  --help         this text\n");
+}
+
+static void ctl_write(const char *file, const char *cmd)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", ctl, file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		die("cannot open %s: %s (is the apmlab module loaded and debugfs mounted?)",
+		    path, strerror(errno));
+	if (write(fd, cmd, strlen(cmd)) < 0) {
+		int err = errno;
+
+		if (err == EBUSY)
+			die("'%s': the kernel ULP is already running", cmd);
+		if (err == ENOENT && !strcmp(cmd, "stop"))
+			die("the kernel ULP is not running");
+		if (err == ENODEV)
+			die("'%s': no such RDMA device", cmd);
+		die("'%s' on %s failed: %s", cmd, path, strerror(err));
+	}
+	close(fd);
+}
+
+static void ctl_cat(const char *file)
+{
+	char path[512], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", ctl, file);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("cannot open %s: %s (is the apmlab module loaded and debugfs mounted?)",
+		    path, strerror(errno));
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, n, stdout);
+	if (n < 0)
+		die("read %s: %s", path, strerror(errno));
+	fflush(stdout);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "behavior", required_argument, NULL, 'b' },
+		{ "dev0", required_argument, NULL, '0' },
+		{ "dev1", required_argument, NULL, '1' },
+		{ "clear", no_argument, NULL, 'C' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *behavior = "correct", *dev0 = "rxe0", *dev1 = "rxe1", *cmd;
+	char buf[256];
+	int c, clear = 0;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			behavior = optarg;
+			break;
+		case '0':
+			dev0 = optarg;
+			break;
+		case '1':
+			dev1 = optarg;
+			break;
+		case 'C':
+			clear = 1;
+			break;
+		case 'c':
+			ctl = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage_error("bad arguments");
+		}
+	}
+	if (optind >= argc)
+		usage_error("missing command");
+	cmd = argv[optind++];
+
+	if (!strcmp(cmd, "start") && optind == argc) {
+		if (strcmp(behavior, "correct") && strcmp(behavior, "no-rearm") &&
+		    strcmp(behavior, "rearm-no-alt"))
+			usage_error("unknown behavior '%s'", behavior);
+		snprintf(buf, sizeof(buf), "start %s %s %s", behavior, dev0, dev1);
+		ctl_write("ulp", buf);
+		ctl_cat("ulp");
+	} else if (!strcmp(cmd, "status") && optind == argc) {
+		ctl_cat("ulp");
+	} else if (!strcmp(cmd, "log") && optind == argc) {
+		ctl_cat("log");
+		if (clear)
+			ctl_write("log", "clear");
+	} else if (!strcmp(cmd, "behavior") && optind + 1 == argc) {
+		snprintf(buf, sizeof(buf), "behavior %s", argv[optind]);
+		ctl_write("ulp", buf);
+		ctl_cat("ulp");
+	} else if (!strcmp(cmd, "stop") && optind == argc) {
+		ctl_write("ulp", "stop");
+		ctl_cat("ulp");
+	} else {
+		usage_error("unknown command or arguments: %s", cmd);
+	}
+	return 0;
+}

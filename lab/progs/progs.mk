@@ -1,0 +1,45 @@
+# Lab programs and the apmlab module (owned by lab/progs and lab/kmod).
+# Included by lab/lab.mk. Outputs: $(BUILD)/lab/bin/lab-*, and
+# $(BUILD)/lab/<kernel>/apmlab.ko built against that kernel's Debian headers.
+
+LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap
+LAB_BIN       := $(abspath $(BUILD))/lab/bin
+LAB_KMOD_KS   := 6.1 6.12
+LAB_CC        ?= gcc
+LAB_CFLAGS    := -O2 -g -Wall -Wextra -Werror -std=gnu11
+PROGS_SRC     := lab/progs
+KMOD_SRC      := $(wildcard lab/kmod/*.c lab/kmod/*.h) lab/kmod/Kbuild
+PROGS_COMMON  := $(PROGS_SRC)/common.c $(PROGS_SRC)/common.h
+PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
+
+.PHONY: lab-progs lab-kmod
+lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
+lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko)
+
+# $(call lab_prog,SOURCES,LIBS)
+define lab_prog
+	@mkdir -p $(LAB_BIN)
+	$(LAB_CC) $(LAB_CFLAGS) -o $@ $(filter %.c,$(1)) $(2)
+endef
+
+$(LAB_BIN)/lab-inject: $(PROGS_SRC)/lab-inject.c $(PROGS_COMMON)
+	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-ulp: $(PROGS_SRC)/lab-ulp.c $(PROGS_COMMON)
+	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-pair: $(PROGS_SRC)/lab-pair.c $(PROGS_APM) $(PROGS_COMMON)
+	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-cm-pair: $(PROGS_SRC)/lab-cm-pair.c $(PROGS_APM) $(PROGS_COMMON)
+	$(call lab_prog,$^,-lrdmacm -libverbs)
+$(LAB_BIN)/lab-lap: $(PROGS_SRC)/lab-lap.c $(PROGS_COMMON)
+	$(call lab_prog,$^,-libumad -libverbs)
+
+# Kbuild writes next to the sources, so each kernel builds a copy under BUILD.
+$(abspath $(BUILD))/lab/%/apmlab.ko: $(KMOD_SRC)
+	@kv=$$(lab/kver.sh $*) || exit 1; \
+	hdr=/usr/src/linux-headers-$$kv; \
+	[ -d $$hdr ] || { echo "lab-kmod: $$hdr missing: apt-get install linux-headers-$$kv (make setup does)" >&2; exit 1; }; \
+	out=$(abspath $(BUILD))/lab/kmod-$*; \
+	rm -rf $$out && mkdir -p $$out $(@D) && cp $(KMOD_SRC) $$out/ && \
+	$(MAKE) --no-print-directory -s -C $$hdr M=$$out modules && \
+	strip --strip-debug -o $@ $$out/apmlab.ko && \
+	echo "lab-kmod: $@ ($$kv)"
