@@ -19,6 +19,18 @@ type apmApmConfig struct {
 	Pad     [7]uint8
 }
 
+type apmApmPath struct {
+	_         structs.HostLayout
+	Port      uint32
+	Dlid      uint16
+	PkeyIndex uint16
+	SgidIndex uint8
+	IsGlobal  uint8
+	Timeout   uint8
+	Pad       uint8
+	Dgid      [16]uint8
+}
+
 type apmApmRecord struct {
 	_          structs.HostLayout
 	BootNs     uint64
@@ -55,29 +67,9 @@ type apmApmRecord struct {
 	Pad        [6]uint8
 	Comm       [16]int8
 	Dev        [64]int8
-	Primary    struct {
-		_         structs.HostLayout
-		Port      uint32
-		Dlid      uint16
-		PkeyIndex uint16
-		SgidIndex uint8
-		IsGlobal  uint8
-		Timeout   uint8
-		Pad       uint8
-		Dgid      [16]uint8
-	}
-	Alt struct {
-		_         structs.HostLayout
-		Port      uint32
-		Dlid      uint16
-		PkeyIndex uint16
-		SgidIndex uint8
-		IsGlobal  uint8
-		Timeout   uint8
-		Pad       uint8
-		Dgid      [16]uint8
-	}
-	_ [4]byte
+	Primary    apmApmPath
+	Alt        apmApmPath
+	_          [4]byte
 }
 
 type apmJoinKey struct {

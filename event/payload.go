@@ -62,6 +62,8 @@ type CMNotify struct {
 	CMID     uint64 // kernel address of the ib_cm_id, as an opaque identity
 	LocalID  uint32 // local communication id
 	RemoteID uint32 // remote communication id
+	CMState  uint8  // cm_id state at the call (enum ib_cm_state)
+	LapState uint8  // cm_id lap_state at the call (enum ib_cm_lap_state)
 }
 
 // CMHandler is one cm_lap_handler or cm_apr_handler call and its result.

@@ -13,6 +13,7 @@ const (
 	HookKprobe     HookMethod = "kprobe"
 	HookTracepoint HookMethod = "tracepoint"
 	HookMissing    HookMethod = "missing"
+	HookSkipped    HookMethod = "skipped" // present but not needed (a better hook covers it)
 )
 
 // Hook describes one probe target and how (or why not) it was attached.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/apmwatch/apmwatch/collector"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/output"
+	"github.com/spf13/cobra"
+)
+
+func newTraceCmd() *cobra.Command {
+	var cfg output.TraceConfig
+	var devices, qpns, pids, comms, kinds []string
+	var opts collector.Options
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
+			if err != nil {
+				return usageError{err}
+			}
+			if _, err := output.NewWriter(cfg.Output, nil); err != nil {
+				return usageError{err}
+			}
+			cfg.Filter = f
+			if verbose {
+				opts.Log = cmd.ErrOrStderr()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return output.RunTrace(ctx, cfg, output.TraceDeps{
+				Open:      func() (event.Source, error) { return collector.Open(opts) },
+				Plan:      func() ([]event.Hook, error) { return collector.Plan(opts) },
+				Check:     collector.Preflight,
+				CheckRDMA: collector.CheckRDMA,
+				Stdout:    cmd.OutOrStdout(),
+				Stderr:    cmd.ErrOrStderr(),
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&cfg.Output, "output", "o", "table", "table or json (one object per line)")
+	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices")
+	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
+	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")
+	fl.StringSliceVar(&comms, "comm", nil, "only events raised by these commands")
+	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy)")
+	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
+	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
+	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")
+	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
+	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
+	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "print fallback and verifier details to stderr")
+	_ = fl.MarkHidden("force-kprobe")
+	return cmd
+}

@@ -1,0 +1,236 @@
+// Package collector loads the apmwatch probes, attaches them with the best
+// method each hook allows on the running kernel, and turns the ring buffer
+// records into event.Events. A Collector is an event.Source.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/version"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a live collector.
+type Options struct {
+	AllMADs     bool      // every MAD class, not only CM (0x07)
+	ForceKprobe bool      // kprobes and raw tracepoints only (tests the fallback)
+	EventHooks  []string  // extra (struct ib_event *, void *) QP event handlers
+	Log         io.Writer // fallback and verifier details; nil: quiet
+}
+
+func (o Options) plan() planOptions {
+	return planOptions{ForceKprobe: o.ForceKprobe, EventHooks: o.EventHooks}
+}
+
+// Plan lists every hook and how it would be attached, without attaching.
+func Plan(opts Options) ([]event.Hook, error) {
+	k, err := newLiveKernel(btf.NewCache())
+	if err != nil {
+		return nil, err
+	}
+	var out []event.Hook
+	for _, t := range plan(k, defaultHooks(), opts.plan()) {
+		out = append(out, t.hook())
+	}
+	return out, nil
+}
+
+// Collector is a live event.Source.
+type Collector struct {
+	meta     event.Meta
+	loader   *loader
+	reader   *ringbuf.Reader
+	dec      decoder
+	out      chan *event.Event
+	done     chan struct{} // closed last: stop sending
+	readDone chan struct{}
+	err      error // set before out is closed
+	seq      atomic.Uint64
+	decErrs  atomic.Uint64
+	once     sync.Once
+	final    *event.Stats  // counters as they were at Close
+	Attach   time.Duration // time to load and attach every probe
+}
+
+// Open checks privileges, loads and attaches every probe, and starts reading.
+// A hook missing on this kernel is reported in Meta().Hooks, never fatal.
+func Open(opts Options) (*Collector, error) {
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising the memlock limit: %w", err)
+	}
+	cache := btf.NewCache()
+	k, err := newLiveKernel(cache)
+	if err != nil {
+		return nil, err
+	}
+	cfg := apmApmConfig{}
+	if opts.AllMADs {
+		cfg.AllMads = 1
+	}
+	l, err := newLoader(cfg, cache, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	targets := plan(k, defaultHooks(), opts.plan())
+	var hooks []event.Hook
+	var names []string
+	for i := range targets {
+		l.attach(&targets[i])
+		hooks = append(hooks, targets[i].hook())
+		names = append(names, targets[i].def.Name)
+	}
+	rd, err := ringbuf.NewReader(l.shared["events"])
+	if err != nil {
+		l.close()
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	offset, err := bootOffset()
+	if err != nil {
+		rd.Close()
+		l.close()
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	c := &Collector{
+		meta: event.Meta{
+			Host: host, Kernel: kernelRelease(), BootOffset: offset,
+			Hooks: hooks, Version: version.Get().Version,
+		},
+		loader:   l,
+		reader:   rd,
+		dec:      decoder{offset: offset, names: k.syms.addrs(names)},
+		out:      make(chan *event.Event, 1024),
+		done:     make(chan struct{}),
+		readDone: make(chan struct{}),
+		Attach:   time.Since(start),
+	}
+	go c.read()
+	return c, nil
+}
+
+// bootOffset is the wall clock minus CLOCK_BOOTTIME, now.
+func bootOffset() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0, fmt.Errorf("reading CLOCK_BOOTTIME: %w", err)
+	}
+	return time.Duration(time.Now().UnixNano() - ts.Nano()), nil
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func (c *Collector) read() {
+	defer close(c.out)
+	defer close(c.readDone)
+	var rec ringbuf.Record
+	for {
+		err := c.reader.ReadInto(&rec)
+		if err != nil {
+			// Close sets a deadline once the probes are detached: the
+			// records left are read first, then this ends the stream.
+			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				c.err = fmt.Errorf("reading the ring buffer: %w", err)
+			}
+			return
+		}
+		e, err := c.dec.decode(rec.RawSample)
+		if err != nil {
+			c.decErrs.Add(1)
+			continue
+		}
+		e.Seq = c.seq.Add(1)
+		select {
+		case c.out <- e:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// Meta describes the host and every hook with how it was attached.
+func (c *Collector) Meta() event.Meta { return c.meta }
+
+// Next returns the next event; io.EOF after Close.
+func (c *Collector) Next(ctx context.Context) (*event.Event, error) {
+	select {
+	case e, ok := <-c.out:
+		if !ok {
+			if c.err != nil {
+				return nil, c.err
+			}
+			return nil, io.EOF
+		}
+		return e, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Stats reads the kernel counters.
+func (c *Collector) Stats() event.Stats {
+	if c.final != nil {
+		s := *c.final
+		s.Events, s.DecodeErrs = c.seq.Load(), c.decErrs.Load()
+		return s
+	}
+	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load()}
+	m := c.loader.shared["counters"]
+	var lost, unjoined []uint64
+	if m.Lookup(uint32(0), &lost) == nil {
+		s.LostPerCPU = lost
+		for _, v := range lost {
+			s.Lost += v
+		}
+	}
+	if m.Lookup(uint32(1), &unjoined) == nil {
+		for _, v := range unjoined {
+			s.Unjoined += v
+		}
+	}
+	return s
+}
+
+// Close detaches every probe, then lets Next return the records already in
+// the ring buffer (up to the channel's capacity) before io.EOF. Safe to call
+// more than once.
+func (c *Collector) Close() error {
+	c.once.Do(func() {
+		closeLinks(c.loader.links) // no new records from here on
+		c.loader.links = nil
+		c.reader.SetDeadline(time.Now())
+		select {
+		case <-c.readDone:
+		case <-time.After(time.Second):
+		}
+		s := c.Stats()
+		c.final = &s
+		close(c.done)
+		c.reader.Close()
+		<-c.readDone
+		c.loader.close()
+	})
+	return nil
+}
+
+var _ event.Source = (*Collector)(nil)

@@ -1,0 +1,212 @@
+package collector
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// recordSize is the size of struct apm_record.
+const recordSize = int(unsafe.Sizeof(apmApmRecord{}))
+
+// Flags of struct apm_record (enum apm_flag in bpf/apmwatch.h).
+const (
+	flagHasPrimary = 1 << 0
+	flagHasAlt     = 1 << 1
+	flagUser       = 1 << 2
+	flagKernel     = 1 << 3
+	flagFromUMAD   = 1 << 4
+	flagRawEvent   = 1 << 5
+	flagMlx4       = 1 << 6
+)
+
+var errShortRecord = errors.New("short record")
+
+// decoder turns raw ring buffer records into events.
+type decoder struct {
+	offset time.Duration     // wall clock minus CLOCK_BOOTTIME
+	names  map[uint64]string // function address -> hook name
+}
+
+// parseRecord copies a raw sample into the generated record type.
+func parseRecord(raw []byte, rec *apmApmRecord) error {
+	if len(raw) < recordSize {
+		return fmt.Errorf("%w: %d bytes, want %d", errShortRecord, len(raw), recordSize)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(rec)), recordSize), raw)
+	return nil
+}
+
+func (d *decoder) decode(raw []byte) (*event.Event, error) {
+	var r apmApmRecord
+	if err := parseRecord(raw, &r); err != nil {
+		return nil, err
+	}
+	return d.event(&r)
+}
+
+// cstr reads a NUL-terminated C char array.
+func cstr(c []int8) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c))), len(c))
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func origin(flags uint8) event.Origin {
+	switch {
+	case flags&flagUser != 0:
+		return event.OriginUser
+	case flags&flagKernel != 0:
+		return event.OriginKernel
+	}
+	return event.OriginUnknown
+}
+
+// hookName resolves the function address a probe saw.
+func (d *decoder) hookName(ip uint64, fallback string) string {
+	if ip == 0 {
+		return fallback
+	}
+	if n, ok := d.names[ip]; ok {
+		return n
+	}
+	// With IBT a kprobe may report the address after the endbr64.
+	if n, ok := d.names[ip-4]; ok {
+		return n
+	}
+	return fallback
+}
+
+func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
+	e := &event.Event{
+		Kind:   event.Kind(r.Kind),
+		Boot:   r.BootNs,
+		Time:   time.Unix(0, int64(r.BootNs)).Add(d.offset),
+		CPU:    r.Cpu,
+		PID:    r.Pid,
+		TID:    r.Tid,
+		Comm:   cstr(r.Comm[:]),
+		Device: cstr(r.Dev[:]),
+		QPN:    r.Qpn,
+	}
+	switch e.Kind {
+	case event.KindModify:
+		m := &event.Modify{
+			QPType:     event.QPType(r.QpType),
+			Origin:     origin(r.Flags),
+			UHandle:    r.Uhandle,
+			UserHandle: r.UserHandle,
+			AttrMask:   r.AttrMask,
+			State:      event.QPState(r.State),
+			MigState:   event.MigState(r.MigState),
+			DestQPN:    r.DestQpn,
+			Ret:        r.Ret,
+			Hook:       d.hookName(r.FuncIp, "ib_modify_qp"),
+		}
+		if r.Flags&flagHasPrimary != 0 {
+			p := path(r.Primary)
+			m.Primary = &p
+		}
+		if r.Flags&flagHasAlt != 0 {
+			p := path(r.Alt)
+			m.Alt = &p
+		}
+		e.Modify = m
+	case event.KindQPEvent:
+		q := &event.QPEvent{
+			Type:   event.EventType(r.EvType),
+			QPType: event.QPType(r.QpType),
+			Origin: origin(r.Flags),
+			Hook:   d.hookName(r.FuncIp, "qp event handler"),
+		}
+		if r.Flags&flagRawEvent != 0 {
+			q.Type = rawEventType(r.EvType)
+			q.QPType, q.Origin = 0, event.OriginUnknown
+		}
+		e.QP = q
+	case event.KindPortEvent:
+		e.Port = &event.PortEvent{Type: event.EventType(r.EvType), Port: r.Port}
+	case event.KindCMNotify:
+		e.Notify = &event.CMNotify{
+			Type:     event.EventType(r.EvType),
+			Ret:      r.Ret,
+			CMID:     r.Obj,
+			LocalID:  r.LocalId,
+			RemoteID: r.RemoteId,
+			CMState:  r.State,
+			LapState: r.MigState,
+		}
+	case event.KindCMHandler:
+		e.Handler = &event.CMHandler{
+			AttrID:   r.AttrId,
+			Ret:      r.Ret,
+			LocalID:  r.LocalId,
+			RemoteID: r.RemoteId,
+			AltDLID:  r.AltDlid,
+			Status:   r.Status,
+		}
+	case event.KindMAD:
+		e.MAD = &event.MAD{
+			Dir:       event.MADDir(r.Dir),
+			MgmtClass: r.MgmtClass,
+			Method:    r.Method,
+			AttrID:    r.AttrId,
+			TID:       r.Obj,
+			SLID:      r.Slid,
+			DLID:      r.Dlid,
+			Port:      r.Port,
+			MADQPN:    r.MadQpn,
+			FromUser:  r.Flags&flagFromUMAD != 0,
+			LocalID:   r.LocalId,
+			RemoteID:  r.RemoteId,
+		}
+		e.QPN = 0 // a MAD is not about the GSI QP's history
+	case event.KindQPCreate, event.KindQPDestroy:
+		e.Life = &event.QPLife{QPType: event.QPType(r.QpType), Origin: origin(r.Flags), Ret: r.Ret}
+	default:
+		return nil, fmt.Errorf("unknown record kind %d", r.Kind)
+	}
+	return e, nil
+}
+
+func path(p apmApmPath) event.Path {
+	return event.Path{
+		Port:      p.Port,
+		DLID:      p.Dlid,
+		SGIDIndex: p.SgidIndex,
+		DGID:      p.Dgid,
+		IsGlobal:  p.IsGlobal != 0,
+		PKeyIndex: p.PkeyIndex,
+		Timeout:   p.Timeout,
+	}
+}
+
+// rawEventType maps mlx4/mlx5 EQE event numbers (identical for the QP
+// events) to ib_event_type.
+func rawEventType(raw uint8) event.EventType {
+	switch raw {
+	case 0x01:
+		return event.EvPathMig
+	case 0x02:
+		return event.EvCommEst
+	case 0x03:
+		return event.EvSQDrained
+	case 0x05:
+		return event.EvQPFatal
+	case 0x07:
+		return event.EvPathMigErr
+	case 0x10:
+		return event.EvQPReqErr
+	case 0x11:
+		return event.EvQPAccessErr
+	case 0x13:
+		return event.EvQPLastWQEReached
+	}
+	return event.EventType(0x80 | raw)
+}

@@ -1,0 +1,117 @@
+package collector
+
+import "github.com/apmwatch/apmwatch/event"
+
+// hookKind says which programs a hook needs.
+type hookKind uint8
+
+const (
+	hookJoined     hookKind = iota // entry and exit, joined in the kernel
+	hookEntry                      // entry only
+	hookExit                       // exit only
+	hookTracepoint                 // tp_btf, else raw_tp
+)
+
+// role orders QP-event hooks: fallbacks are attached only when the primary
+// hook is missing.
+type role uint8
+
+const (
+	roleAlways   role = iota
+	rolePrimary       // __ib_qp_event_handler
+	roleFallback      // driver, uverbs and kernel ULP handlers
+)
+
+// hookDef is one probe target and the programs (names in the collection
+// spec) that implement it.
+type hookDef struct {
+	Name   string // function, or tracepoint "group:name"
+	Module string // where it is expected to live
+	Signal string // what it observes
+	Kind   hookKind
+	Role   role
+	// Function hooks: BTF programs, then kprobe programs.
+	Fentry, Fexit, Kprobe, Kretprobe string
+	// Tracepoint hooks.
+	TPBTF, RawTP string
+}
+
+// QPEventHandlerProgs are the programs for any (struct ib_event *, void *)
+// handler; --event-hook adds targets using them.
+func qpEventHook(name, module, signal string, r role) hookDef {
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookEntry, Role: r,
+		Fentry: "fentry_qp_event", Kprobe: "kprobe_qp_event"}
+}
+
+// LabEventHandler is the QP event handler of the lab's test module (apmlab,
+// lab/kmod/ulp.c: static void qp_event(struct ib_event *, void *)),
+// a kernel ULP with the (struct ib_event *, void *) signature.
+const LabEventHandler = "qp_event"
+
+func modifyHook(name, signal string) hookDef {
+	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookJoined,
+		Fentry: "fentry_modify", Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
+}
+
+func handlerHook(name, signal string) hookDef {
+	return hookDef{Name: name, Module: "ib_cm", Signal: signal, Kind: hookJoined,
+		Fentry: "fentry_handler", Fexit: "fexit_handler", Kprobe: "kprobe_handler", Kretprobe: "kretprobe_handler"}
+}
+
+func createHook(name, signal string) hookDef {
+	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookExit,
+		Fexit: "fexit_qp_create", Kretprobe: "kretprobe_qp_create"}
+}
+
+func tpHook(name, module, signal, btfProg, rawProg string) hookDef {
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookTracepoint, TPBTF: btfProg, RawTP: rawProg}
+}
+
+// defaultHooks is every hook apmwatch knows, in display order.
+func defaultHooks() []hookDef {
+	return []hookDef{
+		modifyHook("ib_modify_qp", "qp modify, kernel ULP QPs"),
+		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs"),
+		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
+		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
+		{Name: "mlx5_ib_qp_event", Module: "mlx5_ib", Signal: "qp async events, mlx5 (raw, qpn only)", Kind: hookEntry,
+			Role: roleFallback, Fentry: "fentry_mlx5_qp_event", Kprobe: "kprobe_mlx5_qp_event"},
+		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookEntry,
+			Role: roleFallback, Fentry: "fentry_mlx4_qp_event", Kprobe: "kprobe_mlx4_qp_event"},
+		qpEventHook("qp_event_handler", "rpcrdma", "qp async events, NFS/RDMA server", roleFallback),
+		qpEventHook("rds_ib_qp_event_handler", "rds_rdma", "qp async events, RDS", roleFallback),
+		qpEventHook("srp_qp_event", "ib_srp", "qp async events, SRP initiator", roleFallback),
+		qpEventHook("srpt_qp_event", "ib_srpt", "qp async events, SRP target", roleFallback),
+		qpEventHook("iser_qp_event_callback", "ib_iser", "qp async events, iSER initiator", roleFallback),
+		qpEventHook("isert_qp_event_callback", "ib_isert", "qp async events, iSER target", roleFallback),
+		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
+		qpEventHook(LabEventHandler, "apmlab", "qp async events, lab test module", roleFallback),
+		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookEntry,
+			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
+		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookJoined,
+			Fentry: "fentry_notify", Fexit: "fexit_notify", Kprobe: "kprobe_notify", Kretprobe: "kretprobe_notify"},
+		handlerHook("cm_lap_handler", "LAP received by the CM, and its result"),
+		handlerHook("cm_apr_handler", "APR received by the CM, and its result"),
+		tpHook("ib_mad:ib_mad_ib_send_mad", "ib_core", "CM MADs sent", "tp_mad_send", "raw_mad_send"),
+		tpHook("ib_mad:ib_mad_recv_done_handler", "ib_core", "CM MADs received", "tp_mad_recv", "raw_mad_recv"),
+		tpHook("ib_umad:ib_umad_write", "ib_umad", "MADs written by userspace (marks sends)", "tp_umad_write", "raw_umad_write"),
+		createHook("ib_create_qp_user", "qp create, user QPs"),
+		createHook("ib_create_qp_kernel", "qp create, kernel QPs"),
+		{Name: "ib_destroy_qp_user", Module: "ib_core", Signal: "qp destroy, every QP", Kind: hookJoined,
+			Fentry: "fentry_destroy", Fexit: "fexit_destroy", Kprobe: "kprobe_destroy", Kretprobe: "kretprobe_destroy"},
+	}
+}
+
+// tpName splits "group:name".
+func tpName(n string) (group, name string) {
+	for i := 0; i < len(n); i++ {
+		if n[i] == ':' {
+			return n[:i], n[i+1:]
+		}
+	}
+	return "", n
+}
+
+func (h hookDef) describe(m event.HookMethod, reason string) event.Hook {
+	return event.Hook{Name: h.Name, Module: h.Module, Signal: h.Signal, Method: m, Reason: reason}
+}

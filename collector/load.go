@@ -1,0 +1,256 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+)
+
+// sharedMaps are created once and used by every program.
+var sharedMaps = []string{"events", "counters", "scratch", "inflight", "umad_tids"}
+
+// loader loads one small collection per hook (so that one hook failing
+// never stops another) around a set of shared maps.
+type loader struct {
+	spec   *ebpf.CollectionSpec
+	cache  *btf.Cache
+	shared map[string]*ebpf.Map
+	colls  []*ebpf.Collection
+	links  []link.Link
+	log    io.Writer
+}
+
+func newLoader(cfg apmApmConfig, cache *btf.Cache, log io.Writer) (*loader, error) {
+	spec, err := loadApm()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded probes: %w", err)
+	}
+	if err := spec.Variables["cfg"].Set(cfg); err != nil {
+		return nil, fmt.Errorf("setting the probe config: %w", err)
+	}
+	l := &loader{spec: spec, cache: cache, shared: make(map[string]*ebpf.Map), log: log}
+	for _, name := range sharedMaps {
+		m, err := ebpf.NewMap(spec.Maps[name])
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("creating map %s: %w", name, err)
+		}
+		l.shared[name] = m
+	}
+	return l, nil
+}
+
+// load creates the named programs, aimed at attachTo where that matters.
+func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error) {
+	cs := l.spec.Copy()
+	for name := range cs.Programs {
+		if !slices.Contains(progs, name) {
+			delete(cs.Programs, name)
+		}
+	}
+	for _, name := range progs {
+		p, ok := cs.Programs[name]
+		if !ok {
+			return nil, fmt.Errorf("no program %s in the probes", name)
+		}
+		p.AttachTo = attachTo
+	}
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
+		MapReplacements: maps.Clone(l.shared),
+		Cache:           l.cache,
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.colls = append(l.colls, coll)
+	return coll, nil
+}
+
+// attach attaches one target, falling back from BTF programs to kprobes
+// (or raw tracepoints), and records how in t.
+func (l *loader) attach(t *target) {
+	if t.method != event.HookFentry && t.method != event.HookKprobe && t.method != event.HookTracepoint {
+		return
+	}
+	var errs []string
+	if t.btf {
+		err := l.attachBTF(t)
+		if err == nil {
+			return
+		}
+		l.logf("%s: %s attach failed: %+v", t.def.Name, btfMethod(t), err)
+		errs = append(errs, fmt.Sprintf("%s failed: %s", btfMethod(t), firstLine(err)))
+	}
+	err := l.attachFallback(t)
+	if err == nil {
+		if len(errs) > 0 {
+			t.reason = strings.Join(errs, "; ")
+		}
+		if t.def.Kind != hookTracepoint {
+			t.method = event.HookKprobe
+		}
+		return
+	}
+	l.logf("%s: fallback attach failed: %+v", t.def.Name, err)
+	errs = append(errs, fmt.Sprintf("%s failed: %s", fallbackMethod(t), firstLine(err)))
+	t.method, t.reason = event.HookMissing, strings.Join(errs, "; ")
+}
+
+func btfMethod(t *target) string {
+	if t.def.Kind == hookTracepoint {
+		return "tp_btf"
+	}
+	return "fentry"
+}
+
+func fallbackMethod(t *target) string {
+	if t.def.Kind == hookTracepoint {
+		return "raw_tp"
+	}
+	return "kprobe"
+}
+
+func (l *loader) attachBTF(t *target) error {
+	if t.def.Kind == hookTracepoint {
+		_, name := tpName(t.def.Name)
+		return l.attachTracing([]string{t.def.TPBTF}, name)
+	}
+	var progs []string
+	switch t.def.Kind {
+	case hookJoined:
+		progs = []string{t.def.Fentry, t.def.Fexit}
+	case hookEntry:
+		progs = []string{t.def.Fentry}
+	case hookExit:
+		progs = []string{t.def.Fexit}
+	}
+	return l.attachTracing(progs, t.def.Name)
+}
+
+func (l *loader) attachTracing(progs []string, attachTo string) error {
+	coll, err := l.load(progs, attachTo)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", strings.Join(progs, ", "), err)
+	}
+	var ls []link.Link
+	// Exit before entry: an entry without its exit would leave records
+	// waiting in the join map.
+	for _, name := range slices.Backward(progs) {
+		lk, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name]})
+		if err != nil {
+			closeLinks(ls)
+			l.drop(coll)
+			return fmt.Errorf("attaching %s: %w", name, err)
+		}
+		ls = append(ls, lk)
+	}
+	l.links = append(l.links, ls...)
+	return nil
+}
+
+func (l *loader) attachFallback(t *target) error {
+	if t.def.Kind == hookTracepoint {
+		_, name := tpName(t.def.Name)
+		coll, err := l.load([]string{t.def.RawTP}, name)
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", t.def.RawTP, err)
+		}
+		lk, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: coll.Programs[t.def.RawTP]})
+		if err != nil {
+			l.drop(coll)
+			return fmt.Errorf("attaching raw tracepoint %s: %w", name, err)
+		}
+		l.links = append(l.links, lk)
+		return nil
+	}
+	var entry, exit string
+	switch t.def.Kind {
+	case hookJoined:
+		entry, exit = t.def.Kprobe, t.def.Kretprobe
+	case hookEntry:
+		entry = t.def.Kprobe
+	case hookExit:
+		exit = t.def.Kretprobe
+	}
+	progs := slices.DeleteFunc([]string{entry, exit}, func(s string) bool { return s == "" })
+	if len(progs) == 0 {
+		return errors.New("no kprobe program for this hook")
+	}
+	coll, err := l.load(progs, t.def.Name)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", strings.Join(progs, ", "), err)
+	}
+	var ls []link.Link
+	// The exit probe goes first: an entry without its exit would leave
+	// records waiting in the join map.
+	if exit != "" {
+		lk, err := link.Kretprobe(t.def.Name, coll.Programs[exit], nil)
+		if err != nil {
+			l.drop(coll)
+			return fmt.Errorf("kretprobe %s: %w", t.def.Name, err)
+		}
+		ls = append(ls, lk)
+	}
+	if entry != "" {
+		lk, err := link.Kprobe(t.def.Name, coll.Programs[entry], nil)
+		if err != nil {
+			closeLinks(ls)
+			l.drop(coll)
+			return fmt.Errorf("kprobe %s: %w", t.def.Name, err)
+		}
+		ls = append(ls, lk)
+	}
+	l.links = append(l.links, ls...)
+	return nil
+}
+
+// drop frees a collection whose programs could not be attached.
+func (l *loader) drop(c *ebpf.Collection) {
+	l.colls = slices.DeleteFunc(l.colls, func(x *ebpf.Collection) bool { return x == c })
+	c.Close()
+}
+
+func (l *loader) logf(format string, args ...any) {
+	if l.log != nil {
+		fmt.Fprintf(l.log, "apmwatch: "+format+"\n", args...)
+	}
+}
+
+func closeLinks(ls []link.Link) {
+	for _, lk := range ls {
+		lk.Close()
+	}
+}
+
+// close detaches every link, then frees programs and maps.
+func (l *loader) close() {
+	closeLinks(l.links)
+	l.links = nil
+	for _, c := range l.colls {
+		c.Close()
+	}
+	l.colls = nil
+	for _, m := range l.shared {
+		m.Close()
+	}
+	l.shared = nil
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}

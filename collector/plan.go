@@ -1,0 +1,101 @@
+package collector
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// target is a hook with the attach method chosen for this kernel.
+type target struct {
+	def    hookDef
+	method event.HookMethod
+	reason string
+	module string // where the kernel has it
+	btf    bool   // fentry/fexit or tp_btf possible
+}
+
+func (t target) hook() event.Hook { return t.def.describe(t.method, t.reason) }
+
+// planOptions change how targets are chosen.
+type planOptions struct {
+	ForceKprobe bool     // never use fentry/fexit or tp_btf (tests the fallback)
+	EventHooks  []string // extra (struct ib_event *, void *) handlers
+}
+
+// plan chooses, for every hook, how to attach it on this kernel. It attaches
+// nothing; the loader may still fall back from fentry to kprobe per hook.
+func plan(k kernelView, defs []hookDef, opts planOptions) []target {
+	for _, name := range opts.EventHooks {
+		defs = append(defs, qpEventHook(name, "", "qp async events, --event-hook", roleAlways))
+	}
+	out := make([]target, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, planOne(k, d, opts))
+	}
+	primary := slices.ContainsFunc(out, func(t target) bool {
+		return t.def.Role == rolePrimary && t.method != event.HookMissing
+	})
+	for i := range out {
+		t := &out[i]
+		if t.def.Role == roleFallback && primary && t.method != event.HookMissing {
+			t.method = event.HookSkipped
+			t.reason = "not needed: __ib_qp_event_handler sees every QP event"
+		}
+		if t.def.Role == rolePrimary && t.method == event.HookMissing {
+			t.reason += "; using the driver, uverbs and ULP handlers instead"
+		}
+	}
+	return out
+}
+
+func planOne(k kernelView, d hookDef, opts planOptions) target {
+	t := target{def: d, module: d.Module}
+	if d.Kind == hookTracepoint {
+		_, name := tpName(d.Name)
+		present, hasBTF := k.HasTracepoint(d.Module, name)
+		switch {
+		case !present && !k.ModuleLoaded(d.Module):
+			t.method, t.reason = event.HookMissing, fmt.Sprintf("module %s not loaded", d.Module)
+		case !present:
+			t.method, t.reason = event.HookMissing, "tracepoint not in this kernel"
+		case hasBTF && !opts.ForceKprobe:
+			t.method, t.reason, t.btf = event.HookTracepoint, "tp_btf", true
+		default:
+			t.method, t.reason = event.HookTracepoint, "raw_tp (no BTF for the tracepoint)"
+			if opts.ForceKprobe {
+				t.reason = "raw_tp (forced)"
+			}
+		}
+		return t
+	}
+	mods := k.FuncModules(d.Name)
+	switch {
+	case len(mods) == 0 && d.Module != "" && !k.ModuleLoaded(d.Module):
+		t.method, t.reason = event.HookMissing, fmt.Sprintf("module %s not loaded", d.Module)
+		return t
+	case len(mods) == 0:
+		t.method, t.reason = event.HookMissing, "not in kallsyms (inlined, renamed or absent on this kernel)"
+		return t
+	case len(mods) > 1:
+		t.method, t.reason = event.HookMissing, "name not unique: in "+strings.Join(mods, ", ")
+		return t
+	}
+	t.module = mods[0]
+	if d.Module != "" && t.module != d.Module {
+		t.method, t.reason = event.HookMissing, fmt.Sprintf("found in %s, expected %s", t.module, d.Module)
+		return t
+	}
+	hasBTF := k.HasBTFFunc(t.module, d.Name)
+	switch {
+	case opts.ForceKprobe:
+		t.method, t.reason = event.HookKprobe, "forced"
+	case hasBTF && (d.Fentry != "" || d.Fexit != ""):
+		t.method, t.btf = event.HookFentry, true
+	default:
+		t.method, t.reason = event.HookKprobe, "no BTF for the function"
+	}
+	return t
+}

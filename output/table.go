@@ -1,0 +1,135 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Writer renders a stream of events.
+type Writer interface {
+	Write(e *event.Event) error
+	Close() error
+}
+
+// TableWriter streams events as table rows.
+type TableWriter struct {
+	t       *tablewriter.Table
+	started bool
+}
+
+var tableHeader = []string{"TIME", "KIND", "COMM:PID", "DEVICE", "QPN", "WHAT"}
+
+// NewTableWriter writes a streaming table to w.
+func NewTableWriter(w io.Writer) *TableWriter {
+	widths := tw.NewMapper[int, int]()
+	for i, n := range []int{15, 10, 20, 8, 6, 90} {
+		widths.Set(i, n)
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithStreaming(tw.StreamConfig{Enable: true}),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+	)
+	return &TableWriter{t: t}
+}
+
+func (tw *TableWriter) Write(e *event.Event) error {
+	if !tw.started {
+		if err := tw.t.Start(); err != nil {
+			return fmt.Errorf("starting the table: %w", err)
+		}
+		tw.t.Header(tableHeader)
+		tw.started = true
+	}
+	return tw.t.Append(Row(e))
+}
+
+// Close ends the table.
+func (tw *TableWriter) Close() error {
+	if !tw.started {
+		return nil
+	}
+	return tw.t.Close()
+}
+
+// Row is the table row of an event.
+func Row(e *event.Event) []string {
+	qpn := ""
+	if e.QPN != 0 {
+		qpn = fmt.Sprint(e.QPN)
+	}
+	return []string{
+		e.Time.Format("15:04:05.000000"), e.Kind.String(), fmt.Sprintf("%s:%d", e.Comm, e.PID),
+		e.Device, qpn, Detail(e),
+	}
+}
+
+func pathText(name string, p *event.Path, alt bool) string {
+	if p == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%s{port=%d dlid=0x%x sgid=%d", name, p.Port, p.DLID, p.SGIDIndex)
+	if p.IsGlobal {
+		s += " dgid=" + GID(p.DGID)
+	}
+	if alt {
+		s += fmt.Sprintf(" pkey=%d timeout=%d", p.PKeyIndex, p.Timeout)
+	}
+	return s + "}"
+}
+
+// Detail is the human summary of an event's payload.
+func Detail(e *event.Event) string {
+	switch {
+	case e.Modify != nil:
+		m := e.Modify
+		var state, mig string
+		if m.Has(event.AttrState) {
+			state = "->" + m.State.String()
+		}
+		if m.Has(event.AttrPathMigState) {
+			mig = "mig=" + m.MigState.String()
+		}
+		owner := m.Origin.String()
+		if m.Origin == event.OriginUser {
+			owner = fmt.Sprintf("user h=%d", m.UHandle)
+		}
+		return join(state, mig, pathText("av", m.Primary, false), pathText("alt", m.Alt, true),
+			"["+strings.Join(AttrNames(m.AttrMask), ",")+"]", retText(m.Ret),
+			fmt.Sprintf("(%s %s)", m.QPType, owner))
+	case e.QP != nil:
+		return join(e.QP.Type.String(), "via "+e.QP.Hook, "("+e.QP.Origin.String()+")")
+	case e.Port != nil:
+		return fmt.Sprintf("%s port %d", e.Port.Type, e.Port.Port)
+	case e.Notify != nil:
+		n := e.Notify
+		return join(n.Type.String(), retText(n.Ret), fmt.Sprintf("cm_id=%s local=0x%x remote=0x%x",
+			hex64(n.CMID), n.LocalID, n.RemoteID), "state="+CMState(n.CMState), "lap="+LapState(n.LapState))
+	case e.Handler != nil:
+		h := e.Handler
+		s := join(event.CMAttrName(h.AttrID)+" handler", retText(h.Ret),
+			fmt.Sprintf("local=0x%x remote=0x%x", h.LocalID, h.RemoteID))
+		if h.AttrID == event.CMAttrLAP {
+			s += fmt.Sprintf(" alt_dlid=0x%x", h.AltDLID)
+		}
+		return s
+	case e.MAD != nil:
+		m := e.MAD
+		src := ""
+		if m.FromUser {
+			src = "(umad)"
+		}
+		return join(m.Dir.String(), madAttr(m), fmt.Sprintf("class=0x%02x method=0x%02x tid=%s port=%d qp%d",
+			m.MgmtClass, m.Method, hex64(m.TID), m.Port, m.MADQPN),
+			fmt.Sprintf("local=0x%x remote=0x%x slid=0x%x", m.LocalID, m.RemoteID, m.SLID), src)
+	case e.Life != nil:
+		return join(e.Life.QPType.String(), e.Life.Origin.String(), retText(e.Life.Ret))
+	}
+	return ""
+}
