@@ -101,6 +101,7 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b = binary.LittleEndian.AppendUint64(b, n.CMID)
 		b = binary.LittleEndian.AppendUint32(b, n.LocalID)
 		b = binary.LittleEndian.AppendUint32(b, n.RemoteID)
+		b = append(b, n.CMState, n.LapState)
 		b = endLen(b, pat)
 	}
 	if h := e.Handler; h != nil {
@@ -236,6 +237,8 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 			CMID:     p.u64le(),
 			LocalID:  p.u32le(),
 			RemoteID: p.u32le(),
+			CMState:  p.u8(),
+			LapState: p.u8(),
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("cm notify: %w", p.err)

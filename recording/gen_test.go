@@ -213,3 +213,12 @@ func (g *realistic) next() *event.Event {
 	}
 	return e
 }
+
+func realisticEvents(seed uint64, n int) []*event.Event {
+	g := newRealistic(seed, testMeta())
+	evs := make([]*event.Event, n)
+	for i := range evs {
+		evs[i] = g.next()
+	}
+	return evs
+}

@@ -149,9 +149,7 @@ func readFileHeader(path string) (*Header, error) {
 		return nil, err
 	}
 	defer f.Close()
-	sc := newScanner(f, nil)
-	sc.buf = make([]byte, 4<<10) // a header is small; the window grows if not
-	return readHeader(sc)
+	return readHeader(newScanner(f, nil))
 }
 
 func openAfterHeader(path string) func() (io.ReadCloser, *scanner, error) {
@@ -362,6 +360,7 @@ func (r *Reader) start(in *input) error {
 	}
 	name := in.name
 	sc.warn = func(off int64, msg string) { r.warn(name, off, msg) }
+	sc.errs = &r.replayErr
 	r.cur = &part{
 		name:       name,
 		hdr:        in.hdr,

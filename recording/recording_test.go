@@ -21,8 +21,9 @@ import (
 type written struct {
 	data   []byte
 	events []*event.Event
-	ends   []int // ends[i]: file size once events[:i+1] were flushed
-	hdrEnd int   // size of the header frame
+	ends   []int    // ends[i]: file size after events[i] was written
+	spans  [][2]int // spans[i]: the frame (or block) holding events[i]
+	hdrEnd int      // size of the header frame
 	stats  event.Stats
 }
 
@@ -41,8 +42,12 @@ func writeAll(t testing.TB, meta event.Meta, opts Options, evs []*event.Event, e
 			t.Fatal(err)
 		}
 		if (i+1)%every == 0 || i == len(evs)-1 {
+			start := buf.Len()
 			if err := w.Flush(); err != nil {
 				t.Fatal(err)
+			}
+			for len(out.spans) <= i {
+				out.spans = append(out.spans, [2]int{start, buf.Len()})
 			}
 		}
 		out.ends = append(out.ends, buf.Len())

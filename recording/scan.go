@@ -20,15 +20,16 @@ type scanner struct {
 	base     int64 // file offset of buf[0]
 	eof      bool
 	readErr  error
-	cut      bool // the file ends inside a frame
-	damaged  int  // damaged stretches skipped
+	cut      bool    // the file ends inside a frame
+	damaged  int     // damaged stretches skipped
+	errs     *uint64 // also counts them when set (the replay's DecodeErrs)
 	finished bool
 }
 
 const scanBuffer = 64 << 10
 
 func newScanner(r io.Reader, warn func(int64, string)) *scanner {
-	return &scanner{r: r, warn: warn, buf: make([]byte, scanBuffer)}
+	return &scanner{r: r, warn: warn, buf: make([]byte, 4<<10)}
 }
 
 // offset is the file offset of the next unread byte.
@@ -38,17 +39,23 @@ func (s *scanner) offset() int64 { return s.base + int64(s.pos) }
 func (s *scanner) fill(n int) int {
 	for s.end-s.pos < n && !s.eof {
 		if len(s.buf)-s.pos < n {
-			if s.pos > 0 {
-				copy(s.buf, s.buf[s.pos:s.end])
-				s.base += int64(s.pos)
-				s.end -= s.pos
-				s.pos = 0
+			// Out of room: move the unread bytes to the front, into a
+			// bigger buffer while ramping up to scanBuffer (small inputs
+			// stay cheap) or when a frame needs more.
+			size := len(s.buf)
+			if size < scanBuffer {
+				size = min(2*size, scanBuffer)
 			}
-			if len(s.buf) < n {
-				nb := make([]byte, max(n, 2*len(s.buf)))
-				copy(nb, s.buf[:s.end])
-				s.buf = nb
+			size = max(size, n)
+			dst := s.buf
+			if size > len(s.buf) {
+				dst = make([]byte, size)
 			}
+			copy(dst, s.buf[s.pos:s.end])
+			s.buf = dst
+			s.base += int64(s.pos)
+			s.end -= s.pos
+			s.pos = 0
 		}
 		m, err := s.r.Read(s.buf[s.end:])
 		s.end += m
@@ -102,7 +109,7 @@ func (s *scanner) next() (typ byte, payload []byte, off int64, ok bool) {
 		if n > 0 {
 			off = s.offset()
 			if bad >= 0 {
-				s.damaged++
+				s.countDamage()
 				s.warn(bad, fmt.Sprintf("damaged frame (%s): skipped %d bytes to the next frame at offset %d", badWhy, off-bad, off))
 			}
 			payload = s.buf[s.pos+frameHeaderLen : s.pos+n]
@@ -127,7 +134,7 @@ func (s *scanner) next() (typ byte, payload []byte, off int64, ok bool) {
 			s.cut = true
 			s.warn(bad, fmt.Sprintf("file cut inside a frame: last %d bytes ignored", s.offset()-bad))
 		} else {
-			s.damaged++
+			s.countDamage()
 			s.warn(bad, fmt.Sprintf("damaged frame (%s): skipped %d bytes to the end of the file", badWhy, s.offset()-bad))
 		}
 	}
@@ -152,5 +159,12 @@ func (s *scanner) skipToMagic() {
 			return
 		}
 		s.fill(s.end - s.pos + scanBuffer/2)
+	}
+}
+
+func (s *scanner) countDamage() {
+	s.damaged++
+	if s.errs != nil {
+		*s.errs++
 	}
 }

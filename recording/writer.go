@@ -32,7 +32,19 @@ type Options struct {
 	// Sync makes every timed flush an fsync too (see Writer.Sync), so that
 	// at most FlushInterval is lost on power loss.
 	Sync bool
+
+	// Rotation, for Create only: when a file reaches MaxBytes or MaxAge it
+	// is closed (with its end record) and the recording goes on in a new
+	// file. Files are named PATH.000000, PATH.000001, ... and share a
+	// session in their headers, so Open reads them back as one stream.
+	// With MaxFiles > 0, only the newest MaxFiles files are kept (a flight
+	// recorder of the last MaxFiles*MaxBytes bytes or MaxFiles*MaxAge).
+	MaxBytes int64
+	MaxAge   time.Duration
+	MaxFiles int
 }
+
+func (o *Options) rotates() bool { return o.MaxBytes > 0 || o.MaxAge > 0 }
 
 const (
 	defaultBlockSize     = 256 << 10
@@ -61,6 +73,11 @@ type Writer struct {
 	count endRecord
 	err   error
 	done  bool
+	size  int64 // bytes written to the current file
+
+	prefix   string // rotation: path prefix of the files
+	rotating bool
+	files    []string // rotation: files kept, oldest first
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -68,18 +85,80 @@ type Writer struct {
 }
 
 // Create creates (or truncates) the file at path and writes the header.
+// With rotation (Options.MaxBytes, MaxAge) path is the prefix of the files.
 func Create(path string, meta event.Meta, opts Options) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if opts.MaxFiles < 0 || (opts.MaxFiles > 0 && !opts.rotates()) {
+		return nil, errors.New("MaxFiles needs MaxBytes or MaxAge")
+	}
+	name := path
+	if opts.rotates() {
+		name = segmentPath(path, 0)
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording: %w", err)
 	}
-	w, err := newWriter(f, path, meta, opts, newSession(), 0)
+	w, err := newWriter(f, name, meta, opts, newSession(), 0)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	w.owned = true
+	if opts.rotates() {
+		w.prefix = path
+		w.files = []string{name}
+	}
 	return w, nil
+}
+
+func segmentPath(prefix string, seg uint32) string { return fmt.Sprintf("%s.%06d", prefix, seg) }
+
+// rotate ends the current file and continues in the next one.
+func (w *Writer) rotate() error {
+	w.rotating = true
+	defer func() { w.rotating = false }()
+	if err := w.appendRecord(record{end: true}); err != nil {
+		return err
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
+	if err := w.file.Close(); err != nil {
+		w.err = fmt.Errorf("closing recording %s: %w", w.name, err)
+		return w.err
+	}
+	seg := w.hdr.Segment + 1
+	name := segmentPath(w.prefix, seg)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		w.err = fmt.Errorf("rotating recording: %w", err)
+		return w.err
+	}
+	w.out, w.file, w.name = f, f, name
+	w.hdr.Segment, w.hdr.Created = seg, time.Now()
+	w.count, w.size = endRecord{}, 0
+	w.files = append(w.files, name)
+	if err := w.writeHeader(); err != nil {
+		return err
+	}
+	for w.opts.MaxFiles > 0 && len(w.files) > w.opts.MaxFiles {
+		if err := os.Remove(w.files[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			w.err = fmt.Errorf("removing old recording: %w", err)
+			return w.err
+		}
+		w.files = w.files[1:]
+	}
+	return nil
+}
+
+// Files returns the files written so far that still exist, oldest first.
+func (w *Writer) Files() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.prefix == "" {
+		return []string{w.name}
+	}
+	return append([]string(nil), w.files...)
 }
 
 // NewWriter writes a recording to out (a pipe, a socket, a buffer). Close
@@ -134,14 +213,7 @@ func newWriter(out io.Writer, name string, meta event.Meta, opts Options, sessio
 		w.block = make([]byte, 0, opts.BlockSize+4<<10)
 	}
 	w.buf = make([]byte, 0, writeBuffer+4<<10)
-	start := len(w.buf)
-	w.buf = beginFrame(w.buf, frameHeader)
-	w.buf = appendHeader(w.buf, &w.hdr)
-	if len(w.buf)-start-frameHeaderLen > maxPayload {
-		return nil, errors.New("header too large")
-	}
-	finishFrame(w.buf, start)
-	if err := w.writeOut(); err != nil {
+	if err := w.writeHeader(); err != nil {
 		return nil, err
 	}
 	if opts.FlushInterval > 0 {
@@ -151,7 +223,19 @@ func newWriter(out io.Writer, name string, meta event.Meta, opts Options, sessio
 	return w, nil
 }
 
-// Header returns the header written at the start of the file.
+func (w *Writer) writeHeader() error {
+	start := len(w.buf)
+	w.buf = beginFrame(w.buf, frameHeader)
+	w.buf = appendHeader(w.buf, &w.hdr)
+	if len(w.buf)-start-frameHeaderLen > maxRecord {
+		w.buf = w.buf[:start]
+		return errors.New("recording header too large")
+	}
+	finishFrame(w.buf, start)
+	return w.writeOut()
+}
+
+// Header returns the header written at the start of the current file.
 func (w *Writer) Header() Header { return w.hdr }
 
 func (w *Writer) flusher() {
@@ -182,7 +266,6 @@ func (w *Writer) Write(e *event.Event) error {
 	if err := w.appendRecord(record{ev: e}); err != nil {
 		return fmt.Errorf("writing event %d: %w", e.Seq, err)
 	}
-	w.count.events++
 	return nil
 }
 
@@ -198,7 +281,6 @@ func (w *Writer) WriteStats(s event.Stats) error {
 	if err := w.appendRecord(record{stats: &s}); err != nil {
 		return fmt.Errorf("writing stats: %w", err)
 	}
-	w.count.stats++
 	return nil
 }
 
@@ -249,6 +331,12 @@ func (w *Writer) appendRecord(r record) error {
 		}
 		finishFrame(w.buf, start)
 	}
+	switch { // counted before a write that may rotate
+	case r.ev != nil:
+		w.count.events++
+	case r.stats != nil:
+		w.count.stats++
+	}
 	if len(w.buf) >= writeBuffer {
 		return w.writeOut()
 	}
@@ -276,12 +364,18 @@ func (w *Writer) writeOut() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.out.Write(w.buf)
+	n, err := w.out.Write(w.buf)
+	w.size += int64(n)
 	w.buf = w.buf[:0]
 	if err != nil {
 		w.err = fmt.Errorf("writing recording %s: %w", w.name, err)
+		return w.err
 	}
-	return w.err
+	if w.prefix != "" && !w.done && !w.rotating && (w.opts.MaxBytes > 0 && w.size >= w.opts.MaxBytes ||
+		w.opts.MaxAge > 0 && time.Since(w.hdr.Created) >= w.opts.MaxAge) {
+		return w.rotate()
+	}
+	return nil
 }
 
 // Flush writes every record written so far to the file (ending the open
