@@ -16,7 +16,7 @@ type Boot struct {
 	Console string // ttyS0 target when not Shell, e.g. file:/dev/fd/5
 	Output  string // ttyS1 target (CMD output)
 	Control string // ttyS2 target (control lines)
-	Quiet   bool   // keep the kernel console to errors
+	Quiet   bool   // kernel console: warnings only (and errors only when not Shell)
 }
 
 // QemuArgs returns qemu-system-x86_64's arguments for b. There are no
@@ -26,7 +26,7 @@ func QemuArgs(b Boot) ([]string, error) {
 	switch b.Accel {
 	case "", "tcg":
 	case "kvm":
-		accel, cpu = "kvm", "host"
+		accel = "kvm"
 	default:
 		return nil, fmt.Errorf("unknown accelerator %q (want tcg or kvm)", b.Accel)
 	}
@@ -38,7 +38,10 @@ func QemuArgs(b Boot) ([]string, error) {
 	}
 	cmdline := []string{"console=ttyS0", "rdinit=/init", "panic=-1", "mitigations=off"}
 	if b.Quiet {
-		cmdline = append(cmdline, "quiet", "loglevel=3")
+		cmdline = append(cmdline, "quiet")
+		if !b.Shell {
+			cmdline = append(cmdline, "loglevel=3")
+		}
 	}
 	args := []string{
 		"-accel", accel, "-cpu", cpu,

@@ -53,7 +53,9 @@ func Run(ctx context.Context, c RunConfig) (int, error) {
 	}
 	keep := false
 	defer func() {
-		if !keep {
+		if keep { // the console log stays for the error message
+			os.Remove(filepath.Join(tmp, "initrd.cpio"))
+		} else {
 			os.RemoveAll(tmp)
 		}
 	}()
@@ -113,7 +115,7 @@ func qemuCommand(ctx context.Context, args []string) *exec.Cmd {
 }
 
 func runShell(ctx context.Context, c RunConfig, k Kernel, initrd string) (int, error) {
-	args, err := QemuArgs(Boot{Kernel: k.Vmlinuz(), Initrd: initrd, Accel: c.Accel, Shell: true})
+	args, err := QemuArgs(Boot{Kernel: k.Vmlinuz(), Initrd: initrd, Accel: c.Accel, Shell: true, Quiet: true})
 	if err != nil {
 		return 0, err
 	}
@@ -222,7 +224,8 @@ func runCmd(ctx context.Context, c RunConfig, k Kernel, initrd, tmp string) (int
 		if waitErr != nil {
 			msg = fmt.Sprintf("%v %s", waitErr, msg)
 		}
-		return 0, fmt.Errorf("guest %s stopped without reporting the command's status (%s)%s", k.Name, msg, consoleTail(logPath))
+		return 0, fmt.Errorf("guest %s stopped without reporting the command's status (%s)%s%s",
+			k.Name, msg, kvmHint(c.Accel), consoleTail(logPath))
 	}
 	fmt.Fprintf(c.Stderr, "lab: %s: command exited %d after %.1fs (total %.1fs)\n",
 		k.Name, st.status, (st.exitAt - st.readyAt).Seconds(), time.Since(start).Seconds())
@@ -265,7 +268,7 @@ func accelName(a string) string {
 
 func kvmHint(a string) string {
 	if a == "kvm" {
-		return " (qemu with KVM is known to hang early in boot on these machines: unset LAB_ACCEL to use tcg)"
+		return " (qemu with KVM is known to hang or abort early in boot on these machines: unset LAB_ACCEL to use tcg)"
 	}
 	return ""
 }

@@ -68,21 +68,23 @@ func run(args []string) int {
 
 func assets(p vm.Paths, name string) int {
 	k, err := vm.LoadKernel(p, name)
-	if err == nil {
-		start := time.Now()
-		var out string
-		var rebuilt bool
-		out, rebuilt, err = vm.BuildInitramfs(p, k)
-		if err == nil {
-			if rebuilt {
-				st, _ := os.Stat(out)
-				fmt.Fprintf(os.Stderr, "labvm: built %s for %s (%.1f MiB) in %.1fs\n", out, k.Version, float64(st.Size())/(1<<20), time.Since(start).Seconds())
-			}
-			return 0
-		}
+	if err != nil {
+		return fail(fmt.Errorf("building the %s image: %w", name, err))
 	}
-	fmt.Fprintf(os.Stderr, "labvm: building the %s image: %v\n", name, err)
-	return labFailure
+	start := time.Now()
+	out, rebuilt, err := vm.BuildInitramfs(p, k)
+	if err != nil {
+		return fail(fmt.Errorf("building the %s image: %w", name, err))
+	}
+	if rebuilt {
+		size := int64(0)
+		if st, err := os.Stat(out); err == nil {
+			size = st.Size()
+		}
+		fmt.Fprintf(os.Stderr, "labvm: built %s for %s (%.1f MiB) in %.1fs\n",
+			out, k.Version, float64(size)/(1<<20), time.Since(start).Seconds())
+	}
+	return 0
 }
 
 func boot(p vm.Paths, kernel, cmdline, extra string, shell bool) int {
@@ -90,35 +92,38 @@ func boot(p vm.Paths, kernel, cmdline, extra string, shell bool) int {
 		fmt.Fprintln(os.Stderr, "labvm: no command: set CMD='shell command' (or use lab-shell)")
 		return 2
 	}
-	timeout, err := seconds("LAB_TIMEOUT", 900)
-	if err == nil {
-		var bt time.Duration
-		bt, err = seconds("LAB_BOOT_TIMEOUT", 180)
-		if err == nil {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-			defer stop()
-			c := vm.RunConfig{
-				Paths: p, Kernel: kernel, Cmd: cmdline, Extra: extra, Shell: shell,
-				Accel: os.Getenv("LAB_ACCEL"), Timeout: timeout, BootTimeout: bt,
-				Verbose: os.Getenv("LAB_VERBOSE") != "", Stdout: os.Stdout, Stderr: os.Stderr,
-			}
-			if shell {
-				c.Timeout, c.BootTimeout = 0, 0
-			}
-			var status int
-			status, err = vm.Run(ctx, c)
-			if err == nil {
-				return status
-			}
-			if ctx.Err() != nil {
-				err = fmt.Errorf("interrupted, qemu killed: %w", err)
-			}
+	c := vm.RunConfig{
+		Paths: p, Kernel: kernel, Cmd: cmdline, Extra: extra, Shell: shell,
+		Accel: os.Getenv("LAB_ACCEL"), Verbose: os.Getenv("LAB_VERBOSE") != "",
+		Stdout: os.Stdout, Stderr: os.Stderr,
+	}
+	var err error
+	if !shell {
+		if c.Timeout, err = seconds("LAB_TIMEOUT", 900); err != nil {
+			fmt.Fprintf(os.Stderr, "labvm: %v\n", err)
+			return 2
+		}
+		if c.BootTimeout, err = seconds("LAB_BOOT_TIMEOUT", 180); err != nil {
+			fmt.Fprintf(os.Stderr, "labvm: %v\n", err)
+			return 2
 		}
 	}
-	fmt.Fprintf(os.Stderr, "labvm: FAILED: %v\n", err)
-	if errors.Is(err, vm.ErrTimeout) {
-		fmt.Fprintln(os.Stderr, "labvm: qemu was killed")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	status, err := vm.Run(ctx, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted, qemu killed: %w", err)
+		} else if errors.Is(err, vm.ErrTimeout) {
+			err = fmt.Errorf("%w (qemu killed)", err)
+		}
+		return fail(err)
 	}
+	return status
+}
+
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "labvm: FAILED: %v\n", err)
 	return labFailure
 }
 
