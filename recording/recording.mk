@@ -1,0 +1,9 @@
+# Recording targets (owned by recording/). Included by the top-level Makefile.
+FUZZTIME ?= 20s
+
+.PHONY: fuzz-short
+fuzz-short: ## bounded fuzz run of the recording reader (FUZZTIME=20s)
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./recording
+
+# `make test` runs the bounded fuzz run too.
+test: fuzz-short
