@@ -70,6 +70,14 @@ long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
 }
 
+long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static const char *const qps_names[] = {
 	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
 };

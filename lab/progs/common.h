@@ -17,6 +17,7 @@ void jline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "250ms", "3s", "2m", "1.5s", bare number = seconds. -1 when invalid. */
 long parse_duration_ms(const char *s);
 long now_ms(void);
+long long now_ns(void);
 
 const char *qp_state_name(int s);
 const char *mig_state_name(int s);

@@ -130,7 +130,8 @@ static void qp_connect(struct labqp *q, uint32_t peer_qpn)
 static void loop_modify(struct labqp *q, long n, long deadline)
 {
 	struct ibv_qp_attr a = { .path_mig_state = IBV_MIG_REARM };
-	long i, failed = 0, t0 = now_ms(), t1;
+	long i, failed = 0;
+	long long t0 = now_ns(), ns;
 	int first_err = 0;
 
 	for (i = 0; i < n; i++) {
@@ -146,10 +147,10 @@ static void loop_modify(struct labqp *q, long n, long deadline)
 			break;
 		}
 	}
-	t1 = now_ms();
-	jline("{\"bench\":\"loop_modify\",\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"modifies\":%ld,\"failed\":%ld,\"first_errno\":%d,\"ms\":%ld,\"per_second\":%.0f}",
-	      getpid(), q->dev, q->qp->qp_num, i, failed, first_err, t1 - t0,
-	      t1 > t0 ? i * 1000.0 / (t1 - t0) : 0.0);
+	ns = now_ns() - t0;
+	jline("{\"bench\":\"loop_modify\",\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"modifies\":%ld,\"failed\":%ld,\"first_errno\":%d,\"ns\":%lld,\"ns_per_modify\":%lld,\"per_second\":%.0f}",
+	      getpid(), q->dev, q->qp->qp_num, i, failed, first_err, ns,
+	      i ? ns / i : 0, ns > 0 ? i * 1e9 / ns : 0.0);
 }
 
 int main(int argc, char **argv)
