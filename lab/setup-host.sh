@@ -37,7 +37,19 @@ if [ ! -e "$CACHE/setup/apt-updated" ]; then
 	touch "$CACHE/setup/apt-updated"
 fi
 
-kver() { "$here/kver.sh" "$1"; }
+# kver.sh asks apt-cache (about a second); its answer can change only when
+# the package lists do, so it is kept until they change.
+lists_mtime=$(stat -c %Y /var/lib/apt/lists 2>/dev/null || echo 0)
+kver() {
+	local f="$CACHE/setup/kver-$1" v
+	if [ -s "$f" ] && [ "$(sed -n 2p "$f")" = "$lists_mtime" ]; then
+		sed -n 1p "$f"
+		return
+	fi
+	v=$("$here/kver.sh" "$1") || return 1
+	printf '%s\n%s\n' "$v" "$lists_mtime" >"$f"
+	echo "$v"
+}
 declare -A ver
 for k in $KERNELS; do
 	ver[$k]=$(kver "$k") || die "cannot resolve the $k kernel version"
@@ -47,16 +59,20 @@ done
 pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-dev
 	iproute2 rdma-core ibverbs-utils rdmacm-utils libibverbs-dev librdmacm-dev
 	libibumad-dev ibverbs-providers libibverbs1 librdmacm1 libibumad3 kmod)
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # Optional: installed when this Debian has them.
 for p in bpftool infiniband-diags; do
-	if apt-cache show "$p" >/dev/null 2>&1; then pkgs+=("$p"); else say "optional package $p not available, skipped"; fi
+	if installed "$p" || apt-cache show "$p" >/dev/null 2>&1; then
+		pkgs+=("$p")
+	else
+		say "optional package $p not available, skipped"
+	fi
 done
 for k in $KERNELS; do pkgs+=("linux-headers-${ver[$k]}"); done
 
 missing=()
 for p in "${pkgs[@]}"; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$st" = "install ok installed" ] || missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	say "apt-get install ${missing[*]}"
@@ -77,7 +93,7 @@ for k in $KERNELS; do
 	say "fetching linux-image-$v into $dir"
 	tmp=$(mktemp -d "$CACHE/kernels/.fetch-$k.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
-	(cd "$tmp" && apt-get download -q "linux-image-$v" >&2) || die "apt-get download linux-image-$v failed"
+	(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "linux-image-$v" >&2) || die "apt-get download linux-image-$v failed"
 	deb=$(ls "$tmp"/linux-image-*.deb)
 	mkdir "$tmp/root"
 	dpkg-deb -x "$deb" "$tmp/root" || die "unpacking $deb failed"
