@@ -59,6 +59,28 @@ func TestInjectedPathMigReachesApp(t *testing.T) {
 	}
 }
 
+// Any event type goes through the QP's own handler to the owner.
+func TestInjectedEventsReachApp(t *testing.T) {
+	p, ready := startPair(t, "--behavior", "never-rearm")
+	q := QPN(t, ready, "rxe0")
+	i := 0
+	for _, c := range []struct {
+		arg, name string
+		num       int
+	}{
+		{"path_mig_err", "PATH_MIG_ERR", 7},
+		{"comm_est", "COMM_EST", 4},
+		{"5", "SQ_DRAINED", 5},
+	} {
+		Inject(t, "rxe0", q, c.arg, false)
+		var ev Line
+		ev, i = p.Wait(t, i, evTimeout, Match("event", c.name, "qpn", q))
+		if ev.Int("event_num") != int64(c.num) {
+			t.Errorf("%s: event_num %d, want %d", c.arg, ev.Int("event_num"), c.num)
+		}
+	}
+}
+
 func TestMigrateThenRearm(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "rearm")
 	q := QPN(t, ready, "rxe0")

@@ -5,6 +5,7 @@ package guest
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,6 +54,9 @@ func TestKernelULP(t *testing.T) {
 		}
 	}
 	q := QPN(t, qps, "rxe0")
+	if r := Run(t, "lab-ulp", "start"); r.Code != 1 || !strings.Contains(r.Stderr, "already running") {
+		t.Errorf("second start: exit %d, stderr %q; want 1, already running", r.Code, r.Stderr)
+	}
 
 	t.Run("correct", func(t *testing.T) {
 		from := nextSeq(t)
