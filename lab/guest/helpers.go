@@ -1,10 +1,6 @@
 //go:build labguest
 
-// Package guest holds the tests that run inside the lab guest (root, soft-RoCE
-// rxe0/rxe1 on a veth pair, the apmlab module loaded, the lab programs on
-// PATH). `make lab-test` builds them with -tags labguest and runs them on both
-// lab kernels. This file has the helpers other engineers' guest tests reuse:
-// run a lab program, read its JSON lines, wait for lines, read sysfs.
+// Helpers for the guest tests (see doc.go).
 package guest
 
 import (
