@@ -241,7 +241,7 @@ func TestOpenErrors(t *testing.T) {
 		return p
 	}
 	newer := bytes.Clone(good.data)
-	newer[frameHeaderLen+2] = 9 // compat version
+	newer[frameHeaderLen], newer[frameHeaderLen+2] = 2, 2 // version, compat
 	finishFrame(newer[:good.hdrEnd], 0)
 	damaged := bytes.Clone(good.data)
 	damaged[frameHeaderLen+5] ^= 1
@@ -254,7 +254,7 @@ func TestOpenErrors(t *testing.T) {
 		{"text", []byte("hello, this is not a recording\n"), "not an apmwatch recording"},
 		{"cut", good.data[:good.hdrEnd-3], "no header: file cut inside the header"},
 		{"damaged", damaged, "damaged header (checksum mismatch)"},
-		{"newer", newer, "format version 1 needs a newer apmwatch"},
+		{"newer", newer, "format version 2 needs a newer apmwatch (this one reads version 1)"},
 	} {
 		p := write(tc.name, tc.data)
 		_, err := Open(p)
