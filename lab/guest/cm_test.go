@@ -40,6 +40,18 @@ func TestCMPairNotify(t *testing.T) {
 	if ready[0].Str("cm") == "" {
 		t.Errorf("ready lines lack the cm role: %v", ready)
 	}
+	// A second connection at the same time gets its own port.
+	p2 := Start(t, "lab-cm-pair", "--duration", "1m")
+	p2.Ready(t, 2)
+	ports := map[string]bool{}
+	for _, x := range []*Proc{p, p2} {
+		l, _ := x.Wait(t, 0, evTimeout, Match("cm_setup", true))
+		ports[l.Str("tcp_port")] = true
+	}
+	if len(ports) != 2 {
+		t.Errorf("two lab-cm-pairs share a port: %v", ports)
+	}
+
 	Inject(t, "rxe0", q, "path_mig", true)
 	st, i := p.Wait(t, 0, evTimeout, Match("query", "after_event", "qpn", q))
 	if st.Str("path_mig_state") != "MIGRATED" {

@@ -34,7 +34,8 @@ static void usage(void)
 	       "  --duration D      exit after D (250ms, 5s, 2m); default: until SIGTERM/SIGINT\n"
 	       "  --client-dev D    default rxe0\n"
 	       "  --server-dev D    default rxe1\n"
-	       "  --tcp-port N      rdma_cm port (RDMA_PS_TCP) to listen on (default 18515)\n"
+	       "  --tcp-port N      rdma_cm port (RDMA_PS_TCP) to listen on (default 0: any\n"
+	       "                    free port, printed in the cm_setup line)\n"
 	       "  --no-notify       do not call rdma_notify on PATH_MIG\n"
 	       "  --help            this text\n",
 	       BEHAVIOR_HELP);
@@ -213,7 +214,7 @@ int main(int argc, char **argv)
 	struct evloop l = {};
 	struct rdma_cm_id *listen_id;
 	union ibv_gid cgid, sgid;
-	int c, cidx, sidx, port = 18515;
+	int c, cidx, sidx, port = 0;
 	long duration = 0;
 	char ipc[32], ips[32];
 
@@ -237,7 +238,7 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			port = atoi(optarg);
-			if (port < 1 || port > 65535)
+			if (port < 0 || port > 65535)
 				usage_error("bad port '%s'", optarg);
 			break;
 		case 'N':
@@ -259,9 +260,6 @@ int main(int argc, char **argv)
 	ssa.sin_port = htons(port);
 	inet_ntop(AF_INET, &csa.sin_addr, ipc, sizeof(ipc));
 	inet_ntop(AF_INET, &ssa.sin_addr, ips, sizeof(ips));
-	jline("{\"cm_setup\":true,\"pid\":%d,\"client_dev\":\"%s\",\"client_ip\":\"%s\",\"server_dev\":\"%s\",\"server_ip\":\"%s\",\"tcp_port\":%d}",
-	      getpid(), cdev, ipc, sdev, ips, port);
-
 	chan = rdma_create_event_channel();
 	if (!chan)
 		die("rdma_create_event_channel: %s", strerror(errno));
@@ -272,6 +270,11 @@ int main(int argc, char **argv)
 		die("rdma_bind_addr %s:%d: %s", ips, port, strerror(errno));
 	if (rdma_listen(listen_id, 1))
 		die("rdma_listen: %s", strerror(errno));
+	port = ntohs(rdma_get_src_port(listen_id));
+	ssa.sin_port = htons(port);
+	jline("{\"cm_setup\":true,\"pid\":%d,\"client_dev\":\"%s\",\"client_ip\":\"%s\",\"server_dev\":\"%s\",\"server_ip\":\"%s\",\"tcp_port\":%d}",
+	      getpid(), cdev, ipc, sdev, ips, port);
+
 	connect_pair(&csa, &ssa);
 
 	qps[0].gid_index = cidx;
