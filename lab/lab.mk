@@ -13,6 +13,10 @@ export APMWATCH_LAB ?=
 -include lab/progs/progs.mk
 -include lab/guest/guest.mk
 LAB_PREREQS := build $(if $(wildcard lab/progs/progs.mk),lab-progs) $(if $(wildcard lab/guest/guest.mk),lab-guest-test)
+# The module builds against the headers that setup installs: keep the order under -j too.
+ifneq ($(wildcard lab/progs/progs.mk),)
+lab-progs: setup
+endif
 
 # Bad input fails at once, with one line, before anything is built.
 ifneq ($(filter lab-assets lab-run lab-shell,$(MAKECMDGOALS)),)

@@ -21,11 +21,14 @@ if command -v lab-pair >/dev/null && command -v lab-inject >/dev/null; then
 	rdma resource show qp
 	qpn=$(grep '"dev":"rxe0"' /tmp/pair.out | sed -n 's/.*"qpn":\([0-9]*\).*/\1/p' | head -n1)
 	if [ -n "$qpn" ]; then
-		step "inject PATH_MIG on rxe0 QP $qpn (lab-inject --migrate)"
+		seen=$(wc -l </tmp/pair.out)
+		step "inject PATH_MIG on rxe0 QP $qpn (lab-inject --migrate), as an HCA would"
 		lab-inject --dev rxe0 --qpn "$qpn" --event path_mig --migrate
 		sleep 2
-		step "lab-pair's view of the migration"
-		cat /tmp/pair.out
+		step "what lab-pair saw and did (behaviour: rearm)"
+		tail -n +$((seen + 1)) /tmp/pair.out
+		step "QPs after the migration"
+		rdma resource show qp
 	fi
 	kill "$pair" 2>/dev/null
 	wait "$pair" 2>/dev/null
