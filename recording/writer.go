@@ -108,64 +108,23 @@ func Create(path string, meta event.Meta, opts Options) (*Writer, error) {
 		w.prefix = path
 		w.files = []string{name}
 	}
+	w.startFlusher()
 	return w, nil
-}
-
-func segmentPath(prefix string, seg uint32) string { return fmt.Sprintf("%s.%06d", prefix, seg) }
-
-// rotate ends the current file and continues in the next one.
-func (w *Writer) rotate() error {
-	w.rotating = true
-	defer func() { w.rotating = false }()
-	if err := w.appendRecord(record{end: true}); err != nil {
-		return err
-	}
-	if err := w.sync(); err != nil {
-		return err
-	}
-	if err := w.file.Close(); err != nil {
-		w.err = fmt.Errorf("closing recording %s: %w", w.name, err)
-		return w.err
-	}
-	seg := w.hdr.Segment + 1
-	name := segmentPath(w.prefix, seg)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		w.err = fmt.Errorf("rotating recording: %w", err)
-		return w.err
-	}
-	w.out, w.file, w.name = f, f, name
-	w.hdr.Segment, w.hdr.Created = seg, time.Now()
-	w.count, w.size = endRecord{}, 0
-	w.files = append(w.files, name)
-	if err := w.writeHeader(); err != nil {
-		return err
-	}
-	for w.opts.MaxFiles > 0 && len(w.files) > w.opts.MaxFiles {
-		if err := os.Remove(w.files[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			w.err = fmt.Errorf("removing old recording: %w", err)
-			return w.err
-		}
-		w.files = w.files[1:]
-	}
-	return nil
-}
-
-// Files returns the files written so far that still exist, oldest first.
-func (w *Writer) Files() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.prefix == "" {
-		return []string{w.name}
-	}
-	return append([]string(nil), w.files...)
 }
 
 // NewWriter writes a recording to out (a pipe, a socket, a buffer). Close
 // flushes but does not close out. Sync calls out.Sync when out is an
 // *os.File.
 func NewWriter(out io.Writer, meta event.Meta, opts Options) (*Writer, error) {
-	return newWriter(out, "", meta, opts, newSession(), 0)
+	if opts.rotates() || opts.MaxFiles != 0 {
+		return nil, errors.New("rotation needs files: use Create")
+	}
+	w, err := newWriter(out, "", meta, opts, newSession(), 0)
+	if err != nil {
+		return nil, err
+	}
+	w.startFlusher()
+	return w, nil
 }
 
 func newSession() uint64 {
@@ -216,11 +175,15 @@ func newWriter(out io.Writer, name string, meta event.Meta, opts Options, sessio
 	if err := w.writeHeader(); err != nil {
 		return nil, err
 	}
-	if opts.FlushInterval > 0 {
+	return w, nil
+}
+
+// startFlusher starts the timed flushes, once the writer is set up.
+func (w *Writer) startFlusher() {
+	if w.opts.FlushInterval > 0 {
 		w.stop, w.stopped = make(chan struct{}), make(chan struct{})
 		go w.flusher()
 	}
-	return w, nil
 }
 
 func (w *Writer) writeHeader() error {
