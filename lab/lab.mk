@@ -44,7 +44,7 @@ lab-assets: setup lab-vm $(LAB_PREREQS) ## build the guest initramfs for KERNEL 
 
 lab-run: lab-assets ## boot a fresh guest, run CMD: make lab-run KERNEL=6.1|6.12 CMD='...' [LAB_EXTRA=dir]
 	@$(LABVM) run -kernel $(KERNEL) -cmd "$$LAB_CMD" -extra "$(LAB_EXTRA)" || { rc=$$?; echo "lab-run: command exited $$rc on $(KERNEL)" >&2; exit $$rc; }
-lab-run: export LAB_CMD = $(CMD)
+lab-run: export LAB_CMD = $(value CMD)
 
 lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERNEL=6.1|6.12 (exit powers off)
 	@$(LABVM) shell -kernel $(KERNEL) -extra "$(LAB_EXTRA)"
