@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"sort"
@@ -79,6 +80,10 @@ func OpenWith(opts ReadOptions, paths ...string) (*Reader, error) {
 				firstErr = fmt.Errorf("%s: %w", p, err)
 			}
 			continue
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // names the file already
+			return nil, fmt.Errorf("opening recording: %w", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
