@@ -38,3 +38,4 @@ clean: ## remove build outputs (keeps the download cache)
 	rm -rf bin build
 
 include lab/lab.mk
+include recording/recording.mk
