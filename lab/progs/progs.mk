@@ -16,10 +16,12 @@ PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
 lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
 lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko)
 
-# $(call lab_prog,SOURCES,LIBS)
+# $(call lab_prog,SOURCES,LIBS). Other engineers run make in the same tree at
+# the same time: write to a temporary name, then rename into place.
 define lab_prog
 	@mkdir -p $(LAB_BIN)
-	$(LAB_CC) $(LAB_CFLAGS) -o $@ $(filter %.c,$(1)) $(2)
+	@echo "  CC      $(@F)"
+	@$(LAB_CC) $(LAB_CFLAGS) -o $@.tmp.$$$$ $(filter %.c,$(1)) $(2) && mv -f $@.tmp.$$$$ $@
 endef
 
 $(LAB_BIN)/lab-inject: $(PROGS_SRC)/lab-inject.c $(PROGS_COMMON)
@@ -33,13 +35,15 @@ $(LAB_BIN)/lab-cm-pair: $(PROGS_SRC)/lab-cm-pair.c $(PROGS_APM) $(PROGS_COMMON)
 $(LAB_BIN)/lab-lap: $(PROGS_SRC)/lab-lap.c $(PROGS_COMMON)
 	$(call lab_prog,$^,-libumad -libverbs)
 
-# Kbuild writes next to the sources, so each kernel builds a copy under BUILD.
+# Kbuild writes next to the sources, so each kernel builds a copy in a
+# private directory under BUILD (concurrent makes do not collide).
 $(abspath $(BUILD))/lab/%/apmlab.ko: $(KMOD_SRC)
 	@kv=$$(lab/kver.sh $*) || exit 1; \
 	hdr=/usr/src/linux-headers-$$kv; \
 	[ -d $$hdr ] || { echo "lab-kmod: $$hdr missing: apt-get install linux-headers-$$kv (make setup does)" >&2; exit 1; }; \
-	out=$(abspath $(BUILD))/lab/kmod-$*; \
-	rm -rf $$out && mkdir -p $$out $(@D) && cp $(KMOD_SRC) $$out/ && \
-	$(MAKE) --no-print-directory -s -C $$hdr M=$$out modules && \
-	strip --strip-debug -o $@ $$out/apmlab.ko && \
-	echo "lab-kmod: $@ ($$kv)"
+	mkdir -p $(@D) && out=$$(mktemp -d $(abspath $(BUILD))/lab/kmod-$*.XXXXXX) && \
+	cp $(KMOD_SRC) $$out/ && \
+	{ $(MAKE) --no-print-directory -s -C $$hdr M=$$out modules 2>&1 | grep -v '^Skipping BTF generation' >&2; \
+	  [ -e $$out/apmlab.ko ]; } && \
+	strip --strip-debug -o $@.tmp.$$$$ $$out/apmlab.ko && mv -f $@.tmp.$$$$ $@ && \
+	rm -rf $$out && echo "  KMOD    $* apmlab.ko ($$kv)" || { rm -rf $$out; exit 1; }
