@@ -139,7 +139,7 @@ func TestLabDevices(t *testing.T) {
 func TestLabTimeoutKillsQemu(t *testing.T) {
 	repo := needLab(t)
 	cmd := labvm(repo, "run", "-kernel", "6.1", "-cmd", "sleep 600")
-	cmd.Env = append(os.Environ(), "LAB_TIMEOUT=25")
+	cmd.Env = append(os.Environ(), "LAB_TIMEOUT=15")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -147,6 +147,19 @@ func TestLabTimeoutKillsQemu(t *testing.T) {
 		t.Errorf("want exit 125 naming LAB_TIMEOUT, got %v:\n%s", err, out)
 	}
 	if d := time.Since(start); d > 60*time.Second {
-		t.Errorf("timeout of 25s took %s", d)
+		t.Errorf("timeout of 15s took %s", d)
+	}
+}
+
+// TestLabBootTimeout checks the guard against a boot that makes no progress
+// (as with KVM here): no word from the guest init in time fails the run.
+func TestLabBootTimeout(t *testing.T) {
+	repo := needLab(t)
+	cmd := labvm(repo, "run", "-kernel", "6.12", "-cmd", "true")
+	cmd.Env = append(os.Environ(), "LAB_BOOT_TIMEOUT=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(string(out), "no boot progress after 1s") {
+		t.Errorf("want exit 125 naming the boot timeout, got %v:\n%s", err, out)
 	}
 }
