@@ -31,11 +31,22 @@ export DEBIAN_FRONTEND=noninteractive
 export INITRD=No
 apt_opts=(-y -q -o Dpkg::Use-Pty=0 --no-install-recommends)
 
-if [ ! -e "$CACHE/setup/apt-updated" ]; then
-	say "apt-get update (once)"
+updated=
+apt_update() {
+	say "apt-get update"
 	apt-get update -q >&2 || die "apt-get update failed"
 	touch "$CACHE/setup/apt-updated"
-fi
+	updated=1
+}
+# Runs an apt command; if it fails on package lists older than this run,
+# updates them once and tries again (a mirror drops superseded versions).
+apt_retry() {
+	"$@" && return 0
+	[ -z "$updated" ] || return 1
+	apt_update
+	"$@"
+}
+[ -e "$CACHE/setup/apt-updated" ] || apt_update
 
 # kver.sh asks apt-cache (about a second); its answer can change only when
 # the package lists do, so it is kept until they change.
@@ -76,7 +87,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	say "apt-get install ${missing[*]}"
-	apt-get install "${apt_opts[@]}" "${missing[@]}" >&2 || die "apt-get install failed"
+	apt_retry apt-get install "${apt_opts[@]}" "${missing[@]}" >&2 || die "apt-get install failed"
 fi
 for k in $KERNELS; do
 	[ -e "/lib/modules/${ver[$k]}/build/Makefile" ] || die "headers for ${ver[$k]} missing at /lib/modules/${ver[$k]}/build"
@@ -93,7 +104,8 @@ for k in $KERNELS; do
 	say "fetching linux-image-$v into $dir"
 	tmp=$(mktemp -d "$CACHE/kernels/.fetch-$k.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
-	(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "linux-image-$v" >&2) || die "apt-get download linux-image-$v failed"
+	(cd "$tmp" && apt_retry apt-get download -q -o APT::Sandbox::User=root "linux-image-$v" >&2) ||
+		die "apt-get download linux-image-$v failed"
 	deb=$(ls "$tmp"/linux-image-*.deb)
 	mkdir "$tmp/root"
 	dpkg-deb -x "$deb" "$tmp/root" || die "unpacking $deb failed"
