@@ -16,8 +16,9 @@ type Entry struct {
 	Name string // path inside the archive, without a leading slash
 	Mode fs.FileMode
 	Dir  bool
-	Link string
-	Data []byte
+	Link  string
+	Data  []byte
+	MTime int64 // seconds; 0 in the reproducible base image
 }
 
 // An Archive collects entries and writes them as a newc cpio archive (the
@@ -49,9 +50,14 @@ func (a *Archive) Dir(name string) {
 
 // File adds a regular file; a later File or Symlink with the same name wins.
 func (a *Archive) File(name string, mode fs.FileMode, data []byte) {
+	a.FileTime(name, mode, data, 0)
+}
+
+// FileTime adds a regular file with a modification time.
+func (a *Archive) FileTime(name string, mode fs.FileMode, data []byte, mtime int64) {
 	name = clean(name)
 	a.parent(name)
-	a.entries[name] = Entry{Name: name, Mode: mode.Perm(), Data: data}
+	a.entries[name] = Entry{Name: name, Mode: mode.Perm(), Data: data, MTime: mtime}
 }
 
 // Symlink adds a symbolic link name -> target.
@@ -90,9 +96,9 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 		case e.Link != "":
 			mode, data = 0o120000, []byte(e.Link)
 		}
-		writeEntry(cw, uint32(i+1), mode|uint32(e.Mode.Perm()), 1+boolInt(e.Dir), e.Name, data)
+		writeEntry(cw, uint32(i+1), mode|uint32(e.Mode.Perm()), 1+boolInt(e.Dir), e.MTime, e.Name, data)
 	}
-	writeEntry(cw, 0, 0, 1, "TRAILER!!!", nil)
+	writeEntry(cw, 0, 0, 1, 0, "TRAILER!!!", nil)
 	if cw.err == nil {
 		cw.err = cw.w.(*bufio.Writer).Flush()
 	}
@@ -107,11 +113,11 @@ func boolInt(b bool) uint32 {
 }
 
 // writeEntry writes one newc header, the name and the data, each padded to 4 bytes.
-func writeEntry(w *countWriter, ino, mode, nlink uint32, name string, data []byte) {
+func writeEntry(w *countWriter, ino, mode, nlink uint32, mtime int64, name string, data []byte) {
 	// magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor,
 	// rdevmajor, rdevminor, namesize, check
 	fmt.Fprintf(w, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
-		ino, mode, 0, 0, nlink, 0, len(data), 0, 0, 0, 0, len(name)+1, 0)
+		ino, mode, 0, 0, nlink, uint32(mtime), len(data), 0, 0, 0, 0, len(name)+1, 0)
 	io.WriteString(w, name)
 	w.Write([]byte{0})
 	w.pad()

@@ -46,7 +46,7 @@ func AddTree(a *Archive, prefix, dir string) error {
 			if err != nil {
 				return err
 			}
-			a.File(name, info.Mode(), data)
+			a.FileTime(name, info.Mode(), data, info.ModTime().Unix())
 		default:
 			return fmt.Errorf("%s: unsupported file type %s", p, t)
 		}
