@@ -13,9 +13,9 @@ import (
 // Exactly one of the kinds applies: Dir, Link (symlink target) or a regular
 // file whose content is Data.
 type Entry struct {
-	Name string // path inside the archive, without a leading slash
-	Mode fs.FileMode
-	Dir  bool
+	Name  string // path inside the archive, without a leading slash
+	Mode  fs.FileMode
+	Dir   bool
 	Link  string
 	Data  []byte
 	MTime int64 // seconds; 0 in the reproducible base image
