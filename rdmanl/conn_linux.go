@@ -1,0 +1,203 @@
+package rdmanl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is an rdma netlink socket. It is not safe for concurrent use.
+type Conn struct {
+	fd  int
+	seq uint32
+	buf []byte
+}
+
+// Dial opens an rdma netlink socket. Reading the QP table needs no
+// privilege; a process sees the QPs of its own pid namespace (kernel QPs
+// only from the initial one).
+func Dial() (*Conn, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_RDMA)
+	if err != nil {
+		return nil, fmt.Errorf("opening rdma netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("binding rdma netlink socket: %w", err)
+	}
+	tv := unix.NsecToTimeval(int64(5 * time.Second))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("setting rdma netlink timeout: %w", err)
+	}
+	return &Conn{fd: fd, buf: make([]byte, 64<<10)}, nil
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return unix.Close(c.fd) }
+
+// dump sends a dump request and returns the payloads of its answers.
+func (c *Conn) dump(op uint16, attrs []byte) ([][]byte, error) {
+	c.seq++
+	seq := c.seq
+	if err := unix.Sendto(c.fd, request(op, seq, attrs), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sending rdma netlink request %d: %w", op, err)
+	}
+	var out [][]byte
+	for {
+		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("receiving rdma netlink answer %d: %w", op, err)
+		}
+		msgs, err := splitMessages(c.buf[:n])
+		if err != nil {
+			return nil, fmt.Errorf("rdma netlink answer %d: %w", op, err)
+		}
+		done, err := collect(msgs, seq, &out)
+		if err != nil {
+			return nil, fmt.Errorf("rdma netlink answer %d: %w", op, err)
+		}
+		if done {
+			return out, nil
+		}
+	}
+}
+
+// collect appends copies of the payloads of msgs answering seq, and reports
+// the end of the dump.
+func collect(msgs []message, seq uint32, out *[][]byte) (bool, error) {
+	for _, m := range msgs {
+		if m.seq != seq {
+			continue // a late answer to an earlier request
+		}
+		switch m.typ {
+		case nlmsgNoop:
+		case nlmsgDone:
+			return true, errnoOf(m.data)
+		case nlmsgError:
+			if err := errnoOf(m.data); err != nil {
+				return true, err
+			}
+			return true, nil
+		default:
+			*out = append(*out, append([]byte(nil), m.data...))
+			if m.flags&flagMulti == 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// Devices lists the RDMA devices.
+func (c *Conn) Devices() ([]Device, error) {
+	msgs, err := c.dump(cmdGet, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing rdma devices: %w", err)
+	}
+	out := make([]Device, 0, len(msgs))
+	for _, m := range msgs {
+		d, err := parseDevice(m)
+		if err != nil {
+			return nil, fmt.Errorf("listing rdma devices: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// QPs lists the QPs of one device.
+func (c *Conn) QPs(dev Device) ([]QP, error) {
+	msgs, err := c.dump(cmdResQPGet, attrU32(attrDevIndex, dev.Index))
+	if err != nil {
+		return nil, fmt.Errorf("listing qps of %s: %w", dev.Name, err)
+	}
+	var out []QP
+	for _, m := range msgs {
+		qs, err := parseQPs(m)
+		if err != nil {
+			return nil, fmt.Errorf("listing qps of %s: %w", dev.Name, err)
+		}
+		out = append(out, qs...)
+	}
+	return out, nil
+}
+
+// AllQPs lists the QPs of every device. A device that goes away between
+// the two dumps is skipped.
+func (c *Conn) AllQPs() ([]QP, error) {
+	devs, err := c.Devices()
+	if err != nil {
+		return nil, err
+	}
+	var out []QP
+	for _, d := range devs {
+		qs, err := c.QPs(d)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qs...)
+	}
+	return out, nil
+}
+
+// Snapshot is one reading of every QP, stamped with CLOCK_BOOTTIME (the
+// clock of the events) taken just before the dump.
+type Snapshot struct {
+	Boot uint64
+	QPs  []QP
+}
+
+// Read dials, reads every QP, fills the comm of user QPs from
+// /proc/PID/comm (as the rdma tool does), and closes.
+func Read() (Snapshot, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return Snapshot{}, fmt.Errorf("reading boot time: %w", err)
+	}
+	c, err := Dial()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer c.Close()
+	qps, err := c.AllQPs()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	ResolveComms(qps, ProcComm)
+	return Snapshot{Boot: uint64(ts.Nano()), QPs: qps}, nil
+}
+
+// ResolveComms fills the comm of user QPs with comm(pid).
+func ResolveComms(qps []QP, comm func(pid uint32) string) {
+	cache := map[uint32]string{}
+	for i := range qps {
+		q := &qps[i]
+		if q.Kernel || q.PID == 0 || q.Comm != "" {
+			continue
+		}
+		c, ok := cache[q.PID]
+		if !ok {
+			c = comm(q.PID)
+			cache[q.PID] = c
+		}
+		q.Comm = c
+	}
+}
+
+// ProcComm reads /proc/PID/comm; "" when the process is gone.
+func ProcComm(pid uint32) string {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
