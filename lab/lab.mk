@@ -51,9 +51,10 @@ lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERN
 
 lab-test: $(if $(wildcard lab/guest/guest.mk),lab-guest-test) ## the guest tests (guest.test) on both kernels
 	@[ -e $(BUILD)/lab/guest.test ] || { echo "lab-test: SKIPPED: no guest test binary (lab/guest has no tests)" >&2; exit 0; }; \
-	for k in $(LAB_KERNELS); do \
-		$(MAKE) --no-print-directory lab-run KERNEL=$$k CMD='guest.test -test.v -test.timeout 15m' || exit 1; \
-	done
+	failed=; for k in $(LAB_KERNELS); do \
+		$(MAKE) --no-print-directory lab-run KERNEL=$$k CMD='guest.test -test.v -test.timeout 15m' || failed="$$failed $$k"; \
+	done; \
+	[ -z "$$failed" ] || { echo "lab-test: guest tests FAILED on:$$failed" >&2; exit 1; }
 
 lab-host-test: lab-vm ## host-side checks of the lab runner (boots both kernels; root)
 	@for k in $(LAB_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
