@@ -51,7 +51,7 @@ func TestLAPRace(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.MAD(event.MADRecv, event.CMAttrLAP, cmID)
-				b.After(5 * time.Second).MAD(event.MADSend, event.CMAttrAPR, cmID)
+				b.After(5*time.Second).MAD(event.MADSend, event.CMAttrAPR, cmID)
 			},
 			want:     []apm.Kind{apm.LAPRace},
 			resolved: []apm.Kind{apm.LAPRace},
@@ -87,7 +87,7 @@ func TestLAPRace(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.Rearm(qpn)
-				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 			},
 			want: []apm.Kind{apm.RearmWithoutAlt, apm.LAPRace},
 		},
@@ -96,7 +96,7 @@ func TestLAPRace(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.LAPHandler(0, cmID, 0)
-				b.After(10 * time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
+				b.After(10*time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
 			},
 		},
 		{
@@ -122,7 +122,7 @@ func TestLAPRace(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.SeedSteps(qpn, apmtest.PathC, 0)
-				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathA)
+				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathA)
 			},
 		},
 	})

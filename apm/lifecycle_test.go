@@ -222,3 +222,37 @@ func sameFindings(a, b []apm.Finding) bool {
 	}
 	return true
 }
+
+// A QP that vanished from the netlink table without a destroy event is
+// forgotten with Model.Gone.
+func TestGoneFreesHistory(t *testing.T) {
+	b := apmtest.New()
+	armedQP(b)
+	b.PathMig(qpn)
+	var got []apm.Finding
+	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { got = append(got, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	apmtest.Feed(m, b.Steps)
+	m.Gone(b.Device, qpn, b.Now()+uint64(time.Second))
+	m.Advance(b.Now() + uint64(time.Minute))
+	if s := m.Stats(); s.QPs != 0 || len(got) != 0 {
+		t.Errorf("after Gone: %d QPs, findings %v", s.QPs, got)
+	}
+}
+
+// A QP the model never saw created is in RTS when an alternate load or a
+// rearm without a state transition succeeds on it.
+func TestUnseenQPInfersRTS(t *testing.T) {
+	b := apmtest.New()
+	b.LoadAlt(qpn, apmtest.PathB) // the tool started after the QP was connected
+	got, m, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, got, []apm.Kind{apm.NeverArmed}, nil)
+	if v, _ := m.Lookup(b.Device, qpn); v.State != event.StateRTS || !v.HasAlt {
+		t.Errorf("view %+v: want RTS with an alternate", v)
+	}
+}

@@ -35,7 +35,7 @@ func TestMissedRearm(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 			},
 			want: []apm.Kind{apm.MissedRearm},
 		},
@@ -44,7 +44,7 @@ func TestMissedRearm(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.After(100 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 				apmtest.Fail(b.Rearm(qpn), 22)
 			},
 			want: []apm.Kind{apm.MissedRearm, apm.APMModifyFailed},
@@ -74,7 +74,7 @@ func TestMissedRearm(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.After(50 * time.Millisecond).LoadAltRearm(qpn, apmtest.PathC)
+				b.After(50*time.Millisecond).LoadAltRearm(qpn, apmtest.PathC)
 			},
 		},
 		{

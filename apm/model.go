@@ -8,7 +8,8 @@ import (
 )
 
 // Truth is one ground-truth reading of a QP: what the kernel answered to a
-// query (rdma netlink RES_QP_GET, or an actuator's QUERY_QP) at At.
+// query (rdma netlink RES_QP_GET, or an actuator's QUERY_QP) at At. Feed
+// only QPs that APM applies to (RC, UC, XRC: rdmanl.QP.HasPathMig).
 type Truth struct {
 	Device   string
 	QPN      uint32
@@ -154,7 +155,11 @@ func (m *Model) apply(it item) {
 		return
 	}
 	if it.mark != nil {
-		m.markCM(it.mark)
+		if it.gone {
+			m.gone(it.mark)
+		} else {
+			m.markCM(it.mark)
+		}
 		return
 	}
 	m.stats.Truths++
@@ -295,6 +300,19 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 // through the reorder stage like an event. See docs/findings.md.
 func (m *Model) MarkCM(device string, qpn uint32, at uint64) {
 	m.input(item{boot: at, mark: &event.QPKey{Device: device, QPN: qpn}})
+}
+
+// Gone tells the model that, at Boot time at, a QP no longer exists
+// although no destroy was seen (it vanished from an rdma netlink snapshot).
+// Its history is freed like on a destroy.
+func (m *Model) Gone(device string, qpn uint32, at uint64) {
+	m.input(item{boot: at, mark: &event.QPKey{Device: device, QPN: qpn}, gone: true})
+}
+
+func (m *Model) gone(k *event.QPKey) {
+	if slot, q := m.get(m.keyOf(k.Device, k.QPN), false); q != nil {
+		m.drop(slot, q)
+	}
 }
 
 func (m *Model) markCM(k *event.QPKey) {

@@ -18,6 +18,11 @@ func (m *Model) modify(slot int32, q *qp, ev *event.Event) {
 		m.modifyFailed(q, ev)
 		return
 	}
+	if q.flags&fStateKnown == 0 && !md.Has(event.AttrState) && md.AttrMask&(event.AttrAltPath|event.AttrPathMigState) != 0 {
+		// A QP the model did not see created: a successful RTS->RTS
+		// alternate load or rearm says it is in RTS.
+		q.state, q.flags, q.rtsAt = event.StateRTS, q.flags|fStateKnown, ev.Boot
+	}
 	prev := q.state
 	if md.Has(event.AttrState) {
 		q.state, q.flags = md.State, q.flags|fStateKnown

@@ -26,7 +26,7 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 		{
 			name: "the new alternate equals the primary the QP now runs on",
 			story: func(b *apmtest.Builder) {
-				armedQP(b) // primary A, alternate B
+				armedQP(b)     // primary A, alternate B
 				b.PathMig(qpn) // now on B
 				b.After(10 * time.Millisecond)
 				b.SeedSteps(qpn, apmtest.PathB, 0)

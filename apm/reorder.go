@@ -8,7 +8,8 @@ type item struct {
 	boot  uint64
 	ev    *event.Event
 	truth *Truth
-	mark  *event.QPKey // MarkCM
+	mark  *event.QPKey // MarkCM, or Gone when gone is set
+	gone  bool
 }
 
 // reorder holds inputs for a bounded window of Boot time and releases them

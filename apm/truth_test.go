@@ -22,7 +22,7 @@ func TestMigStateMismatch(t *testing.T) {
 				armedQP(b)
 				b.Truth(qpn, event.MigArmed, event.StateRTS)
 				b.PathMig(qpn)
-				b.After(5 * time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
+				b.After(5*time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
 				b.SeedSteps(qpn, apmtest.PathC, 0)
 			},
 			want: []apm.Kind{apm.MigStateMismatch},
