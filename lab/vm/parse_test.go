@@ -3,6 +3,7 @@ package vm
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,23 @@ func TestCheckKernelName(t *testing.T) {
 		if err := CheckKernelName(k); err == nil {
 			t.Errorf("kernel %q accepted", k)
 		}
+	}
+}
+
+func TestConsoleTail(t *testing.T) {
+	log := t.TempDir() + "/console.log"
+	var b strings.Builder
+	b.WriteString("\x1bc\x1b[?7l\x1b[2J\x1b[0mSeaBIOS (version 1.16.2)\r\n")
+	for i := range 40 {
+		b.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	writeFile(t, log, b.String())
+	got := consoleTail(log)
+	if strings.Contains(got, "\x1b") || strings.Contains(got, "line 9\n") || !strings.Contains(got, "line 39") || !strings.Contains(got, "line 10\n") {
+		t.Errorf("tail:\n%s", got)
+	}
+	writeFile(t, log, "\x1bcSeaBIOS\r\n")
+	if got := consoleTail(log); !strings.Contains(got, "  SeaBIOS") || strings.Contains(got, "\x1b") {
+		t.Errorf("escapes left: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -273,13 +274,16 @@ func kvmHint(a string) string {
 	return ""
 }
 
+// ansiEscape matches the terminal control sequences SeaBIOS prints.
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[A-Za-z]|c)|\r`)
+
 // consoleTail returns the end of the console log for an error message.
 func consoleTail(logPath string) string {
 	b, err := os.ReadFile(logPath)
 	if err != nil || len(b) == 0 {
 		return fmt.Sprintf("\n(console log %s is empty)", logPath)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(ansiEscape.ReplaceAllString(string(b), ""), "\n"), "\n")
 	if len(lines) > 30 {
 		lines = lines[len(lines)-30:]
 	}
