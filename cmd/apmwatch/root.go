@@ -30,5 +30,6 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newTraceCmd(), newProbesCmd())
+	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	return root
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/session"
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +17,7 @@ func newTraceCmd() *cobra.Command {
 	var devices, qpns, pids, comms, kinds []string
 	var opts collector.Options
 	var verbose bool
+	var record string
 	cmd := &cobra.Command{
 		Use:   "trace",
 		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen",
@@ -35,7 +37,7 @@ func newTraceCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return output.RunTrace(ctx, cfg, output.TraceDeps{
-				Open:      func() (event.Source, error) { return collector.Open(opts) },
+				Open:      session.Tee(record, func() (event.Source, error) { return collector.Open(opts) }),
 				Plan:      func() ([]event.Hook, error) { return collector.Plan(opts) },
 				Check:     collector.Preflight,
 				CheckRDMA: collector.CheckRDMA,
@@ -57,6 +59,7 @@ func newTraceCmd() *cobra.Command {
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
+	fl.StringVar(&record, "record", "", "also record every event (before filtering) to this file")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print fallback and verifier details to stderr")
 	_ = fl.MarkHidden("force-kprobe")
 	return cmd

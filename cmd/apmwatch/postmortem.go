@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/postmortem"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newPostmortemCmd() *cobra.Command {
+	var o postmortem.Options
+	var out postmortem.Output
+	var devices, qpns []string
+	var since, until string
+	cmd := &cobra.Command{
+		Use:   "postmortem FILE...",
+		Short: "Replay recordings through the APM model: summary, findings, timelines, both ends of a connection",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := output.ParseFilter(devices, qpns, nil, nil, nil)
+			if err != nil {
+				return usageError{err}
+			}
+			o.Devices, o.QPNs = f.Devices, f.QPNs
+			if o.Since, err = postmortem.ParseBound(since); err != nil {
+				return usageError{err}
+			}
+			if o.Until, err = postmortem.ParseBound(until); err != nil {
+				return usageError{err}
+			}
+			if err := postmortem.CheckFormat(out.Format); err != nil {
+				return usageError{err}
+			}
+			stderr := cmd.ErrOrStderr()
+			o.Warn = func(s string) { fmt.Fprintln(stderr, s) }
+			if stderr == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
+				o.Progress = stderr
+			}
+			out.Stdout = cmd.OutOrStdout()
+			return postmortem.Main(cmd.Context(), args, o, out)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out.Format, "output", "o", "text", "text or json")
+	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
+	fl.StringSliceVar(&devices, "device", nil, "show only these devices' QPs, pairs and findings")
+	fl.StringSliceVar(&qpns, "qpn", nil, "show only these QP numbers")
+	fl.StringVar(&since, "since", "", "show from this time (RFC 3339, or an offset from the first event: 30s)")
+	fl.StringVar(&until, "until", "", "show up to this time (as --since)")
+	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")
+	fl.BoolVar(&o.All, "all", false, "timelines of every QP, not only those with APM activity")
+	fl.IntVar(&o.MaxEntries, "max-entries", 2000, "timeline events kept per QP")
+	fl.DurationVar(&o.Deadline, "rearm-deadline", 0, "time from a migration to a rearm (default: the model's, 2s)")
+	return cmd
+}

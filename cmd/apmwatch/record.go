@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/apmwatch/apmwatch/collector"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/session"
+	"github.com/spf13/cobra"
+)
+
+func newRecordCmd() *cobra.Command {
+	var cfg session.Config
+	var devices, qpns, pids, comms, kinds []string
+	var opts collector.Options
+	cmd := &cobra.Command{
+		Use:   "record -o FILE",
+		Short: "Record the events to a crash-safe file for apmwatch postmortem",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.Filter = f
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			_, err = session.Record(ctx, cfg, session.Deps{
+				Open:   func() (event.Source, error) { return collector.Open(opts) },
+				Check:  collector.Preflight,
+				Stderr: cmd.ErrOrStderr(),
+			})
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file (with --rotate-size: the prefix of FILE.000000, ...)")
+	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices")
+	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
+	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")
+	fl.StringSliceVar(&comms, "comm", nil, "only events raised by these commands")
+	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy)")
+	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
+	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once recording has started")
+	fl.BoolVar(&cfg.Options.Compress, "compress", false, "compress with zstd (a cut loses at most one block)")
+	fl.Int64Var(&cfg.Options.MaxBytes, "rotate-size", 0, "start a new file at this many bytes")
+	fl.IntVar(&cfg.Options.MaxFiles, "rotate-keep", 0, "with --rotate-size: keep only the newest N files")
+	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
+	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

@@ -1,0 +1,126 @@
+package postmortem
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// t0 is the wall clock at Boot 0 of the synthetic hosts.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newHost is a synthetic host whose wall clock at Boot 0 is t0 plus skew.
+func newHost(skew time.Duration) *apmtest.Builder {
+	b := apmtest.New()
+	b.Start = t0.Add(skew)
+	return b
+}
+
+// connect brings qpn to RTS towards dest and arms it, as lab-pair does.
+func connect(b *apmtest.Builder, qpn, dest uint32, dlid uint16) {
+	b.Create(qpn)
+	b.ToState(qpn, event.StateInit)
+	b.Modify(qpn, event.AttrState|event.AttrAV|event.AttrDestQPN, func(m *event.Modify) {
+		m.State, m.DestQPN = event.StateRTR, dest
+		m.Primary = &event.Path{Port: 1, DLID: dlid}
+	})
+	b.Modify(qpn, event.AttrState|event.AttrAltPath|event.AttrPathMigState, func(m *event.Modify) {
+		m.State, m.MigState = event.StateRTS, event.MigRearm
+		m.Alt = &event.Path{Port: 2, DLID: dlid + 1}
+	})
+}
+
+// cmMAD is a CM MAD as both ends see it on the wire: local is the
+// sender's comm id, remote the receiver's.
+func cmMAD(b *apmtest.Builder, dir event.MADDir, attr uint16, tid uint64, local, remote uint32) {
+	b.Add(&event.Event{Kind: event.KindMAD, MAD: &event.MAD{Dir: dir, MgmtClass: event.MgmtClassCM,
+		Method: 3, AttrID: attr, TID: tid, Port: 1, MADQPN: 1, LocalID: local, RemoteID: remote}})
+}
+
+// write records the builder's events as host's recording name in dir and
+// sets the file's modification time to Boot `end` of that host.
+func write(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	meta := event.Meta{Host: host, Kernel: "6.12.0-test", BootOffset: time.Duration(b.Start.UnixNano()), Version: "test",
+		Hooks: []event.Hook{{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing}}}
+	w, err := recording.Create(path, meta, recording.Options{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range b.Steps {
+		if s.Ev != nil {
+			if err := w.Write(s.Ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.WriteStats(event.Stats{Events: uint64(len(b.Steps)), Lost: 1, LostPerCPU: []uint64{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mt := b.Start.Add(time.Duration(end))
+	if err := os.Chtimes(path, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// twoHosts is lab-pair's connection on two hosts: host-a QP 100 <-> host-b
+// QP 200, both migrate at Boot 2 s; rearmA/rearmB say who rearms.
+// host-b's wall clock is skew ahead. Recordings end at endA and endB
+// (seconds of Boot).
+func twoHosts(t *testing.T, rearmA, rearmB bool, skew time.Duration, endA, endB float64) (string, string) {
+	a, b := newHost(0), newHost(skew)
+	connect(a, 100, 200, 0x11)
+	connect(b, 200, 100, 0x21)
+	a.Notify(100, event.EvCommEst, 0, 0x1000)
+	b.Notify(200, event.EvCommEst, 0, 0x2000)
+	a.After(time.Second)
+	b.After(time.Second)
+	// the requester (a) migrates; the responder (b) follows 300 us later
+	a.PathMig(100)
+	b.After(300 * time.Microsecond).PathMig(200)
+	if rearmA {
+		// a sends a LAP to b (tid 7), b answers with an APR
+		cmMAD(a.After(time.Millisecond), event.MADSend, event.CMAttrLAP, 7, 0x1000, 0x2000)
+		cmMAD(b.After(time.Millisecond), event.MADRecv, event.CMAttrLAP, 7, 0x1000, 0x2000)
+		cmMAD(b.After(100*time.Microsecond), event.MADSend, event.CMAttrAPR, 7, 0x2000, 0x1000)
+		cmMAD(a.After(2*time.Millisecond), event.MADRecv, event.CMAttrAPR, 7, 0x2000, 0x1000)
+		a.LoadAlt(100, event.Path{Port: 1, DLID: 0x13})
+		a.Rearm(100)
+	}
+	if rearmB {
+		b.After(5 * time.Millisecond).LoadAlt(200, event.Path{Port: 1, DLID: 0x23})
+		b.Rearm(200)
+	}
+	dir := t.TempDir()
+	pa := write(t, dir, "a.rec", "host-a", a, uint64(endA*float64(time.Second)))
+	pb := write(t, dir, "b.rec", "host-b", b, uint64(endB*float64(time.Second)))
+	return pa, pb
+}
+
+func run(t *testing.T, o Options, paths ...string) *Report {
+	t.Helper()
+	r, err := Run(context.Background(), paths, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func kinds(r *Report) map[string]int {
+	out := map[string]int{}
+	for _, f := range r.Findings {
+		out[string(f.Kind)+"@"+f.Side]++
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package postmortem
+
+import (
+	"fmt"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/output"
+)
+
+// hist is one QP history (one generation of a QPN on a device) as the
+// postmortem sees it: identity for pairing, the APM steps for the pairing
+// layer, and the timeline entries.
+type hist struct {
+	s       *stream
+	device  string
+	qpn     uint32
+	gen     uint32
+	pid     uint32
+	comm    string
+	destQPN uint32
+	primary *event.Path
+	alt     *event.Path
+	first   uint64
+	last    uint64
+
+	migrations []uint64 // Boot of each PATH_MIG
+	rearms     []uint64 // Boot of each successful modify to REARM
+	commIDs    []uint32
+	entries    []entry
+	dropped    int // entries beyond the cap
+	findings   []int
+	peer       *hist
+}
+
+// entry is one point of a timeline.
+type entry struct {
+	Boot   uint64
+	Seq    uint64
+	Kind   string // event kind, or "finding"
+	What   string // short label
+	Detail string
+	Fail   bool // a call that returned an error
+}
+
+func (h *hist) name() string { return fmt.Sprintf("%s %s/%d", h.s.label, h.device, h.qpn) }
+
+// histories indexes a stream's QP histories.
+type histories struct {
+	all   []*hist
+	cur   map[event.QPKey]*hist
+	comms map[commKey]*hist
+	gen   uint32
+	max   int // entries kept per QP
+}
+
+type commKey struct {
+	device string
+	id     uint32
+}
+
+func (hs *histories) get(s *stream, k event.QPKey, fresh bool, boot uint64) *hist {
+	if h := hs.cur[k]; h != nil && !fresh {
+		return h
+	}
+	hs.gen++
+	h := &hist{s: s, device: k.Device, qpn: k.QPN, gen: hs.gen, first: boot}
+	hs.cur[k] = h
+	hs.all = append(hs.all, h)
+	return h
+}
+
+// observe files one event into its QP history. It returns the history, or
+// nil for events about no QP that could not be tied to one.
+func (hs *histories) observe(s *stream, e *event.Event) *hist {
+	var h *hist
+	switch {
+	case e.QPN != 0:
+		h = hs.get(s, e.Key(), e.Kind == event.KindQPCreate, e.Boot)
+	case e.MAD != nil:
+		ours := e.MAD.LocalID
+		if e.MAD.Dir == event.MADRecv {
+			ours = e.MAD.RemoteID
+		}
+		if h = hs.comms[commKey{e.Device, ours}]; h == nil {
+			h = hs.comms[commKey{"", ours}]
+		}
+	}
+	if h == nil {
+		return nil
+	}
+	h.last = e.Boot
+	if e.PID != 0 && e.Kind != event.KindQPEvent && e.Kind != event.KindMAD && h.pid == 0 {
+		h.pid, h.comm = e.PID, e.Comm
+	}
+	fail := false
+	switch {
+	case e.Modify != nil:
+		m := e.Modify
+		fail = m.Ret != 0
+		if !fail {
+			if m.Has(event.AttrDestQPN) {
+				h.destQPN = m.DestQPN
+			}
+			if m.Primary != nil {
+				p := *m.Primary
+				h.primary = &p
+			}
+			if m.Alt != nil {
+				p := *m.Alt
+				h.alt = &p
+			}
+			if m.Has(event.AttrPathMigState) && m.MigState == event.MigRearm {
+				h.rearms = append(h.rearms, e.Boot)
+			}
+		}
+	case e.QP != nil:
+		if e.QP.Type == event.EvPathMig {
+			h.migrations = append(h.migrations, e.Boot)
+		}
+	case e.Notify != nil:
+		fail = e.Notify.Ret != 0
+		if e.Notify.LocalID != 0 {
+			hs.bindComm(h, e.Device, e.Notify.LocalID)
+		}
+	case e.Handler != nil:
+		fail = e.Handler.Ret != 0
+		if e.Handler.RemoteID != 0 { // the MAD's remote id is ours
+			hs.bindComm(h, e.Device, e.Handler.RemoteID)
+		}
+	case e.Life != nil:
+		fail = e.Life.Ret != 0
+	}
+	if len(h.entries) >= hs.max {
+		h.dropped++
+		return h
+	}
+	h.entries = append(h.entries, entry{Boot: e.Boot, Seq: e.Seq, Kind: e.Kind.String(),
+		What: label(e), Detail: output.Detail(e), Fail: fail})
+	return h
+}
+
+func (hs *histories) bindComm(h *hist, device string, id uint32) {
+	if hs.comms[commKey{device, id}] != h {
+		h.commIDs = append(h.commIDs, id)
+	}
+	hs.comms[commKey{device, id}] = h
+	hs.comms[commKey{"", id}] = h
+}
+
+// label is the short name of an event on a timeline.
+func label(e *event.Event) string {
+	switch {
+	case e.Modify != nil:
+		m := e.Modify
+		s := "modify"
+		if m.Has(event.AttrState) {
+			s += " ->" + m.State.String()
+		}
+		if m.Has(event.AttrAltPath) {
+			s += " alt"
+		}
+		if m.Has(event.AttrPathMigState) {
+			s += " " + m.MigState.String()
+		}
+		if m.Ret != 0 {
+			s += " " + output.Errno(m.Ret)
+		}
+		return s
+	case e.QP != nil:
+		return e.QP.Type.String()
+	case e.Port != nil:
+		return e.Port.Type.String()
+	case e.Notify != nil:
+		return "cm_notify " + e.Notify.Type.String()
+	case e.Handler != nil:
+		return event.CMAttrName(e.Handler.AttrID) + " handler"
+	case e.MAD != nil:
+		return event.CMAttrName(e.MAD.AttrID) + " " + e.MAD.Dir.String()
+	}
+	return e.Kind.String()
+}

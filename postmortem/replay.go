@@ -1,0 +1,105 @@
+package postmortem
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// idleJudged bounds how far past its last event a recording's deadlines are
+// judged: up to when the file was last written, at most this much later.
+const idleJudged = 10 * time.Minute
+
+// maxMADs bounds the CM MADs a stream keeps for clock bounds and LAPs.
+const maxMADs = 100_000
+
+// finding is a model finding with the stream it came from.
+type finding struct {
+	s *stream
+	apm.Finding
+}
+
+// mad is a CM MAD kept for pairing: clock bounds and where a LAP went.
+type mad struct {
+	boot   uint64
+	dir    event.MADDir
+	attr   uint16
+	tid    uint64
+	local  uint32
+	remote uint32
+	h      *hist
+}
+
+// streamResult is what a replay of one stream counted.
+type streamResult struct {
+	Events   uint64
+	Stats    event.Stats
+	Model    apm.Stats
+	Warnings []string
+	Elapsed  time.Duration
+}
+
+// replay feeds the stream's events to a new model and files them into
+// histories. warn gets every recording warning; tick, when set, the wall
+// time of each event for a progress display.
+func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, warn func(recording.Warning), tick func(*stream, time.Time)) error {
+	start := time.Now()
+	s.h = histories{cur: map[event.QPKey]*hist{}, comms: map[commKey]*hist{}, max: maxEntries}
+	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
+		s.res.Warnings = append(s.res.Warnings, w.String())
+		if warn != nil {
+			warn(w)
+		}
+	}}, s.files...)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	m, err := apm.New(cfg, func(f apm.Finding) { s.raw = append(s.raw, finding{s, f}) })
+	if err != nil {
+		return err
+	}
+	for {
+		e, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		s.res.Events++
+		s.last = max(s.last, e.Boot)
+		m.Handle(e)
+		h := s.h.observe(s, e)
+		if e.MAD != nil && e.MAD.MgmtClass == event.MgmtClassCM && len(s.mads) < maxMADs {
+			s.mads = append(s.mads, mad{boot: e.Boot, dir: e.MAD.Dir, attr: e.MAD.AttrID, tid: e.MAD.TID,
+				local: e.MAD.LocalID, remote: e.MAD.RemoteID, h: h})
+		}
+		if tick != nil && s.res.Events&1023 == 0 {
+			tick(s, e.Time)
+		}
+	}
+	s.endBoot = s.judgedUntil()
+	m.Flush()
+	m.Advance(s.endBoot + uint64(cfg.ReorderWindow))
+	s.res.Stats = r.Stats()
+	s.res.Model = m.Stats()
+	s.res.Elapsed = time.Since(start)
+	return nil
+}
+
+// judgedUntil is the Boot time the recording is known to cover: the file's
+// last write (when the writer stopped) when it is after the last event,
+// bounded by idleJudged.
+func (s *stream) judgedUntil() uint64 {
+	end := s.last
+	if w := s.mtime.UnixNano() - int64(s.hdr.Meta.BootOffset); w > int64(end) {
+		end = min(uint64(w), s.last+uint64(idleJudged))
+	}
+	return end
+}

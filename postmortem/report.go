@@ -1,0 +1,332 @@
+package postmortem
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// Options select and tune a postmortem.
+type Options struct {
+	As         map[string]string // file -> side label (default: the recorded host name)
+	Config     apm.Config        // zero: apm.DefaultConfig()
+	Deadline   time.Duration     // if set, overrides Config.RearmDeadline
+	MaxEntries int               // timeline entries kept per QP; 0: 2000
+	Devices    []string          // show only these devices' QPs, pairs and findings
+	QPNs       []uint32          // and these QPs
+	Since      Bound             // and this time window
+	Until      Bound
+	All        bool         // timelines of every QP, not only those with APM activity
+	Warn       func(string) // each distinct recording warning, once
+	Progress   io.Writer    // a terminal: draw a progress bar on it
+}
+
+// Report is the result of a postmortem. Times are aligned wall-clock times
+// (see Clock); JSON field names are an interface.
+type Report struct {
+	Recordings []Recording `json:"recordings"`
+	Summary    Summary     `json:"summary"`
+	Clocks     []Clock     `json:"clocks"`
+	Findings   []Finding   `json:"findings"`
+	QPs        []QP        `json:"qps"`
+	Pairs      []Pair      `json:"pairs"`
+}
+
+// Recording describes one replayed stream (one writer session).
+type Recording struct {
+	Side         string      `json:"side"`
+	Host         string      `json:"host"`
+	Kernel       string      `json:"kernel"`
+	Version      string      `json:"version"`
+	Files        []string    `json:"files"`
+	Bytes        int64       `json:"bytes"`
+	Events       uint64      `json:"events"`
+	Stats        event.Stats `json:"recorded_stats"`
+	MissingHooks []string    `json:"missing_hooks"`
+	Start        time.Time   `json:"start,omitzero"`
+	End          time.Time   `json:"end,omitzero"` // deadlines are judged up to here
+	Warnings     []string    `json:"warnings"`
+}
+
+// Summary counts everything replayed, before the display filters.
+type Summary struct {
+	Recordings int            `json:"recordings"`
+	Events     uint64         `json:"events"`
+	Lost       uint64         `json:"lost_events"`
+	QPs        int            `json:"qps"`
+	Migrations int            `json:"migrations"` // PATH_MIG events: migration episodes of QPs
+	Pairs      int            `json:"pairs"`
+	Findings   map[string]int `json:"findings_by_kind"`
+	Resolved   int            `json:"resolved"`
+	Warnings   int            `json:"warnings"`
+	Shown      int            `json:"timelines_shown"`
+}
+
+// Finding is a model or pairing finding with its side and its resolution.
+type Finding struct {
+	Side string `json:"side"`
+	apm.Finding
+	Resolution *apm.Finding `json:"resolution,omitempty"`
+}
+
+// QP is one QP history with its timeline.
+type QP struct {
+	ID         string      `json:"id"`
+	Side       string      `json:"side"`
+	Device     string      `json:"device"`
+	QPN        uint32      `json:"qpn"`
+	Gen        uint32      `json:"gen"`
+	PID        uint32      `json:"pid"`
+	Comm       string      `json:"comm"`
+	DestQPN    uint32      `json:"dest_qpn,omitempty"`
+	Primary    *event.Path `json:"primary,omitempty"`
+	Alt        *event.Path `json:"alt,omitempty"`
+	First      time.Time   `json:"first"`
+	Last       time.Time   `json:"last"`
+	Migrations int         `json:"migrations"`
+	Rearms     int         `json:"rearms"`
+	Peer       string      `json:"peer,omitempty"`
+	Findings   []int       `json:"findings"` // indexes into Report.Findings
+	Entries    []Entry     `json:"timeline"`
+	Dropped    int         `json:"timeline_dropped,omitempty"`
+}
+
+// Entry is one timeline point.
+type Entry struct {
+	Time   time.Time `json:"time"`
+	Seq    uint64    `json:"seq"`
+	Kind   string    `json:"kind"`
+	What   string    `json:"what"`
+	Detail string    `json:"detail"`
+	Fail   bool      `json:"failed,omitempty"`
+}
+
+// Run replays the recordings at paths and builds the report.
+func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no recording given")
+	}
+	if o.Config == (apm.Config{}) {
+		o.Config = apm.DefaultConfig()
+	}
+	if o.Deadline > 0 {
+		o.Config.RearmDeadline = o.Deadline
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 2000
+	}
+	ss, err := group(paths, o.As)
+	if err != nil {
+		return nil, err
+	}
+	alignClocks(ss)
+	seen := map[string]bool{}
+	warn := func(w recording.Warning) {
+		if s := w.String(); !seen[s] {
+			seen[s] = true
+			if o.Warn != nil {
+				o.Warn("warning: " + s)
+			}
+		}
+	}
+	p := newProgress(o.Progress, ss)
+	for _, s := range ss {
+		if err := s.replay(ctx, o.Config, o.MaxEntries, warn, p.tick); err != nil {
+			p.done()
+			return nil, err
+		}
+		p.finished(s)
+	}
+	p.done()
+	clocks := boundClocks(ss)
+	pairs := pairUp(ss)
+	osr := oneSided(pairs, o.Config.RearmDeadline)
+	rep := build(ss, clocks, pairs, osr, o)
+	rep.Summary.Warnings = len(seen)
+	return rep, nil
+}
+
+func matchQP(o *Options, h *hist) bool {
+	return (len(o.Devices) == 0 || slices.Contains(o.Devices, h.device)) &&
+		(len(o.QPNs) == 0 || slices.Contains(o.QPNs, h.qpn))
+}
+
+func (h *hist) id() string { return fmt.Sprintf("%s/%s/%d#%d", h.s.label, h.device, h.qpn, h.gen) }
+
+func (h *hist) interesting() bool {
+	return len(h.findings) > 0 || len(h.migrations) > 0 || len(h.rearms) > 0 || h.alt != nil
+}
+
+// build turns the replayed streams into the report, applying the filters
+// to findings, QPs and pairs (not to the summary).
+func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Options) *Report {
+	rep := &Report{Clocks: clocks, Summary: Summary{Recordings: len(ss), Findings: map[string]int{}}}
+	var first time.Time
+	for _, s := range ss {
+		if s.res.Events > 0 {
+			if t := s.wall(s.firstBoot()); first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+	}
+	since, until := o.Since.resolve(first), o.Until.resolve(first)
+	inWindow := func(a, b time.Time) bool {
+		return (since.IsZero() || !b.Before(since)) && (until.IsZero() || !a.After(until))
+	}
+	// Findings: every stream's, then the pairing layer's, resolutions folded.
+	all := []finding{}
+	for _, s := range ss {
+		all = append(all, s.raw...)
+	}
+	all = append(all, osr...)
+	type fkey struct {
+		s  *stream
+		id uint64
+	}
+	index := map[fkey]int{}
+	var fs []Finding
+	var owners []*hist
+	for _, f := range all {
+		if f.Resolved {
+			rep.Summary.Resolved++
+			if i, ok := index[fkey{f.s, f.Resolves}]; ok {
+				r := f.Finding
+				r.FirstTime, r.LastTime = f.s.wall(r.First), f.s.wall(r.Last)
+				fs[i].Resolution = &r
+			}
+			continue
+		}
+		rep.Summary.Findings[string(f.Kind)]++
+		g := Finding{Side: f.s.label, Finding: f.Finding}
+		g.FirstTime, g.LastTime = f.s.wall(f.First), f.s.wall(f.Last)
+		index[fkey{f.s, f.ID}] = len(fs)
+		fs = append(fs, g)
+		owners = append(owners, f.s.h.owner(f.QP.Device, f.QP.QPN, f.First))
+	}
+	order := make([]int, len(fs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return fs[order[a]].FirstTime.Before(fs[order[b]].FirstTime) })
+	shownQP := map[*hist]bool{}
+	for _, i := range order {
+		f, h := fs[i], owners[i]
+		if h != nil && !matchQP(&o, h) || h == nil && (len(o.QPNs) > 0 || len(o.Devices) > 0 && !slices.Contains(o.Devices, f.QP.Device)) {
+			continue
+		}
+		if !inWindow(f.FirstTime, f.LastTime) {
+			continue
+		}
+		if h != nil {
+			h.findings = append(h.findings, len(rep.Findings))
+		}
+		rep.Findings = append(rep.Findings, f)
+	}
+	// QPs and pairs.
+	for _, s := range ss {
+		rep.Recordings = append(rep.Recordings, s.recording())
+		rep.Summary.Events += s.res.Events
+		rep.Summary.Lost += s.res.Stats.Lost
+		for _, h := range s.h.all {
+			rep.Summary.QPs++
+			rep.Summary.Migrations += len(h.migrations)
+			show := matchQP(&o, h) && (o.All || len(o.QPNs) > 0 || len(o.Devices) > 0 || h.interesting())
+			if show && (!since.IsZero() || !until.IsZero()) {
+				show = inWindow(s.wall(h.first), s.wall(h.last))
+			}
+			if show || h.peer != nil && matchQP(&o, h.peer) && (o.All || h.peer.interesting()) {
+				shownQP[h] = true
+			}
+		}
+	}
+	for _, s := range ss {
+		for _, h := range s.h.all {
+			if shownQP[h] {
+				rep.QPs = append(rep.QPs, h.report(since, until))
+			}
+		}
+	}
+	rep.Summary.Shown = len(rep.QPs)
+	rep.Summary.Pairs = len(pairs)
+	for _, p := range pairs {
+		if shownQP[p.a] || shownQP[p.b] {
+			rep.Pairs = append(rep.Pairs, p.report())
+		}
+	}
+	return rep
+}
+
+// owner is the history a finding about (device, qpn) at boot belongs to:
+// the latest generation that existed by then.
+func (hs *histories) owner(device string, qpn uint32, boot uint64) *hist {
+	var best *hist
+	for _, h := range hs.all {
+		if h.device == device && h.qpn == qpn && (best == nil || h.first <= boot) {
+			best = h
+		}
+	}
+	return best
+}
+
+func (s *stream) firstBoot() uint64 {
+	var first uint64
+	for _, h := range s.h.all {
+		if first == 0 || h.first < first {
+			first = h.first
+		}
+	}
+	if first == 0 {
+		first = s.last
+	}
+	return first
+}
+
+func (s *stream) recording() Recording {
+	r := Recording{Side: s.label, Host: s.hdr.Meta.Host, Kernel: s.hdr.Meta.Kernel, Version: s.hdr.Meta.Version,
+		Files: s.files, Bytes: s.size, Events: s.res.Events, Stats: s.res.Stats,
+		Warnings: s.res.Warnings, MissingHooks: []string{}}
+	for _, k := range s.hdr.Meta.Hooks {
+		if k.Method == event.HookMissing {
+			r.MissingHooks = append(r.MissingHooks, k.Name)
+		}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	if r.Stats.LostPerCPU == nil {
+		r.Stats.LostPerCPU = []uint64{}
+	}
+	if s.res.Events > 0 {
+		r.Start, r.End = s.wall(s.firstBoot()), s.wall(s.endBoot)
+	}
+	return r
+}
+
+func (h *hist) report(since, until time.Time) QP {
+	s := h.s
+	q := QP{ID: h.id(), Side: s.label, Device: h.device, QPN: h.qpn, Gen: h.gen, PID: h.pid, Comm: h.comm,
+		DestQPN: h.destQPN, Primary: h.primary, Alt: h.alt, First: s.wall(h.first), Last: s.wall(h.last),
+		Migrations: len(h.migrations), Rearms: len(h.rearms), Findings: h.findings, Dropped: h.dropped,
+		Entries: []Entry{}}
+	if q.Findings == nil {
+		q.Findings = []int{}
+	}
+	if h.peer != nil {
+		q.Peer = h.peer.id()
+	}
+	for _, e := range h.entries {
+		t := s.wall(e.Boot)
+		if !since.IsZero() && t.Before(since) || !until.IsZero() && t.After(until) {
+			continue
+		}
+		q.Entries = append(q.Entries, Entry{Time: t, Seq: e.Seq, Kind: e.Kind, What: e.What, Detail: e.Detail, Fail: e.Fail})
+	}
+	return q
+}

@@ -1,0 +1,185 @@
+package postmortem
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const stamp = "15:04:05.000000"
+
+// WriteJSON writes the report as one indented JSON document.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for people: summary, clocks, findings, then
+// the pair timelines and the timelines of unpaired QPs.
+func WriteText(w io.Writer, r *Report) error {
+	ew := &errWriter{w: w}
+	writeSummary(ew, r)
+	writeFindings(ew, r)
+	shown := map[string]bool{}
+	byID := map[string]*QP{}
+	for i := range r.QPs {
+		byID[r.QPs[i].ID] = &r.QPs[i]
+	}
+	for _, p := range r.Pairs {
+		a, b := byID[p.A], byID[p.B]
+		if a == nil || b == nil {
+			continue
+		}
+		shown[a.ID], shown[b.ID] = true, true
+		writePair(ew, p, a, b)
+	}
+	for i := range r.QPs {
+		if q := &r.QPs[i]; !shown[q.ID] {
+			writeQP(ew, q)
+		}
+	}
+	return ew.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) f(format string, a ...any) { fmt.Fprintf(e, format, a...) }
+
+func writeSummary(w *errWriter, r *Report) {
+	s := r.Summary
+	w.f("recordings: %d\n", s.Recordings)
+	for _, rec := range r.Recordings {
+		w.f("  %s: host %q kernel %s apmwatch %s, %d file(s) %d bytes, %d events", rec.Side, rec.Host,
+			rec.Kernel, rec.Version, len(rec.Files), rec.Bytes, rec.Events)
+		if !rec.Start.IsZero() {
+			w.f(", %s to %s", rec.Start.Format(time.RFC3339Nano), rec.End.Format(stamp))
+		}
+		w.f("\n    lost %d, decode errors %d, unjoined %d", rec.Stats.Lost, rec.Stats.DecodeErrs, rec.Stats.Unjoined)
+		if len(rec.MissingHooks) > 0 {
+			w.f("; hooks missing: %s", strings.Join(rec.MissingHooks, ", "))
+		}
+		w.f("\n")
+	}
+	for _, c := range r.Clocks {
+		w.f("clock %s <-> %s: %s", c.A, c.B, c.Note)
+		if c.Shift != 0 {
+			w.f("; %s shifted by %v", c.B, c.Shift)
+		}
+		w.f("\n")
+	}
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(s.Findings)) {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, s.Findings[k]))
+	}
+	if len(kinds) == 0 {
+		kinds = []string{"none"}
+	}
+	w.f("summary: %d events, %d lost; %d QPs, %d migrations, %d pairs; findings: %s (%d resolved); %d warnings\n",
+		s.Events, s.Lost, s.QPs, s.Migrations, s.Pairs, strings.Join(kinds, " "), s.Resolved, s.Warnings)
+	if s.Lost > 0 {
+		w.f("note: the probes lost %d events while recording: findings may be missing or wrong\n", s.Lost)
+	}
+}
+
+func writeFindings(w *errWriter, r *Report) {
+	w.f("\nfindings: %d shown\n", len(r.Findings))
+	for i, f := range r.Findings {
+		w.f("[%d] %s %s %s %s %s/%d#%d", i, f.FirstTime.Format(stamp), f.Severity, f.Kind, f.Side, f.QP.Device, f.QP.QPN, f.QP.Gen)
+		if f.Comm != "" {
+			w.f(" (%s:%d)", f.Comm, f.PID)
+		}
+		w.f("\n    %s\n", f.Explanation)
+		for _, e := range f.Evidence {
+			w.f("    evidence: %s\n", e.What)
+		}
+		if res := f.Resolution; res != nil {
+			w.f("    resolved at %s", res.LastTime.Format(stamp))
+			if res.Unprotected > 0 {
+				w.f(" (unprotected for %v)", res.Unprotected)
+			}
+			w.f("\n")
+		}
+		w.f("    fix: %s\n", f.Remediation)
+	}
+}
+
+func writePair(w *errWriter, p Pair, a, b *QP) {
+	w.f("\npair: %s <-> %s\n", a.ID, b.ID)
+	w.f("  a: %s  dest qpn %d  primary %s  alt %s\n", a.ID, a.DestQPN, pathText(a.Primary), pathText(a.Alt))
+	w.f("  b: %s  dest qpn %d  primary %s  alt %s\n", b.ID, b.DestQPN, pathText(b.Primary), pathText(b.Alt))
+	for i, e := range p.Episodes {
+		w.f("  episode %d at %s: migrated a=%s b=%s; rearmed a=%s b=%s: %s\n", i+1, e.Start.Format(stamp),
+			rel(e.Start, e.MigratedA), rel(e.Start, e.MigratedB), rel(e.Start, e.RearmedA), rel(e.Start, e.RearmedB), e.Verdict)
+	}
+	for _, l := range p.LAPs {
+		w.f("  LAP %s -> %s tid 0x%x: %s\n", l.From, l.To, l.TID, l.Note)
+	}
+	type row struct {
+		t    time.Time
+		side int
+		e    Entry
+	}
+	var rows []row
+	for side, q := range []*QP{a, b} {
+		for _, e := range q.Entries {
+			rows = append(rows, row{e.Time, side, e})
+		}
+	}
+	slices.SortStableFunc(rows, func(x, y row) int { return x.t.Compare(y.t) })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  TIME\ta: %s\tb: %s\n", a.ID, b.ID)
+	for _, r := range rows {
+		cols := [2]string{"", ""}
+		cols[r.side] = mark(r.e)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.t.Format(stamp), cols[0], cols[1])
+	}
+	tw.Flush()
+}
+
+func writeQP(w *errWriter, q *QP) {
+	w.f("\nqp: %s", q.ID)
+	if q.Comm != "" {
+		w.f(" (%s:%d)", q.Comm, q.PID)
+	}
+	w.f("  dest qpn %d  primary %s  alt %s  migrations %d  rearms %d\n", q.DestQPN, pathText(q.Primary), pathText(q.Alt), q.Migrations, q.Rearms)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range q.Entries {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Time.Format(stamp), mark(e), e.Detail)
+	}
+	tw.Flush()
+	if q.Dropped > 0 {
+		w.f("  (%d later events not kept: raise --max-entries)\n", q.Dropped)
+	}
+}
+
+func mark(e Entry) string {
+	if e.Fail {
+		return e.What + " (failed)"
+	}
+	return e.What
+}
+
+func rel(start time.Time, t *time.Time) string {
+	if t == nil {
+		return "no"
+	}
+	return "+" + t.Sub(start).String()
+}

@@ -1,0 +1,103 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// Tee returns an open function whose source also records every event it
+// hands out (before any display filter) to a new recording at path. With
+// an empty path it returns open itself. It is the hook of `apmwatch trace
+// --record`: the trace code does not change.
+//
+// The first Close of the returned source detaches the probes, drains what
+// they delivered into the file (the caller still gets those events from
+// Next), writes the counters and closes the file.
+func Tee(path string, open func() (event.Source, error)) func() (event.Source, error) {
+	if path == "" {
+		return open
+	}
+	return func() (event.Source, error) {
+		src, err := open()
+		if err != nil {
+			return nil, err
+		}
+		w, err := recording.Create(path, src.Meta(), recording.Options{})
+		if err != nil {
+			src.Close()
+			return nil, err
+		}
+		return &tee{Source: src, w: w}, nil
+	}
+}
+
+type tee struct {
+	event.Source
+	w       *recording.Writer
+	closed  bool
+	drained []*event.Event // events drained at Close, still to hand out
+	err     error          // the recording's error, reported once
+	n       int
+}
+
+func (t *tee) Next(ctx context.Context) (*event.Event, error) {
+	if t.closed {
+		if len(t.drained) > 0 {
+			e := t.drained[0]
+			t.drained = t.drained[1:]
+			return e, nil
+		}
+		if err := t.err; err != nil {
+			t.err = nil
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	e, err := t.Source.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if werr := t.w.Write(e); werr != nil {
+		return nil, fmt.Errorf("writing the recording: %w", werr)
+	}
+	if t.n++; t.n%4096 == 0 {
+		if werr := t.w.WriteStats(t.Source.Stats()); werr != nil {
+			return nil, fmt.Errorf("writing the recording: %w", werr)
+		}
+	}
+	return e, nil
+}
+
+func (t *tee) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	err := t.Source.Close()
+	for {
+		e, nerr := t.Source.Next(context.Background())
+		if nerr != nil {
+			if !errors.Is(nerr, io.EOF) {
+				err = errors.Join(err, nerr)
+			}
+			break
+		}
+		t.drained = append(t.drained, e)
+		if werr := t.w.Write(e); werr != nil {
+			t.err = fmt.Errorf("writing the recording: %w", werr)
+		}
+	}
+	werr := t.w.WriteStats(t.Source.Stats())
+	if cerr := t.w.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil && t.err == nil {
+		t.err = fmt.Errorf("closing the recording: %w", werr)
+	}
+	return err
+}
