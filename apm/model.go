@@ -193,8 +193,8 @@ func (m *Model) fire(t uint64, inclusive bool) {
 
 // wake asks for a deadline check of q at when.
 func (m *Model) wake(slot int32, q *qp, when uint64) {
-	if q.timerAt != 0 && q.timerAt <= when && q.timerAt > m.now {
-		return
+	if q.timerAt != 0 && q.timerAt <= when {
+		return // an earlier wake-up re-judges everything and re-arms
 	}
 	q.timerAt = when
 	m.tm.push(timer{when: when, slot: slot, inc: m.qps.inc(slot)})

@@ -35,6 +35,9 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "rearm")
 	defer p.Stop(t)
 	pair := map[string]int64{"rxe0": QPN(t, ready, "rxe0"), "rxe1": QPN(t, ready, "rxe1")}
+	// The apmlab kernel ULP adds kernel RC QPs (a kernel name, no pid).
+	MustRun(t, "lab-ulp", "start")
+	defer Run(t, "lab-ulp", "stop")
 
 	snap, err := rdmanl.Read()
 	if err != nil {
@@ -44,6 +47,11 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 	mine := map[string]rdmanl.QP{}
 	for _, q := range snap.QPs {
 		mine[fmt.Sprintf("%s/%d", q.Device, q.LQPN)] = q
+	}
+	t.Logf("rdma tool: %d QPs, rdmanl: %d QPs", len(tool), len(snap.QPs))
+	for _, q := range snap.QPs {
+		t.Logf("  %s/%d port %d %s %s mig %s (has %v) rqpn %d sq-psn %d rq-psn %d pid %d comm %q kernel %v",
+			q.Device, q.LQPN, q.Port, q.Type, q.State, q.PathMig, q.HasPathMig, q.RQPN, q.SQPSN, q.RQPSN, q.PID, q.Comm, q.Kernel)
 	}
 	if len(tool) != len(snap.QPs) {
 		t.Errorf("rdma tool lists %d QPs, rdmanl %d", len(tool), len(snap.QPs))
@@ -78,6 +86,15 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 			t.Errorf("%s comm: rdma tool %v, rdmanl %q", key, c, q.Comm)
 		}
 	}
+	kernelRC := 0
+	for _, q := range snap.QPs {
+		if q.Kernel && q.Type == event.QPTypeRC && q.HasPathMig && q.PID == 0 {
+			kernelRC++
+		}
+	}
+	if kernelRC < 2 {
+		t.Errorf("%d kernel RC QPs with a path-mig-state, want the ULP's 2", kernelRC)
+	}
 	// The lab pair's QPs are RC, in RTS, armed by lab-pair's REARM.
 	for dev, qpn := range pair {
 		q, ok := mine[fmt.Sprintf("%s/%d", dev, qpn)]
@@ -87,5 +104,33 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 		if q.Type != event.QPTypeRC || q.State != event.StateRTS || !q.HasPathMig || q.PathMig != event.MigRearm || q.Comm != "lab-pair" {
 			t.Errorf("lab-pair QP %+v: want RC, RTS, REARM, comm lab-pair", q)
 		}
+	}
+}
+
+// The ground truth the APM model needs: after an injected PATH_MIG with the
+// HCA's move (--migrate) the QP reads MIGRATED; after one without it (the
+// seed's symptom) it still reads REARM.
+func TestRdmanlSeesMigration(t *testing.T) {
+	p, ready := startPair(t, "--behavior", "never-rearm")
+	defer p.Stop(t)
+	q0, q1 := QPN(t, ready, "rxe0"), QPN(t, ready, "rxe1")
+	Inject(t, "rxe0", q0, "path_mig", true)
+	Inject(t, "rxe1", q1, "path_mig", false)
+	snap, err := rdmanl.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]event.MigState{fmt.Sprintf("rxe0/%d", q0): event.MigMigrated, fmt.Sprintf("rxe1/%d", q1): event.MigRearm}
+	for _, q := range snap.QPs {
+		k := fmt.Sprintf("%s/%d", q.Device, q.LQPN)
+		if w, ok := want[k]; ok {
+			if !q.HasPathMig || q.PathMig != w || q.State != event.StateRTS {
+				t.Errorf("%s reads %s %s, want RTS %s", k, q.State, q.PathMig, w)
+			}
+			delete(want, k)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("not listed: %v", want)
 	}
 }
