@@ -108,7 +108,6 @@ func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	}
 	q.alt = route{}
 	q.mig = event.MigMigrated
-	q.flags &^= fMigErrDone
 	m.flap(q, ev)
 	m.wake(slot, q, ev.Boot+uint64(m.cfg.RearmDeadline))
 	// Evidence that the QP is CM-managed may still come: check at the

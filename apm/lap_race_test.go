@@ -144,3 +144,20 @@ func TestLAPRaceNotifyExplainsUnansweredLAP(t *testing.T) {
 		t.Errorf("finding %+v: want errno 22, the LAP in the explanation and the notify as last evidence", f)
 	}
 }
+
+// The tracepoint and the handler see the same LAP: the finding points at the
+// first sighting, from which the deadline counts.
+func TestLAPRaceStuckCountsFromFirstSighting(t *testing.T) {
+	b := apmtest.New()
+	cmQP(b)
+	first := b.MAD(event.MADRecv, event.CMAttrLAP, cmID)
+	b.After(time.Millisecond).LAPHandler(0, cmID, 0)
+	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findOne(t, got, apm.LAPRace, false)
+	if len(f.Evidence) != 1 || f.Evidence[0].Seq != first.Seq || f.Last != first.Boot+uint64(2*time.Second) {
+		t.Errorf("evidence %+v last %d: want the first LAP and its deadline", f.Evidence, f.Last)
+	}
+}
