@@ -82,24 +82,25 @@ func twoHosts(t *testing.T, rearmA, rearmB bool, skew time.Duration, endA, endB 
 	a, b := newHost(0), newHost(skew)
 	connect(a, 100, 200, 0x11)
 	connect(b, 200, 100, 0x21)
-	a.Notify(100, event.EvCommEst, 0, 0x1000)
-	b.Notify(200, event.EvCommEst, 0, 0x2000)
 	a.After(time.Second)
 	b.After(time.Second)
 	// the requester (a) migrates; the responder (b) follows 300 us later
 	a.PathMig(100)
 	b.After(300 * time.Microsecond).PathMig(200)
 	if rearmA {
+		a.Notify(100, event.EvPathMig, 0, 0x1000)
 		// a sends a LAP to b (tid 7), b answers with an APR
 		cmMAD(a.After(time.Millisecond), event.MADSend, event.CMAttrLAP, 7, 0x1000, 0x2000)
 		cmMAD(b.After(time.Millisecond), event.MADRecv, event.CMAttrLAP, 7, 0x1000, 0x2000)
+		b.LAPHandler(200, 0x2000, 0)
 		cmMAD(b.After(100*time.Microsecond), event.MADSend, event.CMAttrAPR, 7, 0x2000, 0x1000)
 		cmMAD(a.After(2*time.Millisecond), event.MADRecv, event.CMAttrAPR, 7, 0x2000, 0x1000)
 		a.LoadAlt(100, event.Path{Port: 1, DLID: 0x13})
 		a.Rearm(100)
 	}
 	if rearmB {
-		b.After(5 * time.Millisecond).LoadAlt(200, event.Path{Port: 1, DLID: 0x23})
+		b.After(5*time.Millisecond).Notify(200, event.EvPathMig, 0, 0x2000)
+		b.LoadAlt(200, event.Path{Port: 1, DLID: 0x23})
 		b.Rearm(200)
 	}
 	dir := t.TempDir()

@@ -1,11 +1,13 @@
 package postmortem
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -108,34 +110,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 // time axis, a mark per event and per finding.
 func timeline(r *Report, title string, qs []*QP) svgTimeline {
 	t := svgTimeline{Title: title, Width: svgWidth, Height: axisH + laneH*len(qs) + 10}
-	var lo, hi time.Time
-	see := func(x time.Time) {
-		if lo.IsZero() || x.Before(lo) {
-			lo = x
-		}
-		if x.After(hi) {
-			hi = x
-		}
-	}
-	for _, q := range qs {
-		for _, e := range q.Entries {
-			see(e.Time)
-		}
-		for _, i := range q.Findings {
-			see(r.Findings[i].FirstTime)
-		}
-	}
-	span := hi.Sub(lo)
-	if span <= 0 {
-		span = time.Millisecond
-	}
-	x := func(at time.Time) int {
-		return laneLeft + int(float64(at.Sub(lo))/float64(span)*float64(svgWidth-laneLeft-laneRight))
-	}
-	for i := 0; i <= 5; i++ {
-		at := lo.Add(span * time.Duration(i) / 5)
-		t.Ticks = append(t.Ticks, svgTick{X: x(at), Label: "+" + at.Sub(lo).Round(time.Microsecond).String()})
-	}
+	x, ticks := logScale(r, qs)
+	t.Ticks = ticks
 	for n, q := range qs {
 		y := axisH + laneH*n + laneH/2
 		t.Lanes = append(t.Lanes, svgLane{Y: y, X2: svgWidth - laneRight, Name: q.Side + " " + q.Device + "/" + fmt.Sprint(q.QPN)})
@@ -164,4 +140,54 @@ func timeline(r *Report, title string, qs []*QP) svgTimeline {
 		}
 	}
 	return t
+}
+
+// logScale maps times to x so that every gap between two consecutive
+// distinct times takes room growing with the logarithm of its length:
+// bursts of microseconds and pauses of seconds both stay readable.
+func logScale(r *Report, qs []*QP) (func(time.Time) int, []svgTick) {
+	var ts []int64
+	for _, q := range qs {
+		for _, e := range q.Entries {
+			ts = append(ts, e.Time.UnixNano())
+		}
+		for _, i := range q.Findings {
+			ts = append(ts, r.Findings[i].FirstTime.UnixNano())
+		}
+	}
+	slices.Sort(ts)
+	ts = slices.Compact(ts)
+	cum := make([]float64, len(ts))
+	for i := 1; i < len(ts); i++ {
+		cum[i] = cum[i-1] + 1 + math.Log1p(float64(ts[i]-ts[i-1])/1e3)
+	}
+	total := 1.0
+	if len(cum) > 0 && cum[len(cum)-1] > 0 {
+		total = cum[len(cum)-1]
+	}
+	width := float64(svgWidth - laneLeft - laneRight)
+	x := func(at time.Time) int {
+		i, _ := slices.BinarySearch(ts, at.UnixNano())
+		if i >= len(ts) {
+			i = len(ts) - 1
+		}
+		if i < 0 {
+			return laneLeft
+		}
+		return laneLeft + int(cum[i]/total*width)
+	}
+	var ticks []svgTick
+	last := -1
+	for k := 0; k <= 5 && len(ts) > 0; k++ {
+		want := total * float64(k) / 5
+		i, _ := slices.BinarySearchFunc(cum, want, func(c, w float64) int { return cmp.Compare(c, w) })
+		i = min(i, len(ts)-1)
+		if i == last {
+			continue
+		}
+		last = i
+		d := time.Duration(ts[i] - ts[0])
+		ticks = append(ticks, svgTick{X: laneLeft + int(cum[i]/total*width), Label: "+" + d.Round(time.Microsecond).String()})
+	}
+	return x, ticks
 }

@@ -76,7 +76,7 @@ func TestLAPRoute(t *testing.T) {
 	r := run(t, Options{}, pa, pb)
 	laps := r.Pairs[0].LAPs
 	if len(laps) != 1 || laps[0].From != "host-a mlx5_0/100" || laps[0].Received == nil ||
-		laps[0].Received.Sub(*laps[0].Sent) != 300*time.Microsecond {
+		laps[0].Received.Sub(*laps[0].Sent) != 299*time.Microsecond {
 		t.Fatalf("LAP route: %+v", laps)
 	}
 }
@@ -93,10 +93,10 @@ func TestClockBoundsAndShift(t *testing.T) {
 	if c.Method != "wall" || c.Exchanges != 2 || c.Lo == nil || c.Hi == nil {
 		t.Fatalf("clock: %+v", c)
 	}
-	// a sent the LAP at A, b got it 300us later (b's clock +50ms): hi = 50.3ms.
+	// a sent the LAP at A, b got it 299us later (b's clock +50ms): hi = 50.299ms.
 	// b sent the APR 100us after, a got it 2ms after the LAP left: lo = 50.4-2 = 48.4ms.
-	if *c.Hi != 50300*time.Microsecond || *c.Lo != 48400*time.Microsecond {
-		t.Fatalf("bounds [%v, %v], want [48.4ms, 50.3ms]", *c.Lo, *c.Hi)
+	if *c.Hi != 50299*time.Microsecond || *c.Lo != 48400*time.Microsecond {
+		t.Fatalf("bounds [%v, %v], want [48.4ms, 50.299ms]", *c.Lo, *c.Hi)
 	}
 	if c.Shift != -48400*time.Microsecond {
 		t.Fatalf("shift %v, want -48.4ms (the least that satisfies the bounds)", c.Shift)

@@ -84,6 +84,15 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 			tick(s, e.Time)
 		}
 	}
+	for i := range s.mads { // MADs seen before the call that tied their comm id to a QP
+		if d := &s.mads[i]; d.h == nil {
+			ours := d.local
+			if d.dir == event.MADRecv {
+				ours = d.remote
+			}
+			d.h = s.h.comms[commKey{"", ours}]
+		}
+	}
 	s.endBoot = s.judgedUntil()
 	m.Flush()
 	m.Advance(s.endBoot + uint64(cfg.ReorderWindow))

@@ -1,0 +1,17 @@
+# Postmortem targets (owned by postmortem/). Included by the top-level Makefile.
+EXAMPLE_KERNEL ?= 6.12
+
+.PHONY: html-test
+html-test: ## render a postmortem HTML report in headless Chromium, check the screenshot is not blank
+	@command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+	APMWATCH_BROWSER=1 $(GO) test -count=1 -run '^TestHTMLInChromium$$' ./postmortem
+
+# `make test` renders the HTML too.
+test: html-test
+
+.PHONY: examples
+examples: build lab-assets ## regenerate examples/*.rec: scenarios recorded in the lab (EXAMPLE_KERNEL=6.12)
+	@mkdir -p $(BUILD)/examples examples
+	@$(MAKE) --no-print-directory lab-run KERNEL=$(EXAMPLE_KERNEL) CMD='sh /extra/examples.sh' \
+		LAB_EXTRA=$(CURDIR)/postmortem/testdata/lab > $(BUILD)/examples/out.txt
+	@$(GO) run ./postmortem/testdata/unpack -dir examples < $(BUILD)/examples/out.txt
