@@ -92,6 +92,17 @@ func TestLAPRace(t *testing.T) {
 			want: []apm.Kind{apm.RearmWithoutAlt, apm.LAPRace},
 		},
 		{
+			name: "negative: an alternate loaded long after a bare rearm is a new load, not a swapped step",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.Rearm(qpn)
+				b.After(10 * time.Second).LoadAlt(qpn, apmtest.PathC)
+				b.Rearm(qpn)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt},
+		},
+		{
 			name: "negative: LAP answered with an APR in time",
 			story: func(b *apmtest.Builder) {
 				cmQP(b)

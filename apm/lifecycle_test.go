@@ -256,3 +256,26 @@ func TestUnseenQPInfersRTS(t *testing.T) {
 		t.Errorf("view %+v: want RTS with an alternate", v)
 	}
 }
+
+// A create for a QPN the model still tracks (its destroy was lost) starts a
+// new generation with no episode.
+func TestCreateWithoutDestroyStartsNewGeneration(t *testing.T) {
+	b := apmtest.New()
+	armedQP(b)
+	b.PathMig(qpn)
+	b.Create(qpn)
+	var got []apm.Finding
+	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { got = append(got, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	apmtest.Feed(m, b.Steps[:5])
+	m.Flush()
+	before, _ := m.Lookup(b.Device, qpn)
+	apmtest.Feed(m, b.Steps[5:])
+	m.Advance(b.Now() + uint64(time.Minute))
+	after, ok := m.Lookup(b.Device, qpn)
+	if !ok || after.Key.Gen == before.Key.Gen || after.Episodes != 0 || after.State != event.StateReset || len(got) != 0 {
+		t.Errorf("before %+v after %+v findings %v: want a new generation in RESET, no episode, no finding", before, after, got)
+	}
+}

@@ -174,12 +174,9 @@ func (m *Model) fire(t uint64, inclusive bool) {
 			return
 		}
 		m.tm.pop()
-		if m.qps.inc(tm.slot) != tm.inc {
-			continue // the QP is gone
-		}
 		q := m.qps.at(tm.slot)
 		if q.timerAt != tm.when {
-			continue // superseded by an earlier wake-up
+			continue // the QP is gone, or an earlier wake-up superseded this one
 		}
 		q.timerAt = 0
 		saved := m.now
@@ -197,7 +194,7 @@ func (m *Model) wake(slot int32, q *qp, when uint64) {
 		return // an earlier wake-up re-judges everything and re-arms
 	}
 	q.timerAt = when
-	m.tm.push(timer{when: when, slot: slot, inc: m.qps.inc(slot)})
+	m.tm.push(timer{when: when, slot: slot})
 }
 
 // Stats returns the counters.

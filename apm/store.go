@@ -6,11 +6,11 @@ const chunkBits = 10
 
 // store keeps the QPs in chunked slabs indexed by int32, with a free list,
 // and an index from (device, qpn) to slot. Slots of destroyed QPs are
-// reused; incarnations tell stale timers apart.
+// reused. A stale timer for a freed or reused slot is harmless: a freed
+// slot has timerAt 0, and a wake-up for the wrong QP only re-judges it.
 type store struct {
 	index  map[uint64]int32
 	chunks [][]qp
-	incs   [][]uint32
 	free   []int32
 	n      int32 // slots handed out
 }
@@ -19,10 +19,6 @@ func newStore() *store { return &store{index: make(map[uint64]int32)} }
 
 func (s *store) at(slot int32) *qp {
 	return &s.chunks[slot>>chunkBits][slot&(1<<chunkBits-1)]
-}
-
-func (s *store) inc(slot int32) uint32 {
-	return s.incs[slot>>chunkBits][slot&(1<<chunkBits-1)]
 }
 
 func (s *store) lookup(key uint64) (int32, bool) {
@@ -40,10 +36,8 @@ func (s *store) alloc(key uint64) int32 {
 		s.n++
 		if int(slot>>chunkBits) == len(s.chunks) {
 			s.chunks = append(s.chunks, make([]qp, 1<<chunkBits))
-			s.incs = append(s.incs, make([]uint32, 1<<chunkBits))
 		}
 	}
-	s.incs[slot>>chunkBits][slot&(1<<chunkBits-1)]++
 	s.index[key] = slot
 	return slot
 }
@@ -52,7 +46,6 @@ func (s *store) release(slot int32) {
 	q := s.at(slot)
 	delete(s.index, q.key)
 	*q = qp{}
-	s.incs[slot>>chunkBits][slot&(1<<chunkBits-1)]++
 	s.free = append(s.free, slot)
 	// Go maps never shrink: rebuild the index once it is mostly empty so that
 	// destroyed QPs leave no growth behind.

@@ -1,11 +1,10 @@
 package apm
 
-// timer wakes a QP at a Boot time. The QP slot may have been freed or
-// reused since: inc must still match the slot's incarnation.
+// timer wakes the QP in a slot at a Boot time. The QP may be gone since:
+// the slot's timerAt must still equal when.
 type timer struct {
 	when uint64
 	slot int32
-	inc  uint32
 }
 
 // timers is a binary min-heap on when.
