@@ -97,7 +97,7 @@ func TestLAPRace(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.Rearm(qpn)
-				b.After(10 * time.Second).LoadAlt(qpn, apmtest.PathC)
+				b.After(10*time.Second).LoadAlt(qpn, apmtest.PathC)
 				b.Rearm(qpn)
 			},
 			want: []apm.Kind{apm.RearmWithoutAlt},
