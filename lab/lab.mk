@@ -51,7 +51,7 @@ lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERN
 
 # LAB_TIMEOUT above the tests' own 15m, so a hung test dies with its goroutine dump.
 lab-test: $(if $(wildcard lab/guest/guest.mk),lab-guest-test) ## the guest tests (guest.test) on both kernels
-	@[ -e $(BUILD)/lab/guest.test ] || { echo "lab-test: SKIPPED: no guest test binary (lab/guest has no tests)" >&2; exit 0; }; \
+	@[ -e $(BUILD)/lab/guest.test ] || { echo "lab-test: no guest test binary $(BUILD)/lab/guest.test" >&2; exit 1; }; \
 	failed=; for k in $(LAB_KERNELS); do \
 		LAB_TIMEOUT=$${LAB_TIMEOUT:-1080} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
 			CMD='guest.test -test.v -test.timeout 15m' || failed="$$failed $$k"; \
