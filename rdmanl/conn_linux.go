@@ -128,6 +128,23 @@ func (c *Conn) QPs(dev Device) ([]QP, error) {
 	return out, nil
 }
 
+// CMIDs lists the rdma_cm ids of one device.
+func (c *Conn) CMIDs(dev Device) ([]CMID, error) {
+	msgs, err := c.dump(cmdResCMIDGet, attrU32(attrDevIndex, dev.Index))
+	if err != nil {
+		return nil, fmt.Errorf("listing cm_ids of %s: %w", dev.Name, err)
+	}
+	var out []CMID
+	for _, m := range msgs {
+		cs, err := parseCMIDs(m)
+		if err != nil {
+			return nil, fmt.Errorf("listing cm_ids of %s: %w", dev.Name, err)
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
 // AllQPs lists the QPs of every device. A device that goes away between
 // the two dumps is skipped.
 func (c *Conn) AllQPs() ([]QP, error) {
@@ -138,7 +155,7 @@ func (c *Conn) AllQPs() ([]QP, error) {
 	var out []QP
 	for _, d := range devs {
 		qs, err := c.QPs(d)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) {
+		if gone(err) {
 			continue
 		}
 		if err != nil {
@@ -149,14 +166,18 @@ func (c *Conn) AllQPs() ([]QP, error) {
 	return out, nil
 }
 
-// Snapshot is one reading of every QP, stamped with CLOCK_BOOTTIME (the
-// clock of the events) taken just before the dump.
+// gone reports the error of a dump on a device that went away.
+func gone(err error) bool { return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) }
+
+// Snapshot is one reading of every QP and cm_id, stamped with
+// CLOCK_BOOTTIME (the clock of the events) taken just before the dump.
 type Snapshot struct {
-	Boot uint64
-	QPs  []QP
+	Boot  uint64
+	QPs   []QP
+	CMIDs []CMID
 }
 
-// Read dials, reads every QP, fills the comm of user QPs from
+// Read dials, reads every QP and cm_id, fills the comm of user QPs from
 // /proc/PID/comm (as the rdma tool does), and closes.
 func Read() (Snapshot, error) {
 	var ts unix.Timespec
@@ -168,12 +189,28 @@ func Read() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	defer c.Close()
-	qps, err := c.AllQPs()
+	devs, err := c.Devices()
 	if err != nil {
 		return Snapshot{}, err
 	}
-	ResolveComms(qps, ProcComm)
-	return Snapshot{Boot: uint64(ts.Nano()), QPs: qps}, nil
+	snap := Snapshot{Boot: uint64(ts.Nano())}
+	for _, d := range devs {
+		qs, err := c.QPs(d)
+		if gone(err) {
+			continue
+		}
+		if err != nil {
+			return Snapshot{}, err
+		}
+		cs, err := c.CMIDs(d)
+		if err != nil && !gone(err) {
+			return Snapshot{}, err
+		}
+		snap.QPs = append(snap.QPs, qs...)
+		snap.CMIDs = append(snap.CMIDs, cs...)
+	}
+	ResolveComms(snap.QPs, ProcComm)
+	return snap, nil
 }
 
 // ResolveComms fills the comm of user QPs with comm(pid).

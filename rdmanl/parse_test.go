@@ -220,3 +220,39 @@ func TestResolveComms(t *testing.T) {
 		t.Errorf("%+v after %d calls", qps, calls)
 	}
 }
+
+// A cm_id bound to a QP, as fill_res_cm_id_entry writes it: port, lqpn and
+// qp type when a QP is bound, port space, rdma_cm state, addresses,
+// cm_idn, pid.
+func TestParseCMIDs(t *testing.T) {
+	src := make([]byte, 128) // __kernel_sockaddr_storage, AF_INET 192.168.77.1:7471
+	binary.NativeEndian.PutUint16(src[0:], 2)
+	binary.BigEndian.PutUint16(src[2:], 7471)
+	copy(src[4:], []byte{192, 168, 77, 1})
+	dst := make([]byte, 128) // AF_INET6 ::ffff:192.168.77.2:40000
+	binary.NativeEndian.PutUint16(dst[0:], 10)
+	binary.BigEndian.PutUint16(dst[2:], 40000)
+	copy(dst[8:], []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 77, 2})
+	bound := nest(31, nlaU32(tPortIndex, 1), nlaU32(tLQPN, 17), nlaU8(tType, 2), nlaU32(32, 0x106),
+		nlaU8(tState, 9), nla(33, src), nla(34, dst), nlaU32(63, 4), nlaU32(tPID, 300))
+	listener := nest(31, nlaU32(32, 0x106), nlaU8(tState, 7), nla(33, src), nlaU32(63, 1), nlaStr(tKernNam, "rdma_cm"))
+	payload := append(append(nlaU32(tDevIndex, 0), nlaStr(tDevName, "rxe0")...), nest(30, bound, listener)...)
+	ids, err := parseCMIDs(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 {
+		t.Fatalf("%d cm_ids: %+v", len(ids), ids)
+	}
+	c := ids[0]
+	if c.Device != "rxe0" || c.Port != 1 || c.LQPN != 17 || c.QPType != 2 || c.PS != 0x106 || c.State != 9 ||
+		c.ID != 4 || c.PID != 300 || c.Src.String() != "192.168.77.1:7471" || c.Dst.String() != "[::ffff:192.168.77.2]:40000" {
+		t.Errorf("bound cm_id %+v", c)
+	}
+	if l := ids[1]; l.LQPN != 0 || !l.Kernel || l.Comm != "rdma_cm" || l.Dst.IsValid() {
+		t.Errorf("listener %+v", l)
+	}
+	if _, err := parseCMIDs(append(nlaU32(tDevIndex, 0), nest(30, nest(31, nlaU32(tLQPN, 3)))...)); err == nil {
+		t.Error("a cm_id without port space parsed")
+	}
+}

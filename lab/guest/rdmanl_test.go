@@ -134,3 +134,38 @@ func TestRdmanlSeesMigration(t *testing.T) {
 		t.Errorf("not listed: %v", want)
 	}
 }
+
+// rdma_cm's cm_ids name the QPs they drive: that is how the APM model learns
+// that a QP is CM-managed without having seen its connection.
+func TestRdmanlCMIDs(t *testing.T) {
+	p := Start(t, "lab-cm-pair", "--behavior", "rearm", "--duration", "2m")
+	defer p.Stop(t)
+	ready := p.Ready(t, 2)
+	q := QPN(t, ready, "rxe0")
+	snap, err := rdmanl.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("rdma", "-j", "resource", "show", "cm_id").Output()
+	if err != nil {
+		t.Fatalf("rdma resource show cm_id: %v", err)
+	}
+	var tool []map[string]any
+	if err := json.Unmarshal(out, &tool); err != nil {
+		t.Fatalf("rdma tool output %q: %v", out, err)
+	}
+	t.Logf("rdma tool: %d cm_ids, rdmanl: %d", len(tool), len(snap.CMIDs))
+	if len(tool) != len(snap.CMIDs) {
+		t.Errorf("rdma tool lists %d cm_ids, rdmanl %d", len(tool), len(snap.CMIDs))
+	}
+	found := false
+	for _, c := range snap.CMIDs {
+		t.Logf("  %+v", c)
+		if c.Device == "rxe0" && int64(c.LQPN) == q {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no cm_id for lab-cm-pair's QP rxe0/%d", q)
+	}
+}
