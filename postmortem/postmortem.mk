@@ -14,4 +14,4 @@ examples: build lab-assets ## regenerate examples/*.rec: scenarios recorded in t
 	@mkdir -p $(BUILD)/examples examples
 	@$(MAKE) --no-print-directory lab-run KERNEL=$(EXAMPLE_KERNEL) CMD='sh /extra/examples.sh' \
 		LAB_EXTRA=$(CURDIR)/postmortem/testdata/lab > $(BUILD)/examples/out.txt
-	@$(GO) run ./postmortem/testdata/unpack -dir examples < $(BUILD)/examples/out.txt
+	@sh postmortem/testdata/unpack.sh examples < $(BUILD)/examples/out.txt

@@ -1,0 +1,89 @@
+#!/bin/sh
+# Runs inside the lab guest (make examples): records each scenario with
+# `apmwatch record` and prints every recording base64-encoded between
+# "=== BEGIN NAME ===" and "=== END NAME ===" lines (the guest's stdout is
+# the only way out); postmortem/testdata/unpack.sh writes them back.
+set -u
+out=/tmp/examples
+mkdir -p "$out"
+
+# start_rec NAME [apmwatch record flags]: record in the background until stop_recs
+start_rec() {
+	name=$1; shift
+	apmwatch record -o "$out/$name.rec" --ready-file "$out/$name.ready" "$@" 2>"$out/$name.log" &
+	echo $! >>"$out/recs"
+	i=0
+	while [ ! -e "$out/$name.ready" ]; do
+		i=$((i + 1)); [ $i -gt 300 ] && { echo "apmwatch record $name did not start" >&2; cat "$out/$name.log" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+stop_recs() {
+	for p in $(cat "$out/recs"); do kill -INT "$p"; done
+	for p in $(cat "$out/recs"); do wait "$p"; done
+	rm -f "$out/recs"
+}
+
+# pair BEHAVIOR: start lab-pair, wait for both ready lines, set q0 and q1
+pair() {
+	lab-pair --behavior "$1" --duration 60s >"$out/pair.out" &
+	pp=$!
+	i=0
+	while [ "$(grep -c '"ready":true' "$out/pair.out")" -lt 2 ]; do
+		i=$((i + 1)); [ $i -gt 300 ] && { echo "lab-pair did not get ready" >&2; exit 1; }
+		sleep 0.1
+	done
+	q0=$(grep '"ready":true' "$out/pair.out" | grep '"dev":"rxe0"' | sed 's/.*"qpn":\([0-9]*\).*/\1/')
+	q1=$(grep '"ready":true' "$out/pair.out" | grep '"dev":"rxe1"' | sed 's/.*"qpn":\([0-9]*\).*/\1/')
+}
+
+endpair() {
+	kill -TERM "$pp"; wait "$pp"
+}
+
+emit() {
+	for f in "$@"; do
+		echo "=== BEGIN $(basename "$f") ==="
+		base64 "$f"
+		echo "=== END $(basename "$f") ==="
+	done
+}
+
+# correct rearm: both sides migrate (injected), lab-pair rearms each at once
+start_rec correct-rearm
+pair rearm
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
+lab-inject --dev rxe1 --qpn "$q1" --event path_mig --migrate >/dev/null
+sleep 1; endpair; stop_recs
+
+# missed rearm: nobody rearms; 3 s > the 2 s rearm deadline
+start_rec missed-rearm
+pair never-rearm
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
+sleep 3; endpair; stop_recs
+
+# LAP race as the lab can show it: rearm before loading the new alternate
+start_rec lap-race
+pair rearm-then-alt
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
+sleep 3; endpair; stop_recs
+
+# the seed's symptom: PATH_MIG while the QP is still armed (no migrate),
+# twice, without a rearm in between
+start_rec mig-state-mismatch
+pair never-rearm
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig >/dev/null
+sleep 0.5
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig >/dev/null
+sleep 3; endpair; stop_recs
+
+# two hosts: one apmwatch per device stands in for each host; only rxe0's
+# QP migrates and rearms, rxe1's never rearms (one-sided-rearm)
+start_rec pair-rxe0 --device rxe0
+start_rec pair-rxe1 --device rxe1
+pair rearm
+lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
+sleep 3; endpair; stop_recs
+
+emit "$out"/*.rec
