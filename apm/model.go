@@ -96,7 +96,7 @@ func (m *Model) Handle(ev *event.Event) {
 // Truth takes one ground-truth reading, through the same reorder stage as
 // the events so that it is judged against every event before t.At.
 func (m *Model) Truth(t Truth) {
-	m.input(item{boot: t.At, truth: &t})
+	m.input(item{boot: t.At, in: &input{truth: t, op: opTruth}})
 }
 
 func (m *Model) input(it item) {
@@ -154,16 +154,15 @@ func (m *Model) apply(it item) {
 		m.event(it.ev)
 		return
 	}
-	if it.mark != nil {
-		if it.gone {
-			m.gone(it.mark)
-		} else {
-			m.markCM(it.mark)
-		}
-		return
+	switch it.in.op {
+	case opMarkCM:
+		m.markCM(&it.in.key)
+	case opGone:
+		m.gone(&it.in.key)
+	default:
+		m.stats.Truths++
+		m.truth(&it.in.truth)
 	}
-	m.stats.Truths++
-	m.truth(it.truth)
 }
 
 // fire runs the timers due before t (at or before t when inclusive).
@@ -296,14 +295,14 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 // (for example because rdma netlink lists a cm_id bound to it). It goes
 // through the reorder stage like an event. See docs/findings.md.
 func (m *Model) MarkCM(device string, qpn uint32, at uint64) {
-	m.input(item{boot: at, mark: &event.QPKey{Device: device, QPN: qpn}})
+	m.input(item{boot: at, in: &input{key: event.QPKey{Device: device, QPN: qpn}, op: opMarkCM}})
 }
 
 // Gone tells the model that, at Boot time at, a QP no longer exists
 // although no destroy was seen (it vanished from an rdma netlink snapshot).
 // Its history is freed like on a destroy.
 func (m *Model) Gone(device string, qpn uint32, at uint64) {
-	m.input(item{boot: at, mark: &event.QPKey{Device: device, QPN: qpn}, gone: true})
+	m.input(item{boot: at, in: &input{key: event.QPKey{Device: device, QPN: qpn}, op: opGone}})
 }
 
 func (m *Model) gone(k *event.QPKey) {

@@ -2,15 +2,26 @@ package apm
 
 import "github.com/apmwatch/apmwatch/event"
 
-// item is one input waiting in the reorder stage: an event, a
-// ground-truth reading or a CM mark.
+// item is one input waiting in the reorder stage: an event, or (rarely)
+// another input. It stays three words: the stage moves items around.
 type item struct {
-	boot  uint64
-	ev    *event.Event
-	truth *Truth
-	mark  *event.QPKey // MarkCM, or Gone when gone is set
-	gone  bool
+	boot uint64
+	ev   *event.Event
+	in   *input
 }
+
+// input is a ground-truth reading, a CM mark or a gone QP.
+type input struct {
+	truth Truth
+	key   event.QPKey
+	op    uint8
+}
+
+const (
+	opTruth uint8 = iota
+	opMarkCM
+	opGone
+)
 
 // reorder holds inputs for a bounded window of Boot time and releases them
 // in Boot order. Inputs arrive nearly sorted (per-CPU streams interleave), so
