@@ -84,6 +84,9 @@ func (m *Model) deadlines(slot int32, q *qp) {
 func (m *Model) missedRearm(q *qp, ep *episode, dl uint64) {
 	f := Finding{Kind: MissedRearm, Severity: SevError, Remediation: remedyRearm, Last: dl,
 		Evidence: []Evidence{evd(ep.mig, migWhat(ep))}}
+	if ep.event.ok() {
+		f.Evidence = append(f.Evidence, evd(ep.event, "PATH_MIG"))
+	}
 	switch {
 	case ep.altLoad.ok():
 		f.Evidence = append(f.Evidence, evd(ep.altLoad, "alternate load (no rearm followed)"))

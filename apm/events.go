@@ -81,6 +81,14 @@ func (m *Model) qpEvent(slot int32, q *qp, ev *event.Event) {
 		if q.flags&fStateKnown == 0 {
 			q.state, q.flags = event.StateRTS, q.flags|fStateKnown
 		}
+		if x := q.x; x != nil && x.ep != nil && x.ep.forced && !x.ep.rearm.ok() && !x.ep.event.ok() &&
+			ev.Boot-x.ep.mig.boot <= uint64(m.cfg.RearmDeadline) {
+			// The event of the migration software just forced (an HCA may
+			// raise it, and the lab's injector forces MIGRATED before it
+			// raises PATH_MIG): one migration, not two.
+			x.ep.event = refOf(ev)
+			return
+		}
 		m.migrate(slot, q, ev, false)
 	case event.EvPathMigErr:
 		m.migrationError(q, ev)

@@ -94,6 +94,17 @@ func TestFlapping(t *testing.T) {
 			want: []apm.Kind{apm.Flapping, apm.Flapping},
 		},
 		{
+			name: "negative: two forced migrations, each followed by its PATH_MIG, are two",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				for _, p := range []event.Path{apmtest.PathC, apmtest.PathA} {
+					b.After(time.Second).ForceMigrate(qpn)
+					b.PathMig(qpn)
+					b.SeedSteps(qpn, p, 0)
+				}
+			},
+		},
+		{
 			name:  "negative: 3 migrations over 3 minutes",
 			story: func(b *apmtest.Builder) { armedQP(b); migrateEvery(b, 3, time.Minute) },
 		},

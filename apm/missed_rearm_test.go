@@ -40,6 +40,18 @@ func TestMissedRearm(t *testing.T) {
 			want: []apm.Kind{apm.MissedRearm},
 		},
 		{
+			name: "forced MIGRATED then its PATH_MIG (as the lab's injector does) is one migration",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.ForceMigrate(qpn)
+				b.PathMig(qpn)
+				b.After(10 * time.Second)
+				b.ForceMigrate(qpn) // nothing armed: not a migration
+				b.PathMig(qpn)      // a second real migration
+			},
+			want: []apm.Kind{apm.MissedRearm, apm.MissedRearm},
+		},
+		{
 			name: "a refused rearm is not a rearm",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)

@@ -117,6 +117,7 @@ type episode struct {
 	n         uint32 // migration number in this generation, from 1
 	forced    bool
 	mig       ref
+	event     ref   // PATH_MIG that followed a forced migration
 	left      route // primary the QP left
 	commEst   ref
 	altLoad   ref // first successful alternate load in the episode
