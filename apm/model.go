@@ -81,8 +81,9 @@ func (m *Model) Config() Config { return m.cfg }
 
 // Handle takes one event. It is applied once no event from another CPU can
 // still overtake it (Config.ReorderWindow), so findings may come out of a
-// later Handle, Truth, Advance or Flush call. The model does not keep ev
-// after applying it.
+// later Handle, Truth, Advance or Flush call. ev must stay unchanged until
+// it is applied (a source that reuses Event values must hold more than a
+// window's worth); the model keeps no reference after that.
 func (m *Model) Handle(ev *event.Event) {
 	if ev == nil {
 		return
