@@ -1,0 +1,17 @@
+// Package actuator changes the APM state of a QP another process owns.
+//
+// A user QP can only be modified through the uverbs file that created it.
+// The actuator borrows the owner's /dev/infiniband/uverbsN with pidfd_open
+// and pidfd_getfd (ptrace access to the owner), and runs the legacy
+// MODIFY_QP and QUERY_QP commands on the owner's QP handle through
+// ioctl(RDMA_VERBS_IOCTL) with UVERBS_METHOD_INVOKE_WRITE: write() on a
+// borrowed file is refused (ib_safe_file_access compares the file's creds
+// with the caller's), the ioctl path has no such check.
+//
+// Files: abi.go (every number and byte layout, encoders), ioctl.go (the
+// syscall, INFO_HANDLES, driver id probe), borrow.go (finding and borrowing
+// the owner's file), resolve.go (QPN -> handle), ops.go (query, load-alt,
+// rearm, migrate: check, act, verify, log), errors.go (error classes),
+// policy.go and enforcer.go (the audit --enforce policy). docs/actuator.md
+// is the user's view.
+package actuator
