@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,7 +19,12 @@ func newPostmortemCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "postmortem FILE...",
 		Short: "Replay recordings through the APM model: summary, findings, timelines, both ends of a connection",
-		Args:  cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("give at least one recording file")}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := output.ParseFilter(devices, qpns, nil, nil, nil)
 			if err != nil {

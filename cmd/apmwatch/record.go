@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +22,9 @@ func newRecordCmd() *cobra.Command {
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Path == "" {
+				return usageError{errors.New("no output file: give -o FILE")}
+			}
 			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
 			if err != nil {
 				return usageError{err}
@@ -50,6 +54,5 @@ func newRecordCmd() *cobra.Command {
 	fl.IntVar(&cfg.Options.MaxFiles, "rotate-keep", 0, "with --rotate-size: keep only the newest N files")
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
-	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }
