@@ -19,9 +19,20 @@ start_rec() {
 	done
 }
 
+# stop_recs: SIGINT every recorder and wait for it; one still running after
+# 15 s is killed (its file then ends at its last timed flush, and a replay
+# warns that it was cut).
 stop_recs() {
 	for p in $(cat "$out/recs"); do kill -INT "$p"; done
-	for p in $(cat "$out/recs"); do wait "$p"; done
+	for p in $(cat "$out/recs"); do
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 150 ]; do i=$((i + 1)); sleep 0.1; done
+		if kill -0 "$p" 2>/dev/null; then
+			echo "examples: apmwatch record (pid $p) did not stop on SIGINT in 15 s: killed" >&2
+			kill -9 "$p"
+		fi
+		wait "$p"
+	done
 	rm -f "$out/recs"
 }
 
