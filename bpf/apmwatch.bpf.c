@@ -486,6 +486,8 @@ static __always_inline void mad_qp_info(struct apm_record *r, struct ib_mad_qp_i
 static __always_inline void mad_send(struct ib_mad_send_wr_private *wr,
 				     struct ib_mad_qp_info *qi)
 {
+	if (!wr || !qi)
+		return;
 	struct apm_record *r = new_record(APM_KIND_MAD, 0);
 	if (!r)
 		return;
@@ -504,10 +506,12 @@ static __always_inline void mad_send(struct ib_mad_send_wr_private *wr,
 static __always_inline void mad_recv(struct ib_mad_qp_info *qi, struct ib_wc *wc,
 				     struct ib_mad_hdr *hdr)
 {
+	if (!qi || !wc || !hdr)
+		return;
 	struct apm_record *r = new_record(APM_KIND_MAD, 0);
 	if (!r)
 		return;
-	if (!hdr || mad_header(r, hdr))
+	if (mad_header(r, hdr))
 		return;
 	r->dir = 2;
 	mad_qp_info(r, qi);

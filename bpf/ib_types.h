@@ -19,6 +19,14 @@ struct pt_regs {
 	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 } __core;
 
+/* Enums are only compatible with enums in CO-RE: name the kernel's. */
+enum ib_qp_type { IB_QPT_APMWATCH_ };
+enum ib_qp_state { IB_QPS_APMWATCH_ };
+enum ib_mig_state { IB_MIG_APMWATCH_ };
+enum ib_event_type { IB_EVENT_APMWATCH_ };
+enum ib_cm_state { IB_CM_APMWATCH_ };
+enum ib_cm_lap_state { IB_CM_LAP_APMWATCH_ };
+
 struct ib_device {
 	char name[64];
 } __core;
@@ -42,7 +50,7 @@ struct ib_qp {
 	struct ib_qp *real_qp;
 	struct ib_uqp_object *uobject;
 	__u32 qp_num;
-	int qp_type; /* enum ib_qp_type */
+	enum ib_qp_type qp_type;
 } __core;
 
 union ib_gid {
@@ -68,8 +76,8 @@ struct rdma_ah_attr {
 } __core;
 
 struct ib_qp_attr {
-	int qp_state;
-	int path_mig_state;
+	enum ib_qp_state qp_state;
+	enum ib_mig_state path_mig_state;
 	__u32 dest_qp_num;
 	struct rdma_ah_attr ah_attr;
 	struct rdma_ah_attr alt_ah_attr;
@@ -86,14 +94,14 @@ struct ib_event {
 		struct ib_qp *qp;
 		__u32 port_num; /* u8 before 5.13 */
 	} element;
-	int event; /* enum ib_event_type */
+	enum ib_event_type event;
 } __core;
 
 /* ib_cm */
 struct ib_cm_id {
 	struct ib_device *device;
-	int state;     /* enum ib_cm_state */
-	int lap_state; /* enum ib_cm_lap_state */
+	enum ib_cm_state state;
+	enum ib_cm_lap_state lap_state;
 	__u32 local_id;  /* __be32 */
 	__u32 remote_id; /* __be32 */
 } __core;

@@ -147,9 +147,9 @@ func (c *Collector) read() {
 	for {
 		err := c.reader.ReadInto(&rec)
 		if err != nil {
-			// Close sets a deadline once the probes are detached: the
-			// records left are read first, then this ends the stream.
-			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// Close flushes once the probes are detached: the records
+			// left are read first, then ErrFlushed ends the stream.
+			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
 				c.err = fmt.Errorf("reading the ring buffer: %w", err)
 			}
 			return
@@ -218,7 +218,9 @@ func (c *Collector) Close() error {
 	c.once.Do(func() {
 		closeLinks(c.loader.links) // no new records from here on
 		c.loader.links = nil
-		c.reader.SetDeadline(time.Now())
+		// Not SetDeadline: it waits for the reader's lock, which a
+		// blocked read holds. Flush wakes the read instead.
+		_ = c.reader.Flush() // on failure the timeout below and Close still end the read
 		select {
 		case <-c.readDone:
 		case <-time.After(time.Second):

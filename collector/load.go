@@ -86,7 +86,7 @@ func (l *loader) attach(t *target) {
 		if err == nil {
 			return
 		}
-		l.logf("%s: %s attach failed: %+v", t.def.Name, btfMethod(t), err)
+		l.logErr(t.def.Name, btfMethod(t)+" attach failed", err)
 		errs = append(errs, fmt.Sprintf("%s failed: %s", btfMethod(t), firstLine(err)))
 	}
 	err := l.attachFallback(t)
@@ -99,7 +99,7 @@ func (l *loader) attach(t *target) {
 		}
 		return
 	}
-	l.logf("%s: fallback attach failed: %+v", t.def.Name, err)
+	l.logErr(t.def.Name, fallbackMethod(t)+" attach failed", err)
 	errs = append(errs, fmt.Sprintf("%s failed: %s", fallbackMethod(t), firstLine(err)))
 	t.method, t.reason = event.HookMissing, strings.Join(errs, "; ")
 }
@@ -192,19 +192,19 @@ func (l *loader) attachFallback(t *target) error {
 	// The exit probe goes first: an entry without its exit would leave
 	// records waiting in the join map.
 	if exit != "" {
-		lk, err := link.Kretprobe(t.def.Name, coll.Programs[exit], nil)
+		lk, err := link.Kretprobe(t.kprobeSymbol(), coll.Programs[exit], nil)
 		if err != nil {
 			l.drop(coll)
-			return fmt.Errorf("kretprobe %s: %w", t.def.Name, err)
+			return fmt.Errorf("kretprobe %s: %w", t.kprobeSymbol(), err)
 		}
 		ls = append(ls, lk)
 	}
 	if entry != "" {
-		lk, err := link.Kprobe(t.def.Name, coll.Programs[entry], nil)
+		lk, err := link.Kprobe(t.kprobeSymbol(), coll.Programs[entry], nil)
 		if err != nil {
 			closeLinks(ls)
 			l.drop(coll)
-			return fmt.Errorf("kprobe %s: %w", t.def.Name, err)
+			return fmt.Errorf("kprobe %s: %w", t.kprobeSymbol(), err)
 		}
 		ls = append(ls, lk)
 	}
@@ -216,6 +216,19 @@ func (l *loader) attachFallback(t *target) error {
 func (l *loader) drop(c *ebpf.Collection) {
 	l.colls = slices.DeleteFunc(l.colls, func(x *ebpf.Collection) bool { return x == c })
 	c.Close()
+}
+
+// logErr prints an attach failure whole: a verifier log in full (%+v).
+func (l *loader) logErr(hook, what string, err error) {
+	if l.log == nil {
+		return
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		l.logf("%s: %s: %s\n%+v", hook, what, firstLine(err), ve)
+		return
+	}
+	l.logf("%s: %s: %v", hook, what, err)
 }
 
 func (l *loader) logf(format string, args ...any) {

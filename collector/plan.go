@@ -15,6 +15,14 @@ type target struct {
 	reason string
 	module string // where the kernel has it
 	btf    bool   // fentry/fexit or tp_btf possible
+	symbol string // kprobe symbol when not the plain name
+}
+
+func (t target) kprobeSymbol() string {
+	if t.symbol != "" {
+		return t.symbol
+	}
+	return t.def.Name
 }
 
 func (t target) hook() event.Hook { return t.def.describe(t.method, t.reason) }
@@ -71,7 +79,11 @@ func planOne(k kernelView, d hookDef, opts planOptions) target {
 		}
 		return t
 	}
-	mods := k.FuncModules(d.Name)
+	all := k.FuncModules(d.Name)
+	mods := all
+	if d.Module != "" {
+		mods = slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m != d.Module })
+	}
 	switch {
 	case len(mods) == 0 && d.Module != "" && !k.ModuleLoaded(d.Module):
 		t.method, t.reason = event.HookMissing, fmt.Sprintf("module %s not loaded", d.Module)
@@ -84,8 +96,10 @@ func planOne(k kernelView, d hookDef, opts planOptions) target {
 		return t
 	}
 	t.module = mods[0]
-	if d.Module != "" && t.module != d.Module {
-		t.method, t.reason = event.HookMissing, fmt.Sprintf("found in %s, expected %s", t.module, d.Module)
+	if len(all) > 1 {
+		// fentry cannot name the module; a kprobe can ("module:function").
+		t.method, t.symbol = event.HookKprobe, t.module+":"+d.Name
+		t.reason = "name also in " + strings.Join(slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m == t.module }), ", ") + ": kprobe on " + t.symbol
 		return t
 	}
 	hasBTF := k.HasBTFFunc(t.module, d.Name)

@@ -101,7 +101,7 @@ type jsonMAD struct {
 	Method    uint8  `json:"method"`
 	Attr      string `json:"attr"`
 	AttrID    uint16 `json:"attr_id"`
-	TID       string `json:"tid"`
+	TID       string `json:"mad_tid"`
 	SLID      uint16 `json:"slid"`
 	DLID      uint16 `json:"dlid"`
 	Port      uint32 `json:"port"`

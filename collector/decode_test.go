@@ -1,0 +1,147 @@
+package collector
+
+import (
+	"errors"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+func raw(r *apmApmRecord) []byte {
+	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(r)), recordSize)...)
+}
+
+func setStr(dst []int8, s string) {
+	for i := 0; i < len(s) && i < len(dst)-1; i++ {
+		dst[i] = int8(s[i])
+	}
+}
+
+func header(kind uint8) apmApmRecord {
+	var r apmApmRecord
+	r.Kind = kind
+	r.BootNs = 5_000_000_000
+	r.Cpu, r.Pid, r.Tid, r.Qpn = 1, 100, 101, 17
+	setStr(r.Comm[:], "lab-pair")
+	setStr(r.Dev[:], "rxe0")
+	return r
+}
+
+var testDecoder = decoder{offset: time.Duration(1_700_000_000) * time.Second,
+	names: map[uint64]string{0xffffffffc0001000: "ib_modify_qp_with_udata", 0xffffffffc0002000: "__ib_qp_event_handler"}}
+
+func TestDecodeModifyAltPath(t *testing.T) {
+	r := header(1)
+	r.FuncIp = 0xffffffffc0001000
+	r.AttrMask = event.AttrAltPath | event.AttrPathMigState
+	r.MigState = 1
+	r.Ret = -22
+	r.QpType = 2
+	r.Flags = flagUser | flagHasAlt
+	r.Uhandle, r.UserHandle = 3, 0x55550000
+	r.Alt = apmApmPath{Port: 1, Dlid: 0x12, PkeyIndex: 2, SgidIndex: 1, IsGlobal: 1, Timeout: 14}
+	r.Alt.Dgid[15] = 9
+	e, err := testDecoder.decode(raw(&r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind != event.KindModify || e.Device != "rxe0" || e.QPN != 17 || e.Comm != "lab-pair" || e.PID != 100 || e.TID != 101 {
+		t.Fatalf("header: %+v", e)
+	}
+	if want := time.Unix(1_700_000_005, 0); !e.Time.Equal(want) {
+		t.Errorf("time %v, want %v", e.Time, want)
+	}
+	m := e.Modify
+	if m.Hook != "ib_modify_qp_with_udata" || m.Origin != event.OriginUser || m.UHandle != 3 || m.UserHandle != 0x55550000 {
+		t.Errorf("owner: %+v", m)
+	}
+	if m.Ret != -22 || m.MigState != event.MigRearm || m.QPType != event.QPTypeRC || m.Primary != nil {
+		t.Errorf("modify: %+v", m)
+	}
+	if m.Alt == nil || m.Alt.Port != 1 || m.Alt.DLID != 0x12 || m.Alt.PKeyIndex != 2 || m.Alt.Timeout != 14 ||
+		!m.Alt.IsGlobal || m.Alt.SGIDIndex != 1 || m.Alt.DGID[15] != 9 {
+		t.Errorf("alt: %+v", m.Alt)
+	}
+}
+
+func TestDecodeQPEventHooks(t *testing.T) {
+	r := header(2)
+	r.EvType = uint8(event.EvPathMig)
+	r.FuncIp = 0xffffffffc0002004 // kprobe after endbr64
+	r.Flags = flagKernel
+	e, err := testDecoder.decode(raw(&r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.QP.Type != event.EvPathMig || e.QP.Hook != "__ib_qp_event_handler" || e.QP.Origin != event.OriginKernel {
+		t.Errorf("qp event: %+v", e.QP)
+	}
+	r.Flags = flagRawEvent
+	r.EvType = 0x07
+	r.FuncIp = 0
+	e, _ = testDecoder.decode(raw(&r))
+	if e.QP.Type != event.EvPathMigErr || e.QP.Origin != event.OriginUnknown {
+		t.Errorf("raw mlx event: %+v", e.QP)
+	}
+}
+
+func TestDecodeCMAndMAD(t *testing.T) {
+	r := header(4)
+	r.EvType, r.Ret, r.Obj, r.LocalId, r.RemoteId, r.State, r.MigState = 6, -22, 0xffff8880, 0x10, 0x20, 10, 3
+	e, _ := testDecoder.decode(raw(&r))
+	if n := e.Notify; n.Type != event.EvPathMig || n.Ret != -22 || n.CMID != 0xffff8880 || n.LocalID != 0x10 ||
+		n.RemoteID != 0x20 || n.CMState != 10 || n.LapState != 3 {
+		t.Errorf("notify: %+v", n)
+	}
+	r = header(6)
+	r.Dir, r.MgmtClass, r.Method, r.AttrId, r.Obj, r.Port, r.MadQpn, r.Flags = 1, 7, 3, 0x19, 0xabc, 1, 1, flagFromUMAD
+	e, _ = testDecoder.decode(raw(&r))
+	if m := e.MAD; m.Dir != event.MADSend || m.AttrID != event.CMAttrLAP || m.TID != 0xabc || !m.FromUser || e.QPN != 0 {
+		t.Errorf("mad: %+v qpn %d", m, e.QPN)
+	}
+	r = header(5)
+	r.AttrId, r.Ret, r.AltDlid = 0x19, -22, 7
+	e, _ = testDecoder.decode(raw(&r))
+	if h := e.Handler; h.AttrID != event.CMAttrLAP || h.Ret != -22 || h.AltDLID != 7 {
+		t.Errorf("handler: %+v", h)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	r := header(1)
+	if _, err := testDecoder.decode(raw(&r)[:10]); !errors.Is(err, errShortRecord) {
+		t.Errorf("short record: %v", err)
+	}
+	r.Kind = 99
+	if _, err := testDecoder.decode(raw(&r)); err == nil {
+		t.Error("unknown kind decoded")
+	}
+}
+
+func TestKindNumbersMatchEvent(t *testing.T) {
+	// enum apm_kind in bpf/apmwatch.h uses event.Kind's numbers.
+	for k, want := range map[uint8]event.Kind{1: event.KindModify, 2: event.KindQPEvent, 3: event.KindPortEvent,
+		4: event.KindCMNotify, 5: event.KindCMHandler, 6: event.KindMAD, 7: event.KindQPCreate, 8: event.KindQPDestroy} {
+		r := header(k)
+		e, err := testDecoder.decode(raw(&r))
+		if err != nil || e.Kind != want {
+			t.Errorf("kind %d: %v %v", k, e, err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	r := header(1)
+	r.Flags = flagUser | flagHasAlt | flagHasPrimary
+	r.AttrMask = event.AttrAltPath | event.AttrAV
+	buf := raw(&r)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := testDecoder.decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

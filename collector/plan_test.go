@@ -1,0 +1,156 @@
+package collector
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// fakeKernel is a kernelView from a kallsyms text and a list of BTF functions.
+type fakeKernel struct {
+	syms    *kallsyms
+	btf     map[string]bool // "module:func"
+	modules map[string]bool
+}
+
+func newFake(t *testing.T, kallsymsText string, btfFuncs ...string) *fakeKernel {
+	t.Helper()
+	s, err := readKallsyms(strings.NewReader(kallsymsText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &fakeKernel{syms: s, btf: map[string]bool{}, modules: map[string]bool{"vmlinux": true}}
+	for _, f := range btfFuncs {
+		k.btf[f] = true
+	}
+	for _, list := range s.text {
+		for _, sym := range list {
+			k.modules[sym.module] = true
+		}
+	}
+	return k
+}
+
+func (k *fakeKernel) FuncModules(name string) []string {
+	var out []string
+	for _, s := range k.syms.text[name] {
+		out = append(out, s.module)
+	}
+	return out
+}
+func (k *fakeKernel) HasBTFFunc(m, n string) bool { return k.btf[m+":"+n] }
+func (k *fakeKernel) HasTracepoint(m, n string) (bool, bool) {
+	_, ok := k.syms.tps[n]
+	return ok, ok && k.btf[m+":btf_trace_"+n]
+}
+func (k *fakeKernel) ModuleLoaded(m string) bool { return k.modules[m] }
+
+const kallsyms612 = `ffffffffc0001000 T ib_modify_qp	[ib_core]
+ffffffffc0001100 T ib_modify_qp_with_udata	[ib_core]
+ffffffffc0001200 t __ib_qp_event_handler	[ib_core]
+ffffffffc0001300 T ib_dispatch_event_clients	[ib_core]
+ffffffffc0001400 T ib_create_qp_user	[ib_core]
+ffffffffc0001500 T ib_create_qp_kernel	[ib_core]
+ffffffffc0001600 T ib_destroy_qp_user	[ib_core]
+ffffffffc0002000 t ib_uverbs_qp_event_handler	[ib_uverbs]
+ffffffffc0003000 T ib_cm_notify	[ib_cm]
+ffffffffc0003100 t cm_lap_handler	[ib_cm]
+ffffffffc0004000 t qp_event	[apmlab]
+ffffffffc0005000 d __tracepoint_ib_mad_ib_send_mad	[ib_core]
+ffffffffc0005100 d __tracepoint_ib_mad_recv_done_handler	[ib_core]
+ffffffffc0006000 d __tracepoint_ib_umad_write	[ib_umad]
+ffffffff81000000 T _stext
+`
+
+var btf612 = []string{"ib_core:ib_modify_qp", "ib_core:ib_modify_qp_with_udata", "ib_core:__ib_qp_event_handler",
+	"ib_core:ib_dispatch_event_clients", "ib_core:ib_create_qp_user", "ib_core:ib_create_qp_kernel",
+	"ib_core:ib_destroy_qp_user", "ib_uverbs:ib_uverbs_qp_event_handler", "ib_cm:ib_cm_notify", "ib_cm:cm_lap_handler",
+	"ib_core:btf_trace_ib_mad_ib_send_mad", "ib_core:btf_trace_ib_mad_recv_done_handler", "ib_umad:btf_trace_ib_umad_write"}
+
+func byName(ts []target) map[string]target {
+	m := map[string]target{}
+	for _, t := range ts {
+		m[t.def.Name] = t
+	}
+	return m
+}
+
+func TestPlan612UsesCoreEventHandler(t *testing.T) {
+	got := byName(plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{}))
+	for name, want := range map[string]event.HookMethod{
+		"ib_modify_qp": event.HookFentry, "ib_modify_qp_with_udata": event.HookFentry,
+		"__ib_qp_event_handler": event.HookFentry, "ib_uverbs_qp_event_handler": event.HookSkipped,
+		"qp_event": event.HookSkipped, "mlx5_ib_qp_event": event.HookMissing, "cm_apr_handler": event.HookMissing,
+		"ib_cm_notify": event.HookFentry, "cm_lap_handler": event.HookFentry,
+		"ib_mad:ib_mad_ib_send_mad": event.HookTracepoint, "ib_umad:ib_umad_write": event.HookTracepoint,
+		"ib_destroy_qp_user": event.HookFentry,
+	} {
+		if got[name].method != want {
+			t.Errorf("%s: %s (%s), want %s", name, got[name].method, got[name].reason, want)
+		}
+	}
+	if r := got["mlx5_ib_qp_event"].reason; r != "module mlx5_ib not loaded" {
+		t.Errorf("mlx5 reason %q", r)
+	}
+	if r := got["ib_mad:ib_mad_ib_send_mad"].reason; r != "tp_btf" {
+		t.Errorf("tracepoint reason %q", r)
+	}
+}
+
+func TestPlan61FallsBackPerHook(t *testing.T) {
+	k61 := strings.Replace(kallsyms612, "ffffffffc0001200 t __ib_qp_event_handler	[ib_core]\n", "", 1)
+	var funcs []string
+	for _, f := range btf612 {
+		if f != "ib_core:__ib_qp_event_handler" && f != "ib_cm:cm_lap_handler" {
+			funcs = append(funcs, f)
+		}
+	}
+	got := byName(plan(newFake(t, k61, funcs...), defaultHooks(), planOptions{EventHooks: []string{"my_handler"}}))
+	if g := got["__ib_qp_event_handler"]; g.method != event.HookMissing || !strings.Contains(g.reason, "instead") {
+		t.Errorf("primary: %s %q", g.method, g.reason)
+	}
+	if g := got["ib_uverbs_qp_event_handler"]; g.method != event.HookFentry {
+		t.Errorf("uverbs fallback: %s %q", g.method, g.reason)
+	}
+	// The lab module has no BTF: kprobe.
+	if g := got["qp_event"]; g.method != event.HookKprobe || g.reason != "no BTF for the function" {
+		t.Errorf("lab handler: %s %q", g.method, g.reason)
+	}
+	if g := got["cm_lap_handler"]; g.method != event.HookKprobe {
+		t.Errorf("no-BTF function: %s %q", g.method, g.reason)
+	}
+	if g := got["my_handler"]; g.method != event.HookMissing || !strings.Contains(g.reason, "not in kallsyms") {
+		t.Errorf("--event-hook: %s %q", g.method, g.reason)
+	}
+}
+
+func TestPlanForceKprobeAndAmbiguous(t *testing.T) {
+	k := strings.Replace(kallsyms612, "ffffffffc0001200 t __ib_qp_event_handler	[ib_core]\n", "", 1) +
+		"ffffffffc0007000 t qp_event	[other]\nffffffffc0007100 t qp_event	[other2]\n"
+	got := byName(plan(newFake(t, k, btf612...), defaultHooks(), planOptions{ForceKprobe: true}))
+	if g := got["ib_modify_qp"]; g.method != event.HookKprobe || g.btf {
+		t.Errorf("forced: %s btf=%v", g.method, g.btf)
+	}
+	if g := got["ib_mad:ib_mad_recv_done_handler"]; g.method != event.HookTracepoint || g.btf {
+		t.Errorf("forced tracepoint: %s btf=%v %q", g.method, g.btf, g.reason)
+	}
+	if g := got["qp_event"]; g.method != event.HookKprobe || g.kprobeSymbol() != "apmlab:qp_event" ||
+		!strings.Contains(g.reason, "also in other, other2") {
+		t.Errorf("ambiguous: %s %q %q", g.method, g.reason, g.kprobeSymbol())
+	}
+}
+
+func TestKallsymsAddrs(t *testing.T) {
+	s, err := readKallsyms(strings.NewReader(kallsyms612))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.addrs([]string{"ib_modify_qp", "nope"})
+	if len(a) != 1 || a[0xffffffffc0001000] != "ib_modify_qp" {
+		t.Errorf("addrs: %v", a)
+	}
+	if _, err := readKallsyms(strings.NewReader("zz T f\n")); err == nil {
+		t.Error("bad address accepted")
+	}
+}
