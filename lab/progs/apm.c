@@ -226,15 +226,55 @@ void evloop_signals(void)
 	sigemptyset(&s);
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGUSR1);
+	sigaddset(&s, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &s, NULL);
 }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, usr1, usr2;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	if (sig == SIGUSR1)
+		usr1 = 1;
+	else if (sig == SIGUSR2)
+		usr2 = 1;
+	else
+		stop = 1;
+}
+
+/* SIGUSR1: print every QP's own ibv_query_qp ("on_signal"). SIGUSR2 (only
+ * with l->usr2_destroy): destroy every QP, print {"destroyed":true,...},
+ * keep running. */
+static void on_user_signals(struct evloop *l)
+{
+	int i;
+
+	if (usr1) {
+		usr1 = 0;
+		for (i = 0; i < l->nqps; i++)
+			if (l->qps[i].qp)
+				lq_query(&l->qps[i], "on_signal");
+	}
+	if (usr2 && l->usr2_destroy) {
+		usr2 = 0;
+		for (i = 0; i < l->nqps; i++) {
+			struct labqp *q = &l->qps[i];
+			unsigned qpn;
+			int ret;
+
+			if (!q->qp)
+				continue;
+			qpn = q->qp->qp_num;
+			ret = ibv_destroy_qp(q->qp);
+			if (!ret) {
+				q->qp = NULL;
+				q->rearm_at = 0;
+			}
+			jline("{\"destroyed\":%s,\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"ret\":%d}",
+			      ret ? "false" : "true", getpid(), q->dev, qpn, ret);
+		}
+	}
 }
 
 void evloop_run(struct evloop *l)
@@ -247,6 +287,8 @@ void evloop_run(struct evloop *l)
 	sigemptyset(&empty);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	for (i = 0; i < l->nctx; i++) {
 		int fl = fcntl(l->ctx[i]->async_fd, F_GETFL);
 
@@ -264,6 +306,7 @@ void evloop_run(struct evloop *l)
 
 		if (l->deadline && now >= l->deadline)
 			break;
+		on_user_signals(l);
 		run_timers(l, now);
 		wake = next_wakeup(l);
 		if (wake) {

@@ -65,9 +65,10 @@ struct evloop {
 	int extra_fd;		/* -1 or an fd to watch (rdma_cm channel) */
 	void (*on_extra)(void *arg);
 	int events;		/* async events seen */
+	int usr2_destroy;	/* SIGUSR2 destroys every QP (lab-pair) */
 };
 
-/* Blocks SIGINT/SIGTERM so that evloop_run can wait for them with ppoll. */
+/* Blocks SIGINT/SIGTERM/SIGUSR1/SIGUSR2 so that evloop_run can wait for them with ppoll. */
 void evloop_signals(void);
 /* Runs until the deadline or SIGINT/SIGTERM. */
 void evloop_run(struct evloop *l);

@@ -35,7 +35,10 @@ static void usage(void)
 	       "  --no-arm          leave the QPs MIGRATED after RTS\n"
 	       "  --loop-modify N   after setup, do N RTS->RTS PATH_MIG_STATE=REARM modifies\n"
 	       "                    on the first QP as fast as possible, print the rate, exit\n"
-	       "  --help            this text\n",
+	       "  --help            this text\n"
+	       "\n"
+	       "Signals: SIGUSR1 prints every QP's own ibv_query_qp (\"on_signal\");\n"
+	       "SIGUSR2 destroys every QP and keeps running.\n",
 	       BEHAVIOR_HELP, MAX_PAIRS);
 }
 
@@ -247,11 +250,12 @@ int main(int argc, char **argv)
 		l.nctx = 2;
 		l.qps = qps;
 		l.nqps = 2 * pairs;
+		l.usr2_destroy = 1;
 		evloop_run(&l);
 	}
 
 	for (i = 0; i < 2 * pairs; i++)
-		if (ibv_destroy_qp(qps[i].qp))
+		if (qps[i].qp && ibv_destroy_qp(qps[i].qp))
 			die("ibv_destroy_qp: %s", strerror(errno));
 	for (i = 0; i < 2; i++) {
 		ibv_destroy_cq(d[i].cq);

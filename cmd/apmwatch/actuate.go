@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apmwatch/apmwatch/actuator"
+	"github.com/spf13/cobra"
+)
+
+func newActuateCmd() *cobra.Command {
+	var req actuator.Request
+	var alt actuator.AltFlags
+	var output, logFile string
+	cmd := &cobra.Command{
+		Use:   "actuate query|load-alt|rearm|migrate --pid P --qpn N",
+		Short: "Query or change the APM state of another process's QP through its borrowed uverbs file",
+		Long: "Borrows the owner's /dev/infiniband/uverbsN (pidfd_getfd: needs ptrace access) and runs\n" +
+			"QUERY_QP / MODIFY_QP on its QP handle. Every operation checks the QP before and after and\n" +
+			"logs each step on stderr (or --log). --dry-run shows the exact command and changes nothing.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			op, err := actuator.ParseOp(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			asJSON, err := jsonOutput(output)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("pid") || !cmd.Flags().Changed("qpn") {
+				return usageError{fmt.Errorf("--pid and --qpn are required")}
+			}
+			req.Op = op
+			if req.Alt, err = alt.Path(cmd.Flags().Changed); err != nil {
+				return usageError{err}
+			}
+			var logw io.Writer = cmd.ErrOrStderr()
+			logJSON := false
+			if logFile != "" {
+				f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				logw, logJSON = f, true
+			}
+			a := actuator.New(func(e actuator.LogEntry) { actuator.WriteLog(logw, e, logJSON) })
+			res, err := a.Do(cmd.Context(), req)
+			if res != nil && (err == nil || res.Before != nil) {
+				_ = actuator.WriteResult(cmd.OutOrStdout(), res, asJSON)
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&req.PID, "pid", 0, "the process that owns the QP")
+	fl.Uint32Var(&req.QPN, "qpn", 0, "the QP number")
+	fl.StringVar(&req.Device, "device", "", "the RDMA device (needed when the QPN exists on several)")
+	fl.BoolVar(&req.DryRun, "dry-run", false, "show the exact command, send nothing")
+	fl.StringVarP(&output, "output", "o", "text", "text or json")
+	fl.StringVar(&logFile, "log", "", "append the action log to this file as JSON lines (default: text on stderr)")
+	alt.Register(fl)
+	return cmd
+}
