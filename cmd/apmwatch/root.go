@@ -31,5 +31,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newTraceCmd(), newProbesCmd())
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
+	root.AddCommand(newAuditCmd())
+	root.AddCommand(newQPCmd(), newActuateCmd())
 	return root
 }
