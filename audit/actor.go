@@ -1,0 +1,31 @@
+package audit
+
+import (
+	"context"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// Actor is the extension point for a policy that acts on what the audit
+// sees (the actuator, issue 7). The daemon calls it from its one loop
+// goroutine, never concurrently:
+//
+//   - Observe for every event, in the order the source delivered them
+//     (before the model's reorder window); it must not keep ev after
+//     returning and must return quickly (no I/O);
+//   - Act once for each new finding (never for resolutions);
+//   - Tick about once a second, with the wall clock.
+//
+// Act and Tick may take time (they run with the daemon's context, which is
+// cancelled on SIGTERM); events queue meanwhile. The findings they return
+// (for example Kind "actuated", or a resolution of an earlier one) are
+// written, counted and bundled like the model's own. Give them an ID that
+// does not clash with the model's: the daemon numbers them itself when ID
+// is 0.
+type Actor interface {
+	Observe(ev *event.Event)
+	Act(ctx context.Context, f apm.Finding) []apm.Finding
+	Tick(ctx context.Context, now time.Time) []apm.Finding
+}

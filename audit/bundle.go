@@ -1,0 +1,217 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// Bundle file names (docs/audit.md).
+const (
+	BundleEvents   = "events.rec"     // plain recording: apmwatch postmortem DIR/events.rec
+	BundleFindings = "findings.jsonl" // the finding log lines of the bundle's findings
+	BundleQPs      = "qps.json"       // rdma netlink rows of the QPs involved
+	BundleInfo     = "bundle.json"    // what the bundle is, and how to replay it
+	incidentsDir   = "incidents"
+)
+
+// bundle is an incident bundle being gathered: the findings that came
+// before it is written, and the netlink rows read when each came.
+type bundle struct {
+	dir   string    // final directory
+	due   time.Time // when it is written
+	from  uint64    // Boot of the first event it keeps
+	lines []Line
+	qps   []rdmanl.QP
+	keys  map[event.QPKey]bool
+	errs  []string // netlink errors
+	// Filled when it is handed to the writer.
+	files []string
+	host  string
+}
+
+// BundleQPsFile is the layout of qps.json.
+type BundleQPsFile struct {
+	Boot   uint64      `json:"boot_ns"` // CLOCK_BOOTTIME of the last reading
+	QPs    []rdmanl.QP `json:"qps"`     // rows of the QPs involved that existed then
+	Errors []string    `json:"errors,omitempty"`
+}
+
+// BundleInfoFile is the layout of bundle.json.
+type BundleInfoFile struct {
+	Host     string   `json:"host"`
+	Created  string   `json:"created"`
+	Findings []uint64 `json:"findings"`
+	Events   uint64   `json:"events"`
+	FromBoot uint64   `json:"from_boot_ns"`
+	Replay   string   `json:"replay"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func newBundle(root string, now time.Time, first Line, after time.Duration, from uint64) *bundle {
+	name := fmt.Sprintf("%s-%s-%s-%d", now.UTC().Format("20060102T150405.000Z"), first.Kind, first.QP.Device, first.QP.QPN)
+	return &bundle{dir: filepath.Join(root, incidentsDir, name), due: now.Add(after), from: from, keys: map[event.QPKey]bool{}}
+}
+
+// addQPs keeps the snapshot rows of key (read when its finding came).
+func (b *bundle) addQPs(key event.QPKey, snap rdmanl.Snapshot, err error) {
+	if b.keys[key] {
+		return
+	}
+	b.keys[key] = true
+	if err != nil {
+		b.errs = append(b.errs, err.Error())
+		return
+	}
+	for _, q := range snap.QPs {
+		if q.Device == key.Device && q.LQPN == key.QPN {
+			b.qps = append(b.qps, q)
+		}
+	}
+}
+
+func (b *bundle) has(id uint64) bool {
+	return slices.ContainsFunc(b.lines, func(l Line) bool { return l.ID == id })
+}
+
+// writeBundle writes b: the slice of the flight recorder's files from
+// b.from on as one new plain recording, the finding lines, the netlink rows.
+// It writes into DIR.tmp and renames, so a bundle directory is complete.
+func writeBundle(ctx context.Context, b *bundle) (err error) {
+	tmp := b.dir + ".tmp"
+	if err := os.MkdirAll(tmp, 0o750); err != nil {
+		return fmt.Errorf("creating bundle: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	events, warns, err := copySlice(ctx, b.files, filepath.Join(tmp, BundleEvents), b.from)
+	if err != nil {
+		return err
+	}
+	var fl strings.Builder
+	ids := []uint64{}
+	for _, l := range b.lines {
+		line, _ := json.Marshal(l)
+		fl.Write(line)
+		fl.WriteByte('\n')
+		if l.Type == TypeFinding {
+			ids = append(ids, l.ID)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, BundleFindings), []byte(fl.String()), 0o640); err != nil {
+		return fmt.Errorf("writing bundle findings: %w", err)
+	}
+	var boot uint64
+	if len(b.lines) > 0 {
+		boot = b.lines[len(b.lines)-1].Last
+	}
+	if err := writeJSON(filepath.Join(tmp, BundleQPs), BundleQPsFile{Boot: boot, QPs: b.qps, Errors: b.errs}); err != nil {
+		return err
+	}
+	info := BundleInfoFile{Host: b.host, Created: time.Now().UTC().Format(time.RFC3339Nano), Findings: ids,
+		Events: events, FromBoot: b.from, Warnings: warns,
+		Replay: "apmwatch postmortem " + filepath.Join(b.dir, BundleEvents)}
+	if err := writeJSON(filepath.Join(tmp, BundleInfo), info); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, b.dir); err != nil {
+		return fmt.Errorf("finishing bundle: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o640); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// copySlice copies the events with Boot >= from of the recordings in files
+// (read as one stream) into a new recording at out, with the source's
+// counters. The file being written by the recorder has no end record yet:
+// that warning is expected and not kept.
+func copySlice(ctx context.Context, files []string, out string, from uint64) (uint64, []string, error) {
+	if len(files) == 0 {
+		return 0, nil, errors.New("no flight recorder files to slice")
+	}
+	var warns []string
+	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
+		if !strings.Contains(w.Msg, "no end record") && !strings.Contains(w.Msg, "file cut inside a frame") {
+			warns = append(warns, w.String())
+		}
+	}}, files...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the flight recorder: %w", err)
+	}
+	defer r.Close()
+	w, err := recording.Create(out, r.Meta(), recording.Options{Compress: true, FlushInterval: -1})
+	if err != nil {
+		return 0, nil, err
+	}
+	var n uint64
+	for {
+		e, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			w.Close()
+			return 0, nil, fmt.Errorf("reading the flight recorder: %w", err)
+		}
+		if e.Boot < from {
+			continue
+		}
+		if err := w.Write(e); err != nil {
+			w.Close()
+			return 0, nil, err
+		}
+		n++
+	}
+	if err := w.WriteStats(r.Stats()); err != nil {
+		w.Close()
+		return 0, nil, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, nil, err
+	}
+	return n, warns, nil
+}
+
+// pruneBundles keeps the newest max bundles under root (names sort by time).
+func pruneBundles(root string, keep int) {
+	dir := filepath.Join(root, incidentsDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	for len(names) > keep {
+		os.RemoveAll(filepath.Join(dir, names[0]))
+		names = names[1:]
+	}
+}

@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+)
+
+// Config is everything `apmwatch audit` takes from its flags.
+type Config struct {
+	// Findings is the finding log (JSON lines, appended); "" for none.
+	Findings string
+	// Stdout also writes the finding lines to standard output (journald,
+	// container logs).
+	Stdout bool
+	// MetricsAddr is where /metrics is served; "" for no metrics.
+	MetricsAddr string
+	// RecorderDir holds the flight recorder and the incident bundles; ""
+	// for neither.
+	RecorderDir string
+	// RecorderMaxAge and RecorderMaxBytes bound the flight recorder: files
+	// older than the age or beyond the byte budget (oldest first) go.
+	RecorderMaxAge   time.Duration
+	RecorderMaxBytes int64
+	// BundleBefore is how much recording before a finding's first event a
+	// bundle holds; BundleAfter how long after the finding it is written
+	// (so that the resolution and what followed are in it).
+	BundleBefore time.Duration
+	BundleAfter  time.Duration
+	// MaxBundles bounds the bundles kept in RecorderDir/incidents.
+	MaxBundles int
+	// ReconcileInterval is how often rdma netlink is read; 0: never.
+	ReconcileInterval time.Duration
+	// ModuleCheck is how often the ib modules are checked for a reload
+	// (the probes are re-attached then); 0: never.
+	ModuleCheck time.Duration
+	// ReadyFile is written (the hooks, as JSON) once the probes are attached.
+	ReadyFile string
+	// Model holds the APM thresholds.
+	Model apm.Config
+	// Actor, when set, observes every event and acts on findings.
+	Actor Actor
+}
+
+// DefaultConfig returns the documented defaults (docs/audit.md).
+func DefaultConfig() Config {
+	return Config{
+		MetricsAddr:       "127.0.0.1:9578",
+		RecorderMaxAge:    15 * time.Minute,
+		RecorderMaxBytes:  256 << 20,
+		BundleBefore:      2 * time.Minute,
+		BundleAfter:       10 * time.Second,
+		MaxBundles:        50,
+		ReconcileInterval: 10 * time.Second,
+		ModuleCheck:       2 * time.Second,
+		Model:             apm.DefaultConfig(),
+	}
+}
+
+// minRecorderBytes keeps the flight recorder's files (an eighth of the
+// budget each) above a useful size.
+const minRecorderBytes = 1 << 20
+
+// Validate reports the first bad option in one lowercase line.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("bad --metrics-addr %q: want host:port", c.MetricsAddr))
+		}
+	}
+	if c.RecorderMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("--recorder-max-age must not be negative: %v", c.RecorderMaxAge))
+	}
+	if c.RecorderDir != "" && c.RecorderMaxBytes < minRecorderBytes {
+		errs = append(errs, fmt.Errorf("--recorder-max-bytes must be at least %d: %d", minRecorderBytes, c.RecorderMaxBytes))
+	}
+	if c.BundleBefore < 0 || c.BundleAfter < 0 {
+		errs = append(errs, errors.New("--bundle-before and --bundle-after must not be negative"))
+	}
+	if c.RecorderDir != "" && c.MaxBundles < 1 {
+		errs = append(errs, fmt.Errorf("--max-bundles must be at least 1: %d", c.MaxBundles))
+	}
+	if c.ReconcileInterval < 0 || (c.ReconcileInterval > 0 && c.ReconcileInterval < 100*time.Millisecond) {
+		errs = append(errs, fmt.Errorf("--reconcile-interval must be 0 (off) or at least 100ms: %v", c.ReconcileInterval))
+	}
+	if c.ModuleCheck < 0 {
+		errs = append(errs, fmt.Errorf("module check interval must not be negative: %v", c.ModuleCheck))
+	}
+	if c.Findings == "" && !c.Stdout && c.MetricsAddr == "" {
+		errs = append(errs, errors.New("no output: give --findings FILE, --stdout or --metrics-addr"))
+	}
+	if err := c.Model.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}

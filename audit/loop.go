@@ -1,0 +1,449 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
+	"golang.org/x/sys/unix"
+)
+
+// Deps are the daemon's connections to the system; Main fills the ones
+// left nil with the real thing.
+type Deps struct {
+	Open        func() (event.Source, error)    // the live probes (required)
+	Check       func() error                    // privileges and ib_core, before anything starts
+	Snapshot    func() (rdmanl.Snapshot, error) // rdma netlink (rdmanl.Read)
+	Boot        func() uint64                   // CLOCK_BOOTTIME, ns
+	Now         func() time.Time                // wall clock
+	ModulesRoot string                          // /sys/module
+	Stdout      io.Writer                       // finding lines with Config.Stdout
+	Stderr      io.Writer                       // the daemon's log (logfmt lines)
+	Reopen      <-chan struct{}                 // SIGHUP: reopen the finding log
+	OpenFile    fileOpener                      // the finding log (os.OpenFile)
+	Create      writerFactory                   // the flight recorder (recording.Create)
+}
+
+func (d *Deps) fill() {
+	if d.Snapshot == nil {
+		d.Snapshot = rdmanl.Read
+	}
+	if d.Boot == nil {
+		d.Boot = bootNow
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.ModulesRoot == "" {
+		d.ModulesRoot = "/sys/module"
+	}
+	if d.Stderr == nil {
+		d.Stderr = os.Stderr
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.OpenFile == nil {
+		d.OpenFile = openAppend
+	}
+	if d.Create == nil {
+		d.Create = createRecording
+	}
+}
+
+func bootNow() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// tickEvery is the loop's clock: the model's deadlines, the actor's Tick,
+// counters, the recorder's budget, bundles that are due. Tests shorten it.
+var tickEvery = time.Second
+
+// started, when set (tests), sees the daemon once it runs.
+var started func(*daemon)
+
+// actorIDBase numbers the actor's findings apart from the model's.
+const actorIDBase = 1 << 32
+
+// open is an unresolved finding (open_findings).
+type open struct {
+	kind apm.Kind
+	key  event.QPKey
+}
+
+// daemon is the state of one run; only the loop goroutine touches it.
+type daemon struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	m    *metrics
+	ctx  context.Context
+
+	src          event.Source
+	epoch        int
+	events       chan item
+	meta         event.Meta
+	counts       counted
+	lastStats    event.Stats // of the last source closed
+	mods         *modWatch
+	attachFailed bool
+
+	model    *apm.Model
+	found    []apm.Finding // the model's output of the current call
+	flog     *findLog
+	rec      *recorder
+	recon    *reconciler
+	open     map[uint64]open
+	actorIDs uint64
+
+	pending  *bundle       // gathering findings, not yet written
+	bundles  chan *bundle  // to the bundle writer
+	bundleWG chan struct{} // closed when the bundle writer is done
+
+	snaps     chan snapResult
+	snapping  bool
+	lastRecon time.Time
+	lastMods  time.Time
+}
+
+type snapResult struct {
+	snap rdmanl.Snapshot
+	err  error
+}
+
+func (d *daemon) now() time.Time { return d.deps.Now() }
+
+// Run is the daemon: it returns nil after ctx is cancelled and everything is
+// flushed, or an error if it cannot start.
+func Run(ctx context.Context, cfg Config, deps Deps) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	deps.fill()
+	if deps.Check != nil {
+		if err := deps.Check(); err != nil {
+			return err
+		}
+	}
+	d := &daemon{cfg: cfg, deps: deps, ctx: ctx, m: newMetrics(), recon: newReconciler(),
+		open: map[uint64]open{}, events: make(chan item, 4096), snaps: make(chan snapResult, 1),
+		log: slog.New(slog.NewTextHandler(deps.Stderr, nil))}
+	model, err := apm.New(cfg.Model, func(f apm.Finding) { d.found = append(d.found, f) })
+	if err != nil {
+		return err
+	}
+	d.model = model
+	var out io.Writer
+	if cfg.Stdout {
+		out = deps.Stdout
+	}
+	if d.flog, err = newFindLog(cfg.Findings, deps.OpenFile, out, d.m, d.log.Warn); err != nil {
+		return err
+	}
+	defer d.flog.close()
+	if cfg.RecorderDir != "" {
+		if d.rec, err = newRecorder(cfg.RecorderDir, cfg.RecorderMaxAge, cfg.RecorderMaxBytes, deps.Create, d.m, d.log.Warn); err != nil {
+			return err
+		}
+		d.flog.freeSpace = func() bool { return d.rec.free(d.now()) }
+		d.bundles, d.bundleWG = make(chan *bundle, 8), make(chan struct{})
+		go d.writeBundles()
+	}
+	mctx, stopMetrics := context.WithCancel(context.Background())
+	defer stopMetrics()
+	if cfg.MetricsAddr != "" {
+		if err := d.m.serve(mctx, cfg.MetricsAddr, func(err error) { d.log.Error("metrics server stopped", "err", err) }); err != nil {
+			return err
+		}
+	}
+	if err := d.attach("start"); err != nil {
+		return err
+	}
+	if cfg.ReadyFile != "" {
+		if err := writeReady(cfg.ReadyFile, d.meta); err != nil {
+			d.detach()
+			return err
+		}
+	}
+	if started != nil {
+		started(d)
+	}
+	d.log.Info("audit running", "findings", cfg.Findings, "metrics", cfg.MetricsAddr, "recorder", cfg.RecorderDir)
+	d.loop(ctx)
+	d.shutdown()
+	return nil
+}
+
+func (d *daemon) loop(ctx context.Context) {
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-d.events:
+			d.item(it)
+		case <-tick.C:
+			d.tick()
+		case r := <-d.snaps:
+			d.snapping = false
+			d.reconcile(r)
+		case <-d.deps.Reopen:
+			d.reopen()
+		}
+	}
+}
+
+func (d *daemon) item(it item) {
+	if it.ev != nil {
+		d.handle(it.ev)
+		return
+	}
+	if it.epoch != d.epoch || d.src == nil {
+		return // the end of a source we closed
+	}
+	why := "the probes' stream ended"
+	if it.err != nil {
+		why = it.err.Error()
+	}
+	d.reattach("source-error", why)
+}
+
+// handle takes one event through every output.
+func (d *daemon) handle(e *event.Event) {
+	dev := e.Device
+	if dev == "" {
+		dev = "none"
+	}
+	d.m.events.WithLabelValues(e.Kind.String(), dev).Inc()
+	if e.QP != nil && (e.QP.Type == event.EvPathMig || e.QP.Type == event.EvPathMigErr) {
+		res := "ok"
+		if e.QP.Type == event.EvPathMigErr {
+			res = "error"
+		}
+		d.m.migrations.WithLabelValues(dev, res).Inc()
+	}
+	if d.rec != nil {
+		d.rec.write(e, d.now())
+	}
+	if d.cfg.Actor != nil {
+		d.cfg.Actor.Observe(e)
+	}
+	destroyed := d.recon.observe(e)
+	d.model.Handle(e)
+	d.publish()
+	if destroyed {
+		d.closeOpen(e.Key())
+	}
+}
+
+// publish writes what the model found in the last call.
+func (d *daemon) publish() {
+	for len(d.found) > 0 {
+		f := d.found[0]
+		d.found = d.found[1:]
+		d.finding(f, true)
+	}
+	d.found = d.found[:0]
+}
+
+// finding writes, counts and bundles one finding or resolution; new model
+// findings go to the actor, whose findings are handled the same way.
+func (d *daemon) finding(f apm.Finding, fromModel bool) {
+	line := Line{Type: TypeFinding, Logged: d.now().UTC(), Host: d.meta.Host, Finding: f}
+	if f.Resolved {
+		line.Type = TypeResolution
+		d.m.resolutions.WithLabelValues(string(f.Kind)).Inc()
+		if f.Kind == apm.MissedRearm && f.Unprotected > 0 {
+			d.m.unprotected.Observe(f.Unprotected.Seconds())
+		}
+		if o, ok := d.open[f.Resolves]; ok {
+			delete(d.open, f.Resolves)
+			d.m.openFindings.WithLabelValues(string(o.kind)).Dec()
+		}
+		if d.pending != nil && d.pending.has(f.Resolves) {
+			d.pending.lines = append(d.pending.lines, line)
+		}
+		d.flog.write(line)
+		return
+	}
+	d.m.findings.WithLabelValues(string(f.Kind), f.Severity.String()).Inc()
+	d.open[f.ID] = open{kind: f.Kind, key: event.QPKey{Device: f.QP.Device, QPN: f.QP.QPN}}
+	d.m.openFindings.WithLabelValues(string(f.Kind)).Inc()
+	if d.rec != nil {
+		line.Bundle = d.addToBundle(line)
+	}
+	d.flog.write(line)
+	if fromModel && d.cfg.Actor != nil {
+		for _, a := range d.cfg.Actor.Act(d.ctx, f) {
+			d.finding(d.actorID(a), false)
+		}
+	}
+}
+
+func (d *daemon) actorID(f apm.Finding) apm.Finding {
+	if f.ID == 0 {
+		d.actorIDs++
+		f.ID = actorIDBase + d.actorIDs
+	}
+	return f
+}
+
+// closeOpen closes the open findings of a QP that is gone.
+func (d *daemon) closeOpen(k event.QPKey) {
+	for id, o := range d.open {
+		if o.key == k {
+			delete(d.open, id)
+			d.m.openFindings.WithLabelValues(string(o.kind)).Dec()
+		}
+	}
+}
+
+func (d *daemon) tick() {
+	now := d.now()
+	d.model.Advance(d.deps.Boot())
+	d.publish()
+	if d.cfg.Actor != nil {
+		for _, f := range d.cfg.Actor.Tick(d.ctx, now) {
+			d.finding(d.actorID(f), false)
+		}
+	}
+	if d.src != nil {
+		s := d.src.Stats()
+		d.m.addStats(&d.counts, s)
+		if d.rec != nil {
+			d.rec.writeStats(s, now)
+		}
+	}
+	d.m.modelQPs.Set(float64(d.model.Stats().QPs))
+	if d.rec != nil {
+		d.rec.tick(now)
+	}
+	d.flog.flush()
+	if d.pending != nil && !now.Before(d.pending.due) {
+		d.dispatchBundle()
+	}
+	if d.cfg.ModuleCheck > 0 && now.Sub(d.lastMods) >= d.cfg.ModuleCheck {
+		d.lastMods = now
+		d.checkModules()
+	}
+	if d.cfg.ReconcileInterval > 0 && !d.snapping && now.Sub(d.lastRecon) >= d.cfg.ReconcileInterval {
+		d.lastRecon, d.snapping = now, true
+		go func() {
+			s, err := d.deps.Snapshot()
+			d.snaps <- snapResult{s, err}
+		}()
+	}
+}
+
+func (d *daemon) checkModules() {
+	if d.src == nil {
+		d.reattach("retry", "the probes are not attached")
+		return
+	}
+	if what := d.mods.changed(); what != "" {
+		d.reattach("modules", what)
+	}
+}
+
+func (d *daemon) reconcile(r snapResult) {
+	if r.err != nil {
+		d.m.reconciles.WithLabelValues("error").Inc()
+		d.log.Warn("rdma netlink reading failed", "err", r.err)
+		return
+	}
+	d.m.reconciles.WithLabelValues("ok").Inc()
+	res := d.recon.apply(r.snap, d.model, d.m)
+	d.publish()
+	for _, k := range res.gone {
+		d.closeOpen(k)
+	}
+	for _, q := range res.unseen {
+		d.log.Info("qp listed by rdma netlink but never seen by the probes", "device", q.Device, "qpn", q.LQPN,
+			"mig_state", q.PathMig.String(), "pid", q.PID, "comm", q.Comm)
+	}
+}
+
+func (d *daemon) reopen() {
+	if err := d.flog.reopen(); err != nil {
+		d.log.Error("SIGHUP: reopening the finding log failed", "err", err)
+		return
+	}
+	d.log.Info("SIGHUP: finding log reopened", "file", d.cfg.Findings)
+}
+
+// shutdown detaches the probes, takes in what they delivered, judges what
+// is due, writes the pending bundle and closes every file.
+func (d *daemon) shutdown() {
+	d.detach()
+	deadline := time.After(3 * time.Second)
+drain:
+	for {
+		select {
+		case it := <-d.events:
+			if it.ev == nil && it.epoch == d.epoch {
+				break drain
+			}
+			if it.ev != nil {
+				d.handle(it.ev)
+			}
+		case <-deadline:
+			d.log.Warn("the probes did not end in 3s: events still queued are not judged")
+			break drain
+		}
+	}
+	d.model.Flush()
+	d.model.Advance(d.deps.Boot())
+	d.publish()
+	if d.pending != nil {
+		d.dispatchBundle()
+	}
+	if d.bundles != nil {
+		close(d.bundles)
+		select {
+		case <-d.bundleWG:
+		case <-time.After(30 * time.Second):
+			d.log.Warn("the last bundle was not written in 30s")
+		}
+	}
+	if d.rec != nil {
+		d.rec.writeStats(d.lastStats, d.now())
+		d.rec.stop()
+	}
+	st := d.model.Stats()
+	d.log.Info("audit stopped", "events", st.Events, "qps", st.QPs, "lost", d.counts.lost, "findings", sum(st.Findings))
+}
+
+func sum(m map[apm.Kind]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func writeReady(path string, meta event.Meta) error {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the ready file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing the ready file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/version"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics is every series the daemon exports (docs/audit.md lists them).
+// It has its own registry: nothing from the default one leaks in.
+type metrics struct {
+	reg *prometheus.Registry
+
+	events             *prometheus.CounterVec // kind, device
+	findings           *prometheus.CounterVec // kind, severity
+	resolutions        *prometheus.CounterVec // kind
+	openFindings       *prometheus.GaugeVec   // kind
+	qps                *prometheus.GaugeVec   // device, mig_state (rdma netlink)
+	modelQPs           prometheus.Gauge
+	migrations         *prometheus.CounterVec // device, result
+	unprotected        prometheus.Histogram
+	lost               prometheus.Counter
+	decodeErrors       prometheus.Counter
+	hooks              *prometheus.GaugeVec // method
+	sourceUp           prometheus.Gauge
+	sourceRestarts     *prometheus.CounterVec // reason
+	reconciles         *prometheus.CounterVec // result
+	unseenQPs          prometheus.Counter
+	recorderUp         prometheus.Gauge
+	recorderErrors     prometheus.Counter
+	recorderBytes      prometheus.Gauge
+	bundles            *prometheus.CounterVec // result
+	findingWriteErrors *prometheus.CounterVec // output
+	findingsPending    prometheus.Gauge
+	findingsDropped    prometheus.Counter
+}
+
+const ns = "apmwatch"
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_total",
+		Help: "Events decoded from the probes, by kind and RDMA device."}, []string{"kind", "device"})
+	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "findings_total",
+		Help: "New findings, by kind and severity (resolutions not counted)."}, []string{"kind", "severity"})
+	m.resolutions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "resolutions_total",
+		Help: "Findings resolved, by kind."}, []string{"kind"})
+	m.openFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "open_findings",
+		Help: "Findings neither resolved nor closed by their QP's destruction, by kind."}, []string{"kind"})
+	m.qps = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "qps",
+		Help: "RC/UC/XRC QPs by path-migration state, from the last rdma netlink reading."}, []string{"device", "mig_state"})
+	m.modelQPs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_qps",
+		Help: "QP histories the APM model holds."})
+	m.migrations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "migrations_total",
+		Help: "Path migration events (PATH_MIG: ok, PATH_MIG_ERR: error), by device."}, []string{"device", "result"})
+	m.unprotected = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "unprotected_seconds",
+		Help:    "Time from a migration to the late rearm that resolved a missed-rearm.",
+		Buckets: []float64{1, 2, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400}})
+	m.lost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lost_events_total",
+		Help: "Events the probes could not deliver (ring buffer full), over every attach."})
+	m.decodeErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "decode_errors_total",
+		Help: "Probe records that did not decode."})
+	m.hooks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hooks",
+		Help: "Probe hooks by attach method (fentry, kprobe, tracepoint, missing, skipped)."}, []string{"method"})
+	m.sourceUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "probes_up",
+		Help: "1 while the probes are attached."})
+	m.sourceRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "probe_reattach_total",
+		Help: "Times the probes were detached and attached again, by reason."}, []string{"reason"})
+	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reconciles_total",
+		Help: "rdma netlink readings, by result (ok, error)."}, []string{"result"})
+	m.unseenQPs = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "unseen_qps_total",
+		Help: "QPs rdma netlink listed that the probes never saw (untraced paths, QPs older than the daemon)."})
+	m.recorderUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "recorder_up",
+		Help: "1 while the flight recorder writes."})
+	m.recorderErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "recorder_errors_total",
+		Help: "Flight recorder failures (it is dropped and retried)."})
+	m.recorderBytes = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "recorder_bytes",
+		Help: "Bytes the flight recorder's files take."})
+	m.bundles = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bundles_total",
+		Help: "Incident bundles, by result (written, error)."}, []string{"result"})
+	m.findingWriteErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "finding_write_errors_total",
+		Help: "Failed writes of finding lines, by output (file, stdout)."}, []string{"output"})
+	m.findingsPending = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "findings_pending",
+		Help: "Finding lines waiting in memory for the file (disk full)."})
+	m.findingsDropped = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "findings_dropped_total",
+		Help: "Finding lines dropped because the file could not take them for too long."})
+	for _, c := range []prometheus.Collector{m.events, m.findings, m.resolutions, m.openFindings, m.qps, m.modelQPs,
+		m.migrations, m.unprotected, m.lost, m.decodeErrors, m.hooks, m.sourceUp, m.sourceRestarts, m.reconciles,
+		m.unseenQPs, m.recorderUp, m.recorderErrors, m.recorderBytes, m.bundles, m.findingWriteErrors,
+		m.findingsPending, m.findingsDropped} {
+		f(c)
+	}
+	v := version.Get()
+	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
+		Help: "Build information: version, commit and Go version; always 1."}, []string{"version", "commit", "goversion"})
+	bi.WithLabelValues(v.Version, v.Commit, v.Go).Set(1)
+	f(bi)
+	f(collectors.NewGoCollector())
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// setHooks publishes how the probes are attached.
+func (m *metrics) setHooks(hooks []event.Hook) {
+	m.hooks.Reset()
+	for _, meth := range []event.HookMethod{event.HookFentry, event.HookKprobe, event.HookTracepoint, event.HookMissing, event.HookSkipped} {
+		m.hooks.WithLabelValues(string(meth)).Set(0)
+	}
+	for _, h := range hooks {
+		m.hooks.WithLabelValues(string(h.Method)).Inc()
+	}
+}
+
+// counted keeps a source's counters, which start again at every attach,
+// adding up in the exported counters.
+type counted struct{ lost, decode uint64 }
+
+func (m *metrics) addStats(prev *counted, s event.Stats) {
+	if s.Lost > prev.lost {
+		m.lost.Add(float64(s.Lost - prev.lost))
+		prev.lost = s.Lost
+	}
+	if s.DecodeErrs > prev.decode {
+		m.decodeErrors.Add(float64(s.DecodeErrs - prev.decode))
+		prev.decode = s.DecodeErrs
+	}
+}
+
+// serve listens on addr and serves /metrics until ctx is done. The
+// listener is opened before it returns, so a bad or busy address is an
+// error at start.
+func (m *metrics) serve(ctx context.Context, addr string, onErr func(error)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "apmwatch audit: metrics at /metrics")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			onErr(err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	return nil
+}

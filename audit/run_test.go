@@ -1,0 +1,320 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
+	"github.com/apmwatch/apmwatch/recording"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// harness runs the daemon on a fake source with a clock the test moves.
+type harness struct {
+	t      *testing.T
+	dir    string
+	cfg    Config
+	src    *fakeSource
+	boot   atomic.Uint64
+	d      chan *daemon
+	errc   chan error
+	cancel context.CancelFunc
+	hup    chan struct{}
+	stderr *syncBuffer
+}
+
+func newHarness(t *testing.T, edit func(*Config)) *harness {
+	t.Helper()
+	old := tickEvery
+	tickEvery = 20 * time.Millisecond
+	t.Cleanup(func() { tickEvery = old; started = nil })
+	dir := t.TempDir()
+	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
+		hup: make(chan struct{}, 1), stderr: &syncBuffer{}}
+	h.cfg = DefaultConfig()
+	h.cfg.Findings = filepath.Join(dir, "findings.jsonl")
+	h.cfg.MetricsAddr = ""
+	h.cfg.RecorderDir = filepath.Join(dir, "rec")
+	h.cfg.BundleAfter = 0
+	h.cfg.ReconcileInterval = 0
+	h.cfg.ModuleCheck = 0
+	if edit != nil {
+		edit(&h.cfg)
+	}
+	started = func(d *daemon) { h.d <- d }
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() {
+		h.errc <- Run(ctx, h.cfg, Deps{
+			Open:     func() (event.Source, error) { return h.src, nil },
+			Snapshot: func() (rdmanl.Snapshot, error) { return rdmanl.Snapshot{Boot: h.boot.Load()}, nil },
+			Boot:     h.boot.Load,
+			Stderr:   h.stderr,
+			Reopen:   h.hup,
+		})
+	}()
+	return h
+}
+
+func (h *harness) daemon() *daemon {
+	select {
+	case d := <-h.d:
+		h.d <- d
+		return d
+	case err := <-h.errc:
+		h.t.Fatalf("Run returned at start: %v", err)
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("daemon did not start")
+	}
+	return nil
+}
+
+func (h *harness) feed(steps []apmtest.Step) {
+	for _, s := range steps {
+		if s.Ev != nil {
+			h.src.ch <- s.Ev
+		}
+	}
+}
+
+// stop cancels the daemon and waits for Run to return nil.
+func (h *harness) stop() {
+	h.cancel()
+	select {
+	case err := <-h.errc:
+		if err != nil {
+			h.t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("Run did not return after cancel")
+	}
+}
+
+// lines waits until the finding log has n lines and returns them.
+func (h *harness) lines(n int) []lineJSON {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ls := readLines(h.t, h.cfg.Findings)
+		if len(ls) >= n || time.Now().After(deadline) {
+			if len(ls) != n {
+				h.t.Fatalf("want %d finding lines, got %d: %+v\nlog:\n%s", n, len(ls), ls, h.stderr.String())
+			}
+			return ls
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readLines(t *testing.T, path string) []lineJSON {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []lineJSON
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l lineJSON
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("bad finding line %q: %v", sc.Text(), err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// missedRearm is an armed RC QP on rxe0 that migrates and is not rearmed.
+func missedRearm(b *apmtest.Builder) {
+	alt := apmtest.PathB
+	b.Connect(17, apmtest.PathA, &alt)
+	b.After(10 * time.Millisecond)
+	b.ForceMigrate(17)
+	b.PathMig(17)
+}
+
+func TestRunMissedRearmEndToEnd(t *testing.T) {
+	h := newHarness(t, nil)
+	d := h.daemon()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.boot.Store(b.Now())
+	h.feed(b.Steps)
+
+	// Before the deadline: nothing.
+	time.Sleep(100 * time.Millisecond)
+	if ls := readLines(t, h.cfg.Findings); len(ls) != 0 {
+		t.Fatalf("finding before the deadline: %+v", ls)
+	}
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	ls := h.lines(1)
+	f := ls[0]
+	if f.Type != TypeFinding || f.Kind != string(apm.MissedRearm) || f.Severity != "error" || f.QP.Device != "rxe0" ||
+		f.QP.QPN != 17 || f.Host != "hostA" || f.Bundle == "" {
+		t.Fatalf("finding line: %+v", f)
+	}
+	m := d.m
+	if got := testutil.ToFloat64(m.findings.WithLabelValues("missed-rearm", "error")); got != 1 {
+		t.Fatalf("findings_total{missed-rearm,error} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.openFindings.WithLabelValues("missed-rearm")); got != 1 {
+		t.Fatalf("open_findings{missed-rearm} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.migrations.WithLabelValues("rxe0", "ok")); got != 1 {
+		t.Fatalf("migrations_total{rxe0,ok} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.events.WithLabelValues("qp-event", "rxe0")); got != 1 {
+		t.Fatalf("events_total{qp-event,rxe0} = %v", got)
+	}
+
+	// The bundle is written (BundleAfter 0: at the next tick) and replays to
+	// the same finding.
+	bundleDir := waitDir(t, f.Bundle)
+	replayed := replayBundle(t, filepath.Join(bundleDir, BundleEvents), b.Now()+uint64(3*time.Second))
+	if len(replayed) != 1 || replayed[0].Kind != apm.MissedRearm || replayed[0].QP.QPN != 17 {
+		t.Fatalf("bundle replays to %v, want one missed-rearm on 17", replayed)
+	}
+	bl := readLines(t, filepath.Join(bundleDir, BundleFindings))
+	if len(bl) != 1 || bl[0].ID != f.ID {
+		t.Fatalf("bundle findings: %+v", bl)
+	}
+
+	// The late rearm resolves it, with the unprotected time.
+	b.After(5 * time.Second)
+	b.LoadAltRearm(17, apmtest.PathC)
+	h.boot.Store(b.Now() + uint64(time.Second))
+	h.feed(b.Steps[len(b.Steps)-1:])
+	ls = h.lines(2)
+	r := ls[1]
+	if r.Type != TypeResolution || !r.Resolved || r.Resolves != f.ID || r.Unprotected < int64(5*time.Second) {
+		t.Fatalf("resolution line: %+v", r)
+	}
+	if got := testutil.ToFloat64(m.openFindings.WithLabelValues("missed-rearm")); got != 0 {
+		t.Fatalf("open_findings after resolution = %v", got)
+	}
+	if got := testutil.CollectAndCount(m.unprotected); got != 1 {
+		t.Fatalf("unprotected_seconds series: %d", got)
+	}
+	h.src.lost.Store(7)
+	time.Sleep(100 * time.Millisecond)
+	if got := testutil.ToFloat64(m.lost); got != 7 {
+		t.Fatalf("lost_events_total = %v", got)
+	}
+
+	h.stop()
+	if !h.src.closed.Load() {
+		t.Fatal("the source was not closed")
+	}
+	// The flight recorder's files are complete: no warnings.
+	files, _ := filepath.Glob(filepath.Join(h.cfg.RecorderDir, flightPrefix+"*"))
+	rd, err := recording.Open(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		if _, err := rd.Next(context.Background()); err != nil {
+			break
+		}
+		n++
+	}
+	if w := rd.Warnings(); len(w) != 0 || n != len(b.Steps) {
+		t.Fatalf("flight recorder: %d events of %d, warnings %v", n, len(b.Steps), w)
+	}
+	if rd.Stats().Lost != 7 {
+		t.Fatalf("flight recorder lost counter %d, want 7", rd.Stats().Lost)
+	}
+	rd.Close()
+}
+
+func waitDir(t *testing.T, dir string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return dir
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bundle %s not written", dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// replayBundle runs a bundle's recording through a fresh model, judged
+// until judge (Boot ns).
+func replayBundle(t *testing.T, path string, judge uint64) []apm.Finding {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if w := r.Warnings(); len(w) != 0 {
+		t.Fatalf("bundle recording warnings: %v", w)
+	}
+	var out []apm.Finding
+	m, _ := apm.New(apm.DefaultConfig(), func(f apm.Finding) { out = append(out, f) })
+	for {
+		e, err := r.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Handle(e)
+	}
+	m.Flush()
+	m.Advance(judge)
+	if w := r.Warnings(); len(w) != 0 {
+		t.Fatalf("bundle recording warnings: %v", w)
+	}
+	return out
+}
+
+func TestRunSIGHUPReopensFindingLog(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RecorderDir = "" })
+	h.daemon()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(b.Steps)
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	h.lines(1)
+	if err := os.Rename(h.cfg.Findings, h.cfg.Findings+".1"); err != nil {
+		t.Fatal(err)
+	}
+	h.hup <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(h.stderr.String(), "reopened") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reopen logged:\n%s", h.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.After(time.Second)
+	b.LoadAltRearm(17, apmtest.PathC)
+	h.feed(b.Steps[len(b.Steps)-1:])
+	h.boot.Store(b.Now() + uint64(time.Second))
+	if ls := h.lines(1); ls[0].Type != TypeResolution {
+		t.Fatalf("after SIGHUP the new file has %+v", ls)
+	}
+	h.stop()
+}

@@ -1,0 +1,94 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// item is one event from a source, or the end of that source (ev nil).
+type item struct {
+	ev    *event.Event
+	epoch int   // which attach the event came from
+	err   error // why the source ended, when not closed by us
+}
+
+// feed reads one source into ch until it ends. The source ends when the
+// daemon closes it (after draining what the probes delivered) or on a read
+// error; either way the last item has ev nil.
+func feed(src event.Source, epoch int, ch chan<- item) {
+	for {
+		e, err := src.Next(context.Background())
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			ch <- item{epoch: epoch, err: err}
+			return
+		}
+		ch <- item{ev: e, epoch: epoch}
+	}
+}
+
+// attach opens the probes and starts reading them.
+func (d *daemon) attach(reason string) error {
+	src, err := d.deps.Open()
+	if err != nil {
+		d.m.sourceUp.Set(0)
+		return err
+	}
+	d.epoch++
+	d.src, d.counts = src, counted{}
+	meta := src.Meta()
+	d.meta = meta
+	d.m.setHooks(meta.Hooks)
+	d.m.sourceUp.Set(1)
+	d.mods = newModWatch(d.deps.ModulesRoot, meta.Hooks)
+	go feed(src, d.epoch, d.events)
+	attached := map[event.HookMethod]int{}
+	for _, h := range meta.Hooks {
+		attached[h.Method]++
+	}
+	d.log.Info("probes attached", "reason", reason, "fentry", attached[event.HookFentry], "kprobe", attached[event.HookKprobe],
+		"tracepoint", attached[event.HookTracepoint], "missing", attached[event.HookMissing], "kernel", meta.Kernel)
+	if reason != "start" {
+		d.m.sourceRestarts.WithLabelValues(reason).Inc()
+	}
+	if d.rec != nil {
+		d.rec.start(meta, d.now())
+	}
+	return nil
+}
+
+// detach closes the probes; the events they delivered still arrive (the
+// reader sends them, then the end item).
+func (d *daemon) detach() {
+	if d.src == nil {
+		return
+	}
+	d.src.Close()
+	d.lastStats = d.src.Stats()
+	d.m.addStats(&d.counts, d.lastStats)
+	if d.rec != nil {
+		d.rec.writeStats(d.lastStats, d.now())
+	}
+	d.src = nil
+	d.m.sourceUp.Set(0)
+}
+
+// reattach re-plans and re-attaches the probes (modules changed, or the
+// source failed). When it fails the daemon retries at every module check.
+func (d *daemon) reattach(reason, why string) {
+	d.log.Warn("re-attaching the probes", "reason", reason, "why", why)
+	d.detach()
+	if err := d.attach(reason); err != nil {
+		if !d.attachFailed {
+			d.log.Error("cannot attach the probes: retrying", "err", err)
+		}
+		d.attachFailed = true
+		return
+	}
+	d.attachFailed = false
+}

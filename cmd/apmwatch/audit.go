@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/collector"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/spf13/cobra"
+)
+
+func newAuditCmd() *cobra.Command {
+	cfg := audit.DefaultConfig()
+	var opts collector.Options
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Run as a daemon: findings as JSON lines, Prometheus metrics, a flight recorder and incident bundles",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			return audit.Main(cmd.Context(), cfg, audit.Deps{
+				Open:   func() (event.Source, error) { return collector.Open(opts) },
+				Check:  collector.Preflight,
+				Stdout: cmd.OutOrStdout(),
+				Stderr: cmd.ErrOrStderr(),
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Findings, "findings", "", "append findings as JSON lines to this file (SIGHUP reopens it)")
+	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output")
+	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
+	fl.StringVar(&cfg.RecorderDir, "recorder-dir", "", "keep the flight recorder and incident bundles here (\"\": off)")
+	fl.DurationVar(&cfg.RecorderMaxAge, "recorder-max-age", cfg.RecorderMaxAge, "keep this much recent history in the flight recorder")
+	fl.Int64Var(&cfg.RecorderMaxBytes, "recorder-max-bytes", cfg.RecorderMaxBytes, "and at most this many bytes")
+	fl.DurationVar(&cfg.BundleBefore, "bundle-before", cfg.BundleBefore, "an incident bundle holds the events from this long before its finding")
+	fl.DurationVar(&cfg.BundleAfter, "bundle-after", cfg.BundleAfter, "and is written this long after it")
+	fl.IntVar(&cfg.MaxBundles, "max-bundles", cfg.MaxBundles, "keep the newest N incident bundles")
+	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read rdma netlink this often (0: never)")
+	fl.DurationVar(&cfg.Model.RearmDeadline, "rearm-deadline", cfg.Model.RearmDeadline, "time from a migration to a rearm (missed-rearm)")
+	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
+	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
+	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
+	_ = fl.MarkHidden("force-kprobe")
+	return cmd
+}
