@@ -27,7 +27,7 @@ var tableHeader = []string{"TIME", "KIND", "COMM:PID", "DEVICE", "QPN", "WHAT"}
 // NewTableWriter writes a streaming table to w.
 func NewTableWriter(w io.Writer) *TableWriter {
 	widths := tw.NewMapper[int, int]()
-	for i, n := range []int{15, 10, 20, 8, 6, 90} {
+	for i, n := range []int{17, 12, 22, 8, 7, 92} {
 		widths.Set(i, n)
 	}
 	t := tablewriter.NewTable(w,

@@ -1,0 +1,281 @@
+package output
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+
+// sample has one event of every kind, as the lab produces them.
+func sample() []*event.Event {
+	base := func(seq uint64, k event.Kind, comm string, pid uint32, dev string, qpn uint32) *event.Event {
+		return &event.Event{Seq: seq, Kind: k, Boot: 1000 + seq, Time: t0.Add(time.Duration(seq) * time.Millisecond),
+			CPU: 1, PID: pid, TID: pid, Comm: comm, Device: dev, QPN: qpn}
+	}
+	alt := &event.Path{Port: 1, DLID: 0x11, SGIDIndex: 1, IsGlobal: true, PKeyIndex: 0, Timeout: 14,
+		DGID: [16]byte{10: 0xff, 11: 0xff, 12: 192, 13: 168, 14: 77, 15: 2}}
+	var es []*event.Event
+	e := base(1, event.KindQPCreate, "lab-pair", 200, "rxe0", 17)
+	e.Life = &event.QPLife{QPType: event.QPTypeRC, Origin: event.OriginUser}
+	es = append(es, e)
+	e = base(2, event.KindModify, "lab-pair", 200, "rxe0", 17)
+	e.Modify = &event.Modify{QPType: event.QPTypeRC, Origin: event.OriginUser, UHandle: 2, UserHandle: 0x5555,
+		AttrMask: event.AttrState | event.AttrAV | event.AttrDestQPN, State: event.StateRTR, DestQPN: 17,
+		Primary: &event.Path{Port: 1, DLID: 3, SGIDIndex: 1}, Hook: "ib_modify_qp_with_udata"}
+	es = append(es, e)
+	e = base(3, event.KindModify, "kworker/u8:0", 12, "rxe0", 18)
+	e.Modify = &event.Modify{QPType: event.QPTypeRC, Origin: event.OriginKernel, AttrMask: event.AttrAltPath,
+		Alt: alt, Ret: -22, Hook: "ib_modify_qp"}
+	es = append(es, e)
+	e = base(4, event.KindModify, "lab-pair", 200, "rxe0", 17)
+	e.Modify = &event.Modify{QPType: event.QPTypeRC, Origin: event.OriginUser, UHandle: 2, UserHandle: 0x5555,
+		AttrMask: event.AttrPathMigState, MigState: event.MigRearm, Hook: "ib_modify_qp_with_udata"}
+	es = append(es, e)
+	e = base(5, event.KindQPEvent, "lab-inject", 230, "rxe0", 17)
+	e.QP = &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC, Origin: event.OriginUser, Hook: "__ib_qp_event_handler"}
+	es = append(es, e)
+	e = base(6, event.KindPortEvent, "kworker/0:1", 9, "rxe1", 0)
+	e.Port = &event.PortEvent{Type: event.EvPortActive, Port: 1}
+	es = append(es, e)
+	e = base(7, event.KindCMNotify, "lab-cm-pair", 240, "rxe0", 19)
+	e.Notify = &event.CMNotify{Type: event.EvPathMig, Ret: 0, CMID: 0xffff888001, LocalID: 0x1a2b, RemoteID: 0x3c4d,
+		CMState: 10, LapState: 1}
+	es = append(es, e)
+	e = base(8, event.KindMAD, "lab-lap", 250, "rxe0", 0)
+	e.MAD = &event.MAD{Dir: event.MADSend, MgmtClass: 7, Method: 3, AttrID: event.CMAttrLAP, TID: 0x500f20000,
+		Port: 1, MADQPN: 1, FromUser: true, LocalID: 1, RemoteID: 2}
+	es = append(es, e)
+	e = base(9, event.KindCMHandler, "kworker/1:0", 28, "rxe1", 0)
+	e.Handler = &event.CMHandler{AttrID: event.CMAttrLAP, Ret: -22, LocalID: 1, RemoteID: 2, AltDLID: 5}
+	es = append(es, e)
+	e = base(10, event.KindQPDestroy, "lab-pair", 200, "rxe0", 17)
+	e.Life = &event.QPLife{QPType: event.QPTypeRC, Origin: event.OriginUser}
+	es = append(es, e)
+	return es
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./output -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n%s", name, got)
+	}
+}
+
+func TestJSONGolden(t *testing.T) {
+	var b bytes.Buffer
+	w := NewJSONWriter(&b)
+	for _, e := range sample() {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "events.jsonl", b.Bytes())
+	// Every line is one object with a kind; conditional fields follow the mask.
+	for i, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if m["kind"] == nil || m["tid"] == nil {
+			t.Errorf("line %d lacks kind or tid: %s", i, line)
+		}
+	}
+	rearm := JSONValue(sample()[3]).(jsonModify)
+	if rearm.MigState != "REARM" || rearm.State != "" || rearm.Alt != nil || rearm.DestQPN != nil {
+		t.Errorf("rearm fields: %+v", rearm)
+	}
+	alt := JSONValue(sample()[2]).(jsonModify)
+	if alt.Errno != "EINVAL" || alt.Alt == nil || alt.Alt.DGID != "::ffff:192.168.77.2" || *alt.Alt.Timeout != 14 || alt.UHandle != nil {
+		t.Errorf("alt-path fields: %+v %+v", alt, alt.Alt)
+	}
+}
+
+func TestTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	w := NewTableWriter(&b)
+	for _, e := range sample() {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "events.table", b.Bytes())
+}
+
+func TestFilter(t *testing.T) {
+	es := sample()
+	count := func(f Filter) int {
+		n := 0
+		for _, e := range es {
+			if f.Match(e) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name                             string
+		devices, qpns, pids, comms, kind []string
+		want                             int
+	}{
+		{name: "all", want: 10},
+		{name: "device", devices: []string{"rxe1"}, want: 2},
+		{name: "qpn list", qpns: []string{"17,0x12"}, want: 6},
+		{name: "qpn never matches qpn-less events", qpns: []string{"0"}, want: 0},
+		{name: "pid", pids: []string{"200"}, want: 4},
+		{name: "comm", comms: []string{"lab-lap", "lab-inject"}, want: 2},
+		{name: "kind", kind: []string{"modify", "qp-event"}, want: 4},
+		{name: "and", kind: []string{"modify"}, qpns: []string{"17"}, want: 2},
+	} {
+		f, err := ParseFilter(c.devices, c.qpns, c.pids, c.comms, c.kind)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := count(f); got != c.want {
+			t.Errorf("%s: %d events, want %d", c.name, got, c.want)
+		}
+	}
+	for _, bad := range [][]string{{"", "x", "", "", ""}, {"", "", "-1", "", ""}, {"", "", "", "", "modfy"}} {
+		if _, err := ParseFilter(split1(bad[0]), split1(bad[1]), split1(bad[2]), split1(bad[3]), split1(bad[4])); err == nil {
+			t.Errorf("bad filter %q accepted", bad)
+		}
+	}
+}
+
+func split1(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func TestNames(t *testing.T) {
+	if got := strings.Join(AttrNames(event.AttrState|event.AttrAltPath|1<<30), ","); got != "STATE,ALT_PATH,BIT30" {
+		t.Errorf("attr names %q", got)
+	}
+	if Errno(-22) != "EINVAL" || Errno(0) != "" || Errno(-106) != "EISCONN" {
+		t.Error("errno names")
+	}
+	if CMState(10) != "ESTABLISHED" || LapState(3) != "RCVD" || LapState(9) != "LAP_STATE(9)" {
+		t.Error("cm state names")
+	}
+}
+
+// fakeSource replays events, then blocks until closed (like a live source).
+type fakeSource struct {
+	es     []*event.Event
+	closed chan struct{}
+	stats  event.Stats
+}
+
+func (f *fakeSource) Meta() event.Meta {
+	return event.Meta{Host: "h", Hooks: []event.Hook{{Name: "ib_modify_qp", Module: "ib_core", Method: event.HookFentry},
+		{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing, Reason: "not in kallsyms"}}}
+}
+func (f *fakeSource) Next(ctx context.Context) (*event.Event, error) {
+	if len(f.es) > 0 {
+		e := f.es[0]
+		f.es = f.es[1:]
+		return e, nil
+	}
+	select {
+	case <-f.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (f *fakeSource) Stats() event.Stats { return f.stats }
+func (f *fakeSource) Close() error {
+	select {
+	case <-f.closed:
+	default:
+		close(f.closed)
+	}
+	return nil
+}
+
+func TestRunTrace(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	src := &fakeSource{es: sample(), closed: make(chan struct{}), stats: event.Stats{Events: 10, Lost: 3, LostPerCPU: []uint64{1, 2}}}
+	var out, errb bytes.Buffer
+	f, _ := ParseFilter(nil, nil, nil, nil, []string{"modify"})
+	err := RunTrace(context.Background(), TraceConfig{Output: "json", Filter: f, Duration: 50 * time.Millisecond, ReadyFile: ready},
+		TraceDeps{Open: func() (event.Source, error) { return src, nil }, Check: func() error { return nil },
+			Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 3 {
+		t.Errorf("%d lines shown, want the 3 modifies:\n%s", n, out.String())
+	}
+	for _, want := range []string{"events: 10 seen, 3 shown", "modify=3", "qp-event=1", "lost: 3 (per cpu [1 2])",
+		"cm_apr_handler", "not in kallsyms", "1 fentry, 0 kprobe, 0 tracepoint, 0 skipped, 1 missing"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, errb.String())
+		}
+	}
+	var meta event.Meta
+	b, err := os.ReadFile(ready)
+	if err != nil || json.Unmarshal(b, &meta) != nil || len(meta.Hooks) != 2 {
+		t.Errorf("ready file: %s %v", b, err)
+	}
+}
+
+func TestRunTraceErrors(t *testing.T) {
+	noPriv := errors.New("need root")
+	deps := TraceDeps{Open: func() (event.Source, error) { t.Fatal("opened"); return nil, nil },
+		Check: func() error { return noPriv }, Stdout: io.Discard, Stderr: io.Discard}
+	if err := RunTrace(context.Background(), TraceConfig{}, deps); !errors.Is(err, noPriv) {
+		t.Errorf("check failure: %v", err)
+	}
+	if err := RunTrace(context.Background(), TraceConfig{Output: "yaml"}, deps); err == nil || !strings.Contains(err.Error(), "bad --output") {
+		t.Errorf("bad output: %v", err)
+	}
+	var out bytes.Buffer
+	deps.Plan = func() ([]event.Hook, error) { return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil }
+	deps.Stdout, deps.Check = &out, nil
+	if err := RunTrace(context.Background(), TraceConfig{DryRun: true}, deps); err != nil || !strings.Contains(out.String(), "ib_modify_qp") {
+		t.Errorf("dry run: %v\n%s", err, out.String())
+	}
+	noRDMA := errors.New("ib_core is not loaded")
+	if err := RunProbes(false, ProbesDeps{Check: func() error { return noRDMA }, Stdout: io.Discard}); !errors.Is(err, noRDMA) {
+		t.Errorf("probes without rdma: %v", err)
+	}
+}
+
+func BenchmarkJSON(b *testing.B) {
+	e := sample()[2]
+	w := NewJSONWriter(io.Discard)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.Write(e)
+	}
+}
