@@ -42,6 +42,9 @@ func (r roots) ownerFiles(pid int, device string) ([]OwnerFile, error) {
 			continue
 		}
 		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrPermission) {
+			return nil, err // ptrace read access refused: the caller explains
+		}
 		if err != nil || !strings.HasPrefix(target, "/dev/infiniband/uverbs") {
 			continue
 		}

@@ -96,8 +96,11 @@ type Actuator struct {
 	// Log receives every step (nil: not logged).
 	Log func(LogEntry)
 	// Now is the clock (time.Now by default).
-	Now   func() time.Time
-	roots roots
+	Now func() time.Time
+	// BeforeSend, when set, runs after the checks and before the first
+	// MODIFY_QP: a seam for tests that make the owner race the actuator.
+	BeforeSend func(Target)
+	roots      roots
 }
 
 // New returns an actuator on the real system.
@@ -116,7 +119,7 @@ func (a *Actuator) log(r *Request, t *Target, step, format string, args ...any) 
 		return
 	}
 	e := LogEntry{Time: a.Now(), Op: r.Op, PID: r.PID, Device: r.Device, QPN: r.QPN, Step: step, Detail: fmt.Sprintf(format, args...)}
-	if t != nil {
+	if t != nil && t.Device != "" {
 		e.Device, e.Handle = t.Device, t.Handle
 	}
 	a.Log(e)
@@ -196,6 +199,9 @@ func (a *Actuator) act(r *Request, b *Borrowed, t *Target, res *Result) error {
 			return fmt.Errorf("%w: qp %d is %s, migrate needs ARMED (an armed alternate to move to)", ErrWrongState, t.QPN, mig)
 		}
 		cmds = append(cmds, Modify{Handle: t.Handle, AttrMask: event.AttrPathMigState, PathMigState: uint8(event.MigMigrated)})
+	}
+	if a.BeforeSend != nil && !r.DryRun {
+		a.BeforeSend(*t)
 	}
 	for i := range cmds {
 		m := &cmds[i]
