@@ -2,6 +2,7 @@ package postmortem
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
@@ -23,14 +24,20 @@ type hist struct {
 	first   uint64
 	last    uint64
 
-	migrations []uint64 // Boot of each PATH_MIG
+	migrations []uint64 // Boot of each migration: PATH_MIG, or a forced MIGRATED
 	rearms     []uint64 // Boot of each successful modify to REARM
+	forced     bool     // the last migration was forced and its PATH_MIG may follow
 	commIDs    []uint32
 	entries    []entry
 	dropped    int // entries beyond the cap
 	findings   []int
 	peer       *hist
 }
+
+// forcedEventWithin is how soon a PATH_MIG after a forced migration
+// (software's modify to MIGRATED, or the HCA's as the lab module plays it)
+// is taken as that migration's event rather than a new migration.
+const forcedEventWithin = time.Second
 
 // entry is one point of a timeline.
 type entry struct {
@@ -111,11 +118,20 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 			}
 			if m.Has(event.AttrPathMigState) && m.MigState == event.MigRearm {
 				h.rearms = append(h.rearms, e.Boot)
+				h.forced = false
+			}
+			if m.Has(event.AttrPathMigState) && m.MigState == event.MigMigrated && !m.Has(event.AttrState) {
+				h.migrations = append(h.migrations, e.Boot)
+				h.forced = true
 			}
 		}
 	case e.QP != nil:
 		if e.QP.Type == event.EvPathMig {
-			h.migrations = append(h.migrations, e.Boot)
+			// the event of a forced migration is the same migration
+			if !h.forced || e.Boot-h.migrations[len(h.migrations)-1] > uint64(forcedEventWithin) {
+				h.migrations = append(h.migrations, e.Boot)
+			}
+			h.forced = false
 		}
 	case e.Notify != nil:
 		fail = e.Notify.Ret != 0

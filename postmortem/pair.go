@@ -150,7 +150,7 @@ func oneSided(ps []*pairing, deadline time.Duration) []finding {
 			case rearmed[0] != 0 && rearmed[1] != 0:
 				ep.Verdict = "both rearmed"
 			case rearmed[0] == 0 && rearmed[1] == 0 && covered[0] && covered[1]:
-				ep.Verdict = "neither rearmed (missed-rearm on each side)"
+				ep.Verdict = "neither rearmed"
 			case !covered[0] || !covered[1]:
 				ep.Verdict = "undecided: a recording ends before the rearm deadline"
 			default:

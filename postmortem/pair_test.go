@@ -169,3 +169,25 @@ func TestPairWithinOneRecording(t *testing.T) {
 		t.Fatalf("pairs: %+v", r.Pairs)
 	}
 }
+
+// The lab module's --migrate: a forced MIGRATED modify then PATH_MIG is one
+// migration, and the episode starts at the modify.
+func TestForcedMigrationAndItsEventAreOne(t *testing.T) {
+	a, b := newHost(0), newHost(0)
+	a.Device, b.Device = "rxe0", "rxe1"
+	connect(a, 21, 21, 0)
+	connect(b, 21, 21, 0)
+	a.After(time.Second).ForceMigrate(21)
+	mig := a.Now() - uint64(time.Microsecond)
+	a.After(500 * time.Microsecond).PathMig(21)
+	a.Rearm(21)
+	dir := t.TempDir()
+	r := run(t, Options{}, write(t, dir, "a.rec", "lab", a, uint64(10*time.Second)), write(t, dir, "b.rec", "lab", b, uint64(10*time.Second)))
+	if r.Summary.Migrations != 1 {
+		t.Fatalf("%d migrations, want 1", r.Summary.Migrations)
+	}
+	ep := r.Pairs[0].Episodes
+	if len(ep) != 1 || !ep[0].Start.Equal(t0.Add(time.Duration(mig))) {
+		t.Fatalf("episodes %+v, want one starting at the forced migration", ep)
+	}
+}
