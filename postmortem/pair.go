@@ -183,14 +183,13 @@ func oneSidedFinding(n int, not, did *hist, start, rearm int64, migrated bool, d
 	if migrated {
 		why = "after migrating"
 	}
-	didBoot := uint64(rearm - int64(did.s.offset) - int64(did.s.shift))
 	return finding{s: s, Finding: apm.Finding{
 		ID: pairIDBase + uint64(n) + 1, Kind: OneSidedRearm, Severity: apm.SevError,
 		QP:  apm.Key{Device: not.device, QPN: not.qpn, Gen: not.gen},
 		PID: not.pid, Comm: not.comm, First: boot(start), Last: boot(start + int64(deadline)),
 		Evidence: []apm.Evidence{
 			{Boot: boot(start), What: fmt.Sprintf("%s: migration episode starts", not.name())},
-			{Boot: didBoot, What: fmt.Sprintf("%s (peer, other clock) rearmed", did.name())},
+			{Boot: boot(rearm), What: fmt.Sprintf("%s (peer) rearmed (time on this side's clock, aligned)", did.name())},
 			{Boot: boot(start + int64(deadline)), What: fmt.Sprintf("%s: no rearm within %v", not.name(), deadline)},
 		},
 		Explanation: fmt.Sprintf("%s rearmed but its peer %s did not within %v %s: the connection stays without failover (a QP becomes ARMED only when both sides rearmed and traffic flows)",
