@@ -1,0 +1,203 @@
+package actuator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
+)
+
+type fakeDo struct {
+	reqs []Request
+	errs []error // popped per call; nil: success
+}
+
+func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
+	f.reqs = append(f.reqs, r)
+	var err error
+	if len(f.errs) > 0 {
+		err, f.errs = f.errs[0], f.errs[1:]
+	}
+	res := &Result{Op: r.Op, DryRun: r.DryRun, Target: Target{Handle: 2, How: "probes"},
+		Before: &Attr{State: 3, PathMigState: 0}}
+	if err == nil && !r.DryRun {
+		res.After = &Attr{State: 3, PathMigState: 1}
+		res.Changes = []string{"path_mig_state: MIGRATED -> REARM"}
+	}
+	return res, err
+}
+
+type clock struct {
+	wall time.Time
+	boot uint64
+}
+
+func (c *clock) advance(d time.Duration) { c.wall = c.wall.Add(d); c.boot += uint64(d) }
+
+func newTestEnforcer(p Policy) (*Enforcer, *fakeDo, *clock) {
+	fd := &fakeDo{}
+	c := &clock{wall: time.Unix(1000, 0), boot: uint64(50 * time.Second)}
+	e := &Enforcer{Policy: p, Do: fd.do, Boot: func() uint64 { return c.boot }, Now: func() time.Time { return c.wall },
+		PortState: func(string, uint8) string { return "ACTIVE" }}
+	return e, fd, c
+}
+
+func enforcePolicy() Policy {
+	p := DefaultPolicy()
+	p.Mode = ModeEnforce
+	p.Allow.Comms = []string{"lab-pair"}
+	p.RateLimit = RateLimit{Max: 10, Per: Duration(time.Minute)}
+	p.RearmWithoutAlternate = true
+	return p
+}
+
+func modifyEv(boot uint64, qpn uint32, prim, alt *event.Path) *event.Event {
+	return &event.Event{Kind: event.KindModify, Boot: boot, PID: 42, Comm: "lab-pair", Device: "rxe0", QPN: qpn,
+		Modify: &event.Modify{Origin: event.OriginUser, UHandle: 7, Primary: prim, Alt: alt, AttrMask: event.AttrPathMigState}}
+}
+
+func pathMig(boot uint64, qpn uint32) *event.Event {
+	return &event.Event{Kind: event.KindQPEvent, Boot: boot, PID: 42, Device: "rxe0", QPN: qpn, QP: &event.QPEvent{Type: event.EvPathMig}}
+}
+
+func missed(qpn uint32, id uint64, first uint64) apm.Finding {
+	return apm.Finding{ID: id, Kind: apm.MissedRearm, QP: apm.Key{Device: "rxe0", QPN: qpn, Gen: 1}, PID: 42, Comm: "lab-pair", First: first, Last: first + 1}
+}
+
+func TestEnforceRearmsAtOnceWithZeroGrace(t *testing.T) {
+	e, fd, c := newTestEnforcer(enforcePolicy())
+	e.Observe(modifyEv(c.boot, 17, nil, nil))
+	mig := c.boot + uint64(time.Second)
+	e.Observe(pathMig(mig, 17))
+	c.advance(3 * time.Second)
+	out := e.Act(context.Background(), missed(17, 9, mig))
+	if len(out) != 1 || out[0].Kind != KindActuated {
+		t.Fatalf("findings %+v, want one actuated", out)
+	}
+	if len(fd.reqs) != 1 || fd.reqs[0].Op != OpRearm || fd.reqs[0].DryRun || fd.reqs[0].Alt != nil {
+		t.Fatalf("requests %+v, want one rearm without alternate", fd.reqs)
+	}
+	if !fd.reqs[0].HaveHandle || fd.reqs[0].Handle != 7 {
+		t.Errorf("the handle seen by the probes was not passed: %+v", fd.reqs[0])
+	}
+	if out[0].Unprotected != 2*time.Second {
+		t.Errorf("unprotected %v, want 2s (PATH_MIG to verified rearm)", out[0].Unprotected)
+	}
+	if s := fmt.Sprint(out[0].Evidence); !strings.Contains(s, "MIGRATED -> REARM") || !strings.Contains(s, "before:") {
+		t.Errorf("evidence lacks before/after: %s", s)
+	}
+	// Never the same QP twice in a row without a new migration.
+	out = e.Act(context.Background(), missed(17, 10, mig))
+	if len(out) != 1 || out[0].Kind != KindActuationSkip || !strings.Contains(out[0].Explanation, "never twice") || len(fd.reqs) != 1 {
+		t.Errorf("second act: %+v (requests %d)", out, len(fd.reqs))
+	}
+	e.Observe(pathMig(c.boot, 17))
+	if out = e.Act(context.Background(), missed(17, 11, c.boot)); len(out) != 1 || out[0].Kind != KindActuated || len(fd.reqs) != 2 {
+		t.Errorf("after a new migration: %+v (requests %d)", out, len(fd.reqs))
+	}
+	if s := e.Stats(); s.Actuated != 2 || s.Skipped != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestMonitorModeSendsNothing(t *testing.T) {
+	p := enforcePolicy()
+	p.Mode = ModeMonitor
+	e, fd, _ := newTestEnforcer(p)
+	out := e.Act(context.Background(), missed(17, 1, 1))
+	if len(out) != 1 || out[0].Kind != KindWouldActuate || len(fd.reqs) != 1 || !fd.reqs[0].DryRun {
+		t.Fatalf("monitor: %+v, requests %+v", out, fd.reqs)
+	}
+	// Monitor mode does not consume the QP's one action.
+	if out = e.Act(context.Background(), missed(17, 2, 1)); len(out) != 1 || out[0].Kind != KindWouldActuate {
+		t.Errorf("monitor again: %+v", out)
+	}
+}
+
+func TestGraceRateLimitAllowlist(t *testing.T) {
+	p := enforcePolicy()
+	p.Grace = Duration(5 * time.Second)
+	p.RateLimit = RateLimit{Max: 1, Per: Duration(time.Minute)}
+	e, fd, c := newTestEnforcer(p)
+	if out := e.Act(context.Background(), missed(17, 1, 1)); len(out) != 0 || len(fd.reqs) != 0 {
+		t.Fatalf("acted before the grace period: %+v", out)
+	}
+	c.advance(4 * time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 0 {
+		t.Fatalf("acted 1s before the grace period ended: %+v", out)
+	}
+	c.advance(time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || out[0].Kind != KindActuated {
+		t.Fatalf("after the grace period: %+v", out)
+	}
+	// A second QP within the minute: rate limited.
+	e.Act(context.Background(), missed(18, 2, 1))
+	c.advance(5 * time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || !strings.Contains(out[0].Explanation, "rate limit") {
+		t.Fatalf("rate limit: %+v", out)
+	}
+	// Not on the allowlist: skipped without a request.
+	f := missed(19, 3, 1)
+	f.Comm = "other"
+	c.advance(time.Hour)
+	e.Act(context.Background(), f)
+	c.advance(5 * time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || !strings.Contains(out[0].Explanation, "allow.comms") {
+		t.Fatalf("allowlist: %+v", out)
+	}
+	if len(fd.reqs) != 1 {
+		t.Errorf("%d requests, want 1", len(fd.reqs))
+	}
+	// Other finding kinds are not acted on.
+	if out := e.Act(context.Background(), apm.Finding{Kind: apm.LAPRace}); out != nil {
+		t.Errorf("acted on lap-race: %+v", out)
+	}
+}
+
+func TestAlternateChoiceAndRoCEFallback(t *testing.T) {
+	p := enforcePolicy()
+	p.PreviousPrimary = true
+	e, fd, c := newTestEnforcer(p)
+	prim := &event.Path{Port: 1, DLID: 5}
+	alt := &event.Path{Port: 2, DLID: 6}
+	e.Observe(modifyEv(c.boot, 17, prim, alt))
+	e.Observe(pathMig(c.boot, 17))
+	fd.errs = []error{fmt.Errorf("%w: rxe0 port 1 refused", ErrRoCE)}
+	out := e.Act(context.Background(), missed(17, 1, c.boot))
+	if len(fd.reqs) != 2 || fd.reqs[0].Alt == nil || fd.reqs[0].Alt.Port != 1 || fd.reqs[0].Alt.Dest.DLID != 5 || fd.reqs[1].Alt != nil {
+		t.Fatalf("want the previous primary (port 1, dlid 5) as alternate, then a plain rearm: %+v", fd.reqs)
+	}
+	if len(out) != 1 || out[0].Kind != KindActuated || !strings.Contains(out[0].Explanation, "without a new alternate") {
+		t.Errorf("RoCE fallback: %+v", out)
+	}
+
+	// Without the fallback the refusal is a failure, and a down port
+	// means no alternate at all.
+	p.RearmWithoutAlternate = false
+	e, fd, c = newTestEnforcer(p)
+	e.Observe(modifyEv(c.boot, 17, prim, alt))
+	e.Observe(pathMig(c.boot, 17))
+	fd.errs = []error{fmt.Errorf("%w: refused", ErrRoCE)}
+	if out := e.Act(context.Background(), missed(17, 1, c.boot)); len(out) != 1 || out[0].Kind != KindActuationError || len(fd.reqs) != 1 {
+		t.Errorf("refused without fallback: %+v", out)
+	}
+	e.PortState = func(string, uint8) string { return "DOWN" }
+	e.Observe(pathMig(c.boot, 17))
+	if out := e.Act(context.Background(), missed(17, 2, c.boot)); len(out) != 1 || out[0].Kind != KindActuationSkip || !strings.Contains(out[0].Explanation, "DOWN") {
+		t.Errorf("port down: %+v", out)
+	}
+
+	// The configured table wins over the previous primary.
+	p.Alternates = []AltRule{{Device: "rxe0", Alt: AltSpec{Port: 1, DLID: 99}}}
+	e, fd, c = newTestEnforcer(p)
+	e.Observe(modifyEv(c.boot, 17, prim, alt))
+	e.Observe(pathMig(c.boot, 17))
+	e.Act(context.Background(), missed(17, 1, c.boot))
+	if len(fd.reqs) != 1 || fd.reqs[0].Alt == nil || fd.reqs[0].Alt.Dest.DLID != 99 {
+		t.Errorf("table alternate: %+v", fd.reqs)
+	}
+}
