@@ -265,3 +265,33 @@ func TestModelKernelULPNoRearm(t *testing.T) {
 	Run(t, "lab-ulp", "stop")
 	wantKinds(t, r.findings(t, "rxe0", q), apm.MissedRearm)
 }
+
+// cmScenario runs lab-cm-pair (rdma_cm, rearms after PATH_MIG), injects a
+// migration on the client's QP, and takes a ground-truth snapshot whose
+// cm_id table marks the QP CM-managed.
+func cmScenario(t *testing.T, args ...string) (*modelRun, int64) {
+	t.Helper()
+	r := startModelRun(t)
+	p := Start(t, "lab-cm-pair", append([]string{"--behavior", "rearm", "--duration", "2m"}, args...)...)
+	q := QPN(t, p.Ready(t, 2), "rxe0")
+	r.truth(t)
+	Inject(t, "rxe0", q, "path_mig", true)
+	p.Wait(t, 0, evTimeout, Match("query", "after_react", "qpn", q))
+	time.Sleep(2500 * time.Millisecond)
+	p.Stop(t)
+	return r, q
+}
+
+// rdma_cm QP whose owner calls rdma_notify(PATH_MIG): the CM is told, no
+// cm-not-notified.
+func TestModelCMNotified(t *testing.T) {
+	r, q := cmScenario(t)
+	wantKinds(t, r.findings(t, "rxe0", q), apm.RearmWithoutAlt)
+}
+
+// The same owner without rdma_notify: cm-not-notified (the model knows the
+// QP is CM-managed from rdma netlink's cm_id table).
+func TestModelCMNotNotified(t *testing.T) {
+	r, q := cmScenario(t, "--no-notify")
+	wantKinds(t, r.findings(t, "rxe0", q), apm.RearmWithoutAlt, apm.CMNotNotified)
+}
