@@ -52,8 +52,8 @@ type svgTimeline struct {
 }
 
 type svgLane struct {
-	Y, X2 int
-	Name  string
+	Y, X2    int
+	Side, QP string // two lines of the lane's name
 }
 
 type svgTick struct {
@@ -114,7 +114,7 @@ func timeline(r *Report, title string, qs []*QP) svgTimeline {
 	t.Ticks = ticks
 	for n, q := range qs {
 		y := axisH + laneH*n + laneH/2
-		t.Lanes = append(t.Lanes, svgLane{Y: y, X2: svgWidth - laneRight, Name: q.Side + " " + q.Device + "/" + fmt.Sprint(q.QPN)})
+		t.Lanes = append(t.Lanes, svgLane{Y: y, X2: svgWidth - laneRight, Side: clip(q.Side, 28), QP: fmt.Sprintf("%s/%d", q.Device, q.QPN)})
 		for _, e := range q.Entries {
 			m := svgMark{X: x(e.Time), Y: y, Class: strings.ReplaceAll(e.Kind, "-", ""),
 				Tip: fmt.Sprintf("%s %s %s: %s", e.Time.Format(stamp), q.Side, e.What, e.Detail)}
@@ -190,4 +190,11 @@ func logScale(r *Report, qs []*QP) (func(time.Time) int, []svgTick) {
 		ticks = append(ticks, svgTick{X: laneLeft + int(cum[i]/total*width), Label: "+" + d.Round(time.Microsecond).String()})
 	}
 	return x, ticks
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
