@@ -179,12 +179,8 @@ func (m *Model) fire(t uint64, inclusive bool) {
 			continue // the QP is gone, or an earlier wake-up superseded this one
 		}
 		q.timerAt = 0
-		saved := m.now
-		if tm.when > m.now {
-			m.now = tm.when
-		}
+		m.now = max(m.now, tm.when) // the deadline is judged at its own time
 		m.deadlines(tm.slot, q)
-		m.now = max(saved, m.now)
 	}
 }
 

@@ -48,8 +48,7 @@ func routeOf(p *event.Path) route {
 
 func (r route) valid() bool       { return r.h != 0 }
 func (r route) same(o route) bool { return r.h != 0 && r.h == o.h }
-func (r route) String() string    { return routeString(r) }
-func routeString(r route) string {
+func (r route) String() string {
 	if !r.valid() {
 		return "none"
 	}
