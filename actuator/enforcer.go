@@ -40,12 +40,39 @@ type Enforcer struct {
 	Now func() time.Time
 	// PortState reads a port's state ("ACTIVE", ...).
 	PortState func(device string, port uint8) string
+	// Owner finds a QP's owner in rdma netlink: a finding's pid and comm
+	// are whoever last touched the QP (a kernel module, another tool), so
+	// the allowlist and the actuator use the owner instead.
+	Owner func(device string, qpn uint32) (Owner, error)
 
 	handles *Handles
 	qps     map[event.QPKey]*qpTrack
 	pending []pendingAct
 	recent  []time.Time
 	stats   EnforcerStats
+}
+
+// Owner is a QP's owner as rdma netlink reports it.
+type Owner struct {
+	PID    uint32
+	Comm   string
+	Kernel bool
+}
+
+// netlinkOwner reads the owner from the actuator's netlink rows.
+func netlinkOwner(a *Actuator) func(string, uint32) (Owner, error) {
+	return func(device string, qpn uint32) (Owner, error) {
+		rows, err := a.Rows()
+		if err != nil {
+			return Owner{}, fmt.Errorf("reading rdma netlink: %w", err)
+		}
+		for _, r := range rows {
+			if r.Device == device && r.LQPN == qpn {
+				return Owner{PID: r.PID, Comm: r.Comm, Kernel: r.Kernel}, nil
+			}
+		}
+		return Owner{}, fmt.Errorf("%w: no qp %d on %s in rdma netlink", ErrNotFound, qpn, device)
+	}
 }
 
 type qpTrack struct {
@@ -61,7 +88,7 @@ type pendingAct struct {
 
 // NewEnforcer returns an enforcer acting through a.
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Do: a.Do, Boot: bootNow, Now: time.Now, PortState: a.roots.portState}
+	return &Enforcer{Policy: p, Do: a.Do, Boot: bootNow, Now: time.Now, PortState: a.roots.portState, Owner: netlinkOwner(a)}
 }
 
 func bootNow() uint64 {
@@ -157,7 +184,15 @@ func (e *Enforcer) skip(src apm.Finding, why string) (apm.Finding, bool) {
 func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool) {
 	key := event.QPKey{Device: src.QP.Device, QPN: src.QP.QPN}
 	t := e.track(key)
-	if ok, why := e.Policy.allows(key.Device, src.Comm, src.PID); !ok {
+	own, err := e.Owner(key.Device, key.QPN)
+	if err != nil {
+		return e.skip(src, err.Error())
+	}
+	if own.Kernel {
+		return e.skip(src, fmt.Sprintf("kernel ulp qp (%s): cannot be changed from userspace, not trying", own.Comm))
+	}
+	src.PID, src.Comm = own.PID, own.Comm
+	if ok, why := e.Policy.allows(key.Device, own.Comm, own.PID); !ok {
 		return e.skip(src, why)
 	}
 	if t.acted {
@@ -180,7 +215,7 @@ func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool)
 		return e.skip(src, "no new alternate path ("+altFrom+") and the policy does not allow a rearm without one")
 	}
 	req := Request{Op: OpRearm, PID: int(src.PID), QPN: key.QPN, Device: key.Device, Alt: alt}
-	req.Handle, req.HaveHandle = e.handles.Lookup(src.PID, key.Device, key.QPN)
+	req.Handle, req.HaveHandle = e.handles.Lookup(key.Device, key.QPN)
 	if e.Policy.Mode != ModeEnforce {
 		req.DryRun = true
 		res, err := e.Do(ctx, req)

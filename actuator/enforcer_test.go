@@ -42,7 +42,16 @@ func newTestEnforcer(p Policy) (*Enforcer, *fakeDo, *clock) {
 	fd := &fakeDo{}
 	c := &clock{wall: time.Unix(1000, 0), boot: uint64(50 * time.Second)}
 	e := &Enforcer{Policy: p, Do: fd.do, Boot: func() uint64 { return c.boot }, Now: func() time.Time { return c.wall },
-		PortState: func(string, uint8) string { return "ACTIVE" }}
+		PortState: func(string, uint8) string { return "ACTIVE" },
+		Owner: func(d string, q uint32) (Owner, error) {
+			if q == 19 {
+				return Owner{PID: 43, Comm: "other"}, nil
+			}
+			if q == 20 {
+				return Owner{Comm: "rpcrdma", Kernel: true}, nil
+			}
+			return Owner{PID: 42, Comm: "lab-pair"}, nil
+		}}
 	return e, fd, c
 }
 
@@ -140,14 +149,21 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || !strings.Contains(out[0].Explanation, "rate limit") {
 		t.Fatalf("rate limit: %+v", out)
 	}
-	// Not on the allowlist: skipped without a request.
+	// Not on the allowlist (the owner from netlink, not the finding's
+	// comm, which is whoever touched the QP last): skipped, no request.
 	f := missed(19, 3, 1)
-	f.Comm = "other"
+	f.Comm = "lab-pair"
 	c.advance(time.Hour)
 	e.Act(context.Background(), f)
 	c.advance(5 * time.Second)
 	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || !strings.Contains(out[0].Explanation, "allow.comms") {
 		t.Fatalf("allowlist: %+v", out)
+	}
+	// A kernel ULP QP: reported, never tried.
+	e.Act(context.Background(), missed(20, 4, 1))
+	c.advance(5 * time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || !strings.Contains(out[0].Explanation, "kernel ulp qp") {
+		t.Fatalf("kernel qp: %+v", out)
 	}
 	if len(fd.reqs) != 1 {
 		t.Errorf("%d requests, want 1", len(fd.reqs))

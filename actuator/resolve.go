@@ -15,39 +15,32 @@ import (
 // Handles remembers, from the probes' modify events, which uverbs object id
 // (handle) a user QP has: QUERY_QP does not return the local QPN, so this
 // is the only exact map. It is fed from the event stream (Observe) and
-// holds (pid, device, qpn) -> handle; a destroy forgets it.
+// holds (device, qpn) -> handle; a destroy forgets it. The handle is the
+// object's id in its owner's file whoever issued the modify (the owner, or
+// a borrower such as the actuator); resolve checks it against netlink.
 type Handles struct {
-	m map[handleKey]uint32
-}
-
-type handleKey struct {
-	pid uint32
-	key event.QPKey
+	m map[event.QPKey]uint32
 }
 
 // NewHandles returns an empty map.
-func NewHandles() *Handles { return &Handles{m: map[handleKey]uint32{}} }
+func NewHandles() *Handles { return &Handles{m: map[event.QPKey]uint32{}} }
 
 // Observe records the handle of user QP modify events.
 func (h *Handles) Observe(ev *event.Event) {
 	switch {
 	case ev.Kind == event.KindModify && ev.Modify != nil && ev.Modify.Origin == event.OriginUser && ev.QPN != 0:
-		h.m[handleKey{ev.PID, ev.Key()}] = ev.Modify.UHandle
+		h.m[ev.Key()] = ev.Modify.UHandle
 	case ev.Kind == event.KindQPDestroy:
-		for k := range h.m {
-			if k.key == ev.Key() {
-				delete(h.m, k)
-			}
-		}
+		delete(h.m, ev.Key())
 	}
 }
 
-// Lookup returns the handle seen for a QP of a process.
-func (h *Handles) Lookup(pid uint32, device string, qpn uint32) (uint32, bool) {
+// Lookup returns the handle seen for a QP.
+func (h *Handles) Lookup(device string, qpn uint32) (uint32, bool) {
 	if h == nil {
 		return 0, false
 	}
-	v, ok := h.m[handleKey{pid, event.QPKey{Device: device, QPN: qpn}}]
+	v, ok := h.m[event.QPKey{Device: device, QPN: qpn}]
 	return v, ok
 }
 

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/apmwatch/apmwatch/actuator"
+	"github.com/apmwatch/apmwatch/audit"
 	"github.com/spf13/cobra"
 )
 
@@ -62,5 +64,54 @@ func newActuateCmd() *cobra.Command {
 	fl.StringVarP(&output, "output", "o", "text", "text or json")
 	fl.StringVar(&logFile, "log", "", "append the action log to this file as JSON lines (default: text on stderr)")
 	alt.Register(fl)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "policy-check FILE",
+		Short: "Validate an audit enforcement policy file (no root needed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := actuator.LoadPolicy(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: mode %s, grace %v, %d alternates, rate %d per %v\n",
+				args[0], p.Mode, time.Duration(p.Grace), len(p.Alternates), p.RateLimit.Max, time.Duration(p.RateLimit.Per))
+			return nil
+		},
+	})
 	return cmd
+}
+
+// enforceAudit adds --policy and --enforce to `apmwatch audit` and sets the
+// audit's actor to the policy enforcer. Without --policy nothing acts;
+// without --enforce the policy's mode decides (default monitor: the
+// findings say what would be done). Called from newAuditCmd.
+func enforceAudit(cmd *cobra.Command, cfg *audit.Config) {
+	var policy string
+	var enforce bool
+	cmd.Flags().StringVar(&policy, "policy", "", "act on missed-rearm findings under this policy file (see apmwatch actuate policy-check)")
+	cmd.Flags().BoolVar(&enforce, "enforce", false, "with --policy: change QPs (default: monitor only, say what would be done)")
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		if policy == "" {
+			if enforce {
+				return usageError{fmt.Errorf("--enforce needs --policy")}
+			}
+			return nil
+		}
+		p, err := actuator.LoadPolicy(policy)
+		if err != nil {
+			return usageError{err}
+		}
+		if enforce {
+			p.Mode = actuator.ModeEnforce
+		}
+		a := actuator.New(func(e actuator.LogEntry) { actuator.WriteLog(c.ErrOrStderr(), e, false) })
+		cfg.Actor = actuator.NewEnforcer(p, a)
+		return nil
+	}
 }
