@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/recording"
@@ -42,7 +43,7 @@ type tee struct {
 	closed  bool
 	drained []*event.Event // events drained at Close, still to hand out
 	err     error          // the recording's error, reported once
-	n       int
+	stats   time.Time      // when the counters were last written
 }
 
 func (t *tee) Next(ctx context.Context) (*event.Event, error) {
@@ -65,7 +66,8 @@ func (t *tee) Next(ctx context.Context) (*event.Event, error) {
 	if werr := t.w.Write(e); werr != nil {
 		return nil, fmt.Errorf("writing the recording: %w", werr)
 	}
-	if t.n++; t.n%4096 == 0 {
+	if now := time.Now(); now.Sub(t.stats) >= statsEvery {
+		t.stats = now
 		if werr := t.w.WriteStats(t.Source.Stats()); werr != nil {
 			return nil, fmt.Errorf("writing the recording: %w", werr)
 		}
