@@ -12,59 +12,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/rdmanl"
-	"golang.org/x/sys/unix"
 )
-
-// Deps are the daemon's connections to the system; Main fills the ones
-// left nil with the real thing.
-type Deps struct {
-	Open        func() (event.Source, error)    // the live probes (required)
-	Check       func() error                    // privileges and ib_core, before anything starts
-	Snapshot    func() (rdmanl.Snapshot, error) // rdma netlink (rdmanl.Read)
-	Boot        func() uint64                   // CLOCK_BOOTTIME, ns
-	Now         func() time.Time                // wall clock
-	ModulesRoot string                          // /sys/module
-	Stdout      io.Writer                       // finding lines with Config.Stdout
-	Stderr      io.Writer                       // the daemon's log (logfmt lines)
-	Reopen      <-chan struct{}                 // SIGHUP: reopen the finding log
-	OpenFile    fileOpener                      // the finding log (os.OpenFile)
-	Create      writerFactory                   // the flight recorder (recording.Create)
-}
-
-func (d *Deps) fill() {
-	if d.Snapshot == nil {
-		d.Snapshot = rdmanl.Read
-	}
-	if d.Boot == nil {
-		d.Boot = bootNow
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.ModulesRoot == "" {
-		d.ModulesRoot = "/sys/module"
-	}
-	if d.Stderr == nil {
-		d.Stderr = os.Stderr
-	}
-	if d.Stdout == nil {
-		d.Stdout = os.Stdout
-	}
-	if d.OpenFile == nil {
-		d.OpenFile = openAppend
-	}
-	if d.Create == nil {
-		d.Create = createRecording
-	}
-}
-
-func bootNow() uint64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
 
 // tickEvery is the loop's clock: the model's deadlines, the actor's Tick,
 // counters, the recorder's budget, bundles that are due. Tests shorten it.
@@ -245,68 +193,6 @@ func (d *daemon) handle(e *event.Event) {
 	d.publish()
 	if destroyed {
 		d.closeOpen(e.Key())
-	}
-}
-
-// publish writes what the model found in the last call.
-func (d *daemon) publish() {
-	for len(d.found) > 0 {
-		f := d.found[0]
-		d.found = d.found[1:]
-		d.finding(f, true)
-	}
-	d.found = d.found[:0]
-}
-
-// finding writes, counts and bundles one finding or resolution; new model
-// findings go to the actor, whose findings are handled the same way.
-func (d *daemon) finding(f apm.Finding, fromModel bool) {
-	line := Line{Type: TypeFinding, Logged: d.now().UTC(), Host: d.meta.Host, Finding: f}
-	if f.Resolved {
-		line.Type = TypeResolution
-		d.m.resolutions.WithLabelValues(string(f.Kind)).Inc()
-		if f.Kind == apm.MissedRearm && f.Unprotected > 0 {
-			d.m.unprotected.Observe(f.Unprotected.Seconds())
-		}
-		if o, ok := d.open[f.Resolves]; ok {
-			delete(d.open, f.Resolves)
-			d.m.openFindings.WithLabelValues(string(o.kind)).Dec()
-		}
-		if d.pending != nil && d.pending.has(f.Resolves) {
-			d.pending.lines = append(d.pending.lines, line)
-		}
-		d.flog.write(line)
-		return
-	}
-	d.m.findings.WithLabelValues(string(f.Kind), f.Severity.String()).Inc()
-	d.open[f.ID] = open{kind: f.Kind, key: event.QPKey{Device: f.QP.Device, QPN: f.QP.QPN}}
-	d.m.openFindings.WithLabelValues(string(f.Kind)).Inc()
-	if d.rec != nil {
-		line.Bundle = d.addToBundle(line)
-	}
-	d.flog.write(line)
-	if fromModel && d.cfg.Actor != nil {
-		for _, a := range d.cfg.Actor.Act(d.ctx, f) {
-			d.finding(d.actorID(a), false)
-		}
-	}
-}
-
-func (d *daemon) actorID(f apm.Finding) apm.Finding {
-	if f.ID == 0 {
-		d.actorIDs++
-		f.ID = actorIDBase + d.actorIDs
-	}
-	return f
-}
-
-// closeOpen closes the open findings of a QP that is gone.
-func (d *daemon) closeOpen(k event.QPKey) {
-	for id, o := range d.open {
-		if o.key == k {
-			delete(d.open, id)
-			d.m.openFindings.WithLabelValues(string(o.kind)).Dec()
-		}
 	}
 }
 

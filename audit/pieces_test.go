@@ -116,7 +116,7 @@ func TestRecorderPrunesByBytesAndAge(t *testing.T) {
 		os.WriteFile(p, make([]byte, size), 0o644)
 		os.Chtimes(p, now.Add(-age), now.Add(-age))
 	}
-	write("flight-a.000000", 100, 2*time.Hour)    // too old
+	write("flight-a.000000", 100, 2*time.Hour) // too old
 	write("flight-b.000000", 600<<10, 30*time.Minute)
 	write("flight-b.000001", 600<<10, 20*time.Minute) // with the one above: over 1 MiB
 	write("flight-b.000002", 100, time.Minute)

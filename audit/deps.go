@@ -1,0 +1,62 @@
+package audit
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
+	"golang.org/x/sys/unix"
+)
+
+// Deps are the daemon's connections to the system; Main fills the ones
+// left nil with the real thing.
+type Deps struct {
+	Open        func() (event.Source, error)    // the live probes (required)
+	Check       func() error                    // privileges and ib_core, before anything starts
+	Snapshot    func() (rdmanl.Snapshot, error) // rdma netlink (rdmanl.Read)
+	Boot        func() uint64                   // CLOCK_BOOTTIME, ns
+	Now         func() time.Time                // wall clock
+	ModulesRoot string                          // /sys/module
+	Stdout      io.Writer                       // finding lines with Config.Stdout
+	Stderr      io.Writer                       // the daemon's log (logfmt lines)
+	Reopen      <-chan struct{}                 // SIGHUP: reopen the finding log
+	OpenFile    fileOpener                      // the finding log (os.OpenFile)
+	Create      writerFactory                   // the flight recorder (recording.Create)
+}
+
+func (d *Deps) fill() {
+	if d.Snapshot == nil {
+		d.Snapshot = rdmanl.Read
+	}
+	if d.Boot == nil {
+		d.Boot = bootNow
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.ModulesRoot == "" {
+		d.ModulesRoot = "/sys/module"
+	}
+	if d.Stderr == nil {
+		d.Stderr = os.Stderr
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.OpenFile == nil {
+		d.OpenFile = openAppend
+	}
+	if d.Create == nil {
+		d.Create = createRecording
+	}
+}
+
+func bootNow() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
