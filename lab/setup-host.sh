@@ -69,7 +69,8 @@ done
 
 pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-dev
 	iproute2 rdma-core ibverbs-utils rdmacm-utils libibverbs-dev librdmacm-dev
-	libibumad-dev ibverbs-providers libibverbs1 librdmacm1 libibumad3 kmod)
+	libibumad-dev ibverbs-providers libibverbs1 librdmacm1 libibumad3 kmod
+	chromium)  # chromium: the postmortem HTML report is rendered headless in make test
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # Optional: installed when this Debian has them.
 for p in bpftool infiniband-diags; do

@@ -2,8 +2,8 @@
 EXAMPLE_KERNEL ?= 6.12
 
 .PHONY: html-test
-html-test: ## render a postmortem HTML report in headless Chromium, check the screenshot is not blank
-	@command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+html-test: setup ## render a postmortem HTML report in headless Chromium, check the screenshot is not blank
+	@command -v chromium >/dev/null || { echo "html-test: chromium missing: run make setup (lab/setup-host.sh installs it)" >&2; exit 1; }
 	APMWATCH_BROWSER=1 $(GO) test -count=1 -run '^TestHTMLInChromium$$' ./postmortem
 
 # `make test` renders the HTML too.
