@@ -27,7 +27,7 @@ const actorIDBase = 1 << 32
 // open is an unresolved finding (open_findings).
 type open struct {
 	kind apm.Kind
-	key  event.QPKey
+	qp   apm.Key
 }
 
 // daemon is the state of one run; only the loop goroutine touches it.
@@ -188,12 +188,9 @@ func (d *daemon) handle(e *event.Event) {
 	if d.cfg.Actor != nil {
 		d.cfg.Actor.Observe(e)
 	}
-	destroyed := d.recon.observe(e)
+	d.recon.observe(e)
 	d.model.Handle(e)
 	d.publish()
-	if destroyed {
-		d.closeOpen(e.Key())
-	}
 }
 
 func (d *daemon) tick() {
@@ -213,6 +210,7 @@ func (d *daemon) tick() {
 		}
 	}
 	d.m.modelQPs.Set(float64(d.model.Stats().QPs))
+	d.sweepOpen()
 	if d.rec != nil {
 		d.rec.tick(now)
 	}
@@ -252,9 +250,6 @@ func (d *daemon) reconcile(r snapResult) {
 	d.m.reconciles.WithLabelValues("ok").Inc()
 	res := d.recon.apply(r.snap, d.model, d.m)
 	d.publish()
-	for _, k := range res.gone {
-		d.closeOpen(k)
-	}
 	for _, q := range res.unseen {
 		d.log.Info("qp listed by rdma netlink but never seen by the probes", "device", q.Device, "qpn", q.LQPN,
 			"mig_state", q.PathMig.String(), "pid", q.PID, "comm", q.Comm)

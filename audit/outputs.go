@@ -2,7 +2,6 @@ package audit
 
 import (
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/event"
 )
 
 // publish writes what the model found in the last call.
@@ -36,8 +35,10 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 		return
 	}
 	d.m.findings.WithLabelValues(string(f.Kind), f.Severity.String()).Inc()
-	d.open[f.ID] = open{kind: f.Kind, key: event.QPKey{Device: f.QP.Device, QPN: f.QP.QPN}}
-	d.m.openFindings.WithLabelValues(string(f.Kind)).Inc()
+	if d.alive(f.QP) {
+		d.open[f.ID] = open{kind: f.Kind, qp: f.QP}
+		d.m.openFindings.WithLabelValues(string(f.Kind)).Inc()
+	}
 	if d.rec != nil {
 		line.Bundle = d.addToBundle(line)
 	}
@@ -57,10 +58,20 @@ func (d *daemon) actorID(f apm.Finding) apm.Finding {
 	return f
 }
 
-// closeOpen closes the open findings of a QP that is gone.
-func (d *daemon) closeOpen(k event.QPKey) {
+// alive reports whether the model still holds the QP history k (the same
+// generation): a finding on a history that ended is not open.
+func (d *daemon) alive(k apm.Key) bool {
+	v, ok := d.model.Lookup(k.Device, k.QPN)
+	return ok && v.Key.Gen == k.Gen
+}
+
+// sweepOpen closes the open findings whose QP history ended (destroyed, or
+// gone from rdma netlink). The model judges in Boot order, after its reorder
+// window, so a finding may come after the destroy was delivered: checking
+// at every tick catches both orders.
+func (d *daemon) sweepOpen() {
 	for id, o := range d.open {
-		if o.key == k {
+		if !d.alive(o.qp) {
 			delete(d.open, id)
 			d.m.openFindings.WithLabelValues(string(o.kind)).Dec()
 		}

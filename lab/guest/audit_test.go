@@ -325,3 +325,35 @@ func runCmd(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %v: %v: %s", name, args, err, out)
 	}
 }
+
+// ib modules unloaded and loaded again while audit runs: the probes are
+// re-attached (kprobes here: they do not pin their module, fentry does) and
+// what happens afterwards is seen.
+func TestAuditModuleReload(t *testing.T) {
+	dir := t.TempDir()
+	findings := filepath.Join(dir, "findings.jsonl")
+	a := startAudit(t, dir, "--force-kprobe")
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(evTimeout)
+		for !strings.Contains(a.Stderr(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("audit did not log %q\n%s", what, a.Dump())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	runCmd(t, "rmmod", "apmlab")
+	waitLog(`why="apmlab unloaded"`)
+	runCmd(t, "insmod", "/lib/lab-kmod/apmlab.ko")
+	waitLog(`why="apmlab loaded"`)
+	if v := metricValue(scrape(t), `apmwatch_probe_reattach_total{reason="modules"}`); v != "2" {
+		t.Errorf("apmwatch_probe_reattach_total{modules} = %q, want 2", v)
+	}
+	p, q := migrateNoRearm(t, "rxe0")
+	waitFinding(t, a, findings, "missed-rearm", "rxe0", q)
+	p.Stop(t)
+	if err := a.Stop(t); err != nil {
+		t.Errorf("audit on SIGTERM: %v\n%s", err, a.Dump())
+	}
+}
