@@ -164,6 +164,20 @@ func (a *Actuator) do(ctx context.Context, r *Request, res *Result) error {
 	return a.act(r, b, &t, res)
 }
 
+// Open resolves a QP and returns the owner's file borrowed (close it) with
+// the target, for callers that run many commands (benchmarks, tools).
+func (a *Actuator) Open(pid int, device string, qpn uint32) (*Borrowed, Target, error) {
+	rows, err := a.Rows()
+	if err != nil {
+		return nil, Target{}, fmt.Errorf("reading rdma netlink: %w", err)
+	}
+	row, err := findRow(rows, pid, device, qpn)
+	if err != nil {
+		return nil, Target{}, err
+	}
+	return a.roots.resolve(pid, row, 0, false)
+}
+
 // act checks, sends and verifies.
 func (a *Actuator) act(r *Request, b *Borrowed, t *Target, res *Result) error {
 	before, err := a.query(b, t)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apmwatch/apmwatch/actuator"
 	"golang.org/x/sys/unix"
@@ -192,4 +193,42 @@ func runWithoutPtraceCap(t *testing.T, args ...string) (string, int) {
 		t.Fatal(r.err)
 	}
 	return r.out, r.code
+}
+
+// The cost of the actuator's commands on rxe, for docs/performance.md:
+// raw QUERY_QP and MODIFY_QP (rearm) ioctls on the borrowed file, and a
+// whole `actuate query` (netlink, /proc, pidfd_getfd, driver id probe,
+// INFO_HANDLES, queries).
+func TestActuatorCost(t *testing.T) {
+	_, pid, qpn := migratedPair(t)
+	a := actuator.New(nil)
+	b, tg, err := a.Open(pid, "rxe0", uint32(qpn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 2000
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := b.Query(tg.Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := time.Since(start) / n
+	start = time.Now()
+	for i := 0; i < n; i++ {
+		if err := b.Modify(&actuator.Modify{Handle: tg.Handle, AttrMask: 1 << 18, PathMigState: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := time.Since(start) / n
+	const k = 50
+	start = time.Now()
+	for i := 0; i < k; i++ {
+		if _, err := a.Do(context.Background(), actuator.Request{Op: actuator.OpQuery, PID: pid, QPN: uint32(qpn), Device: "rxe0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := time.Since(start) / k
+	t.Logf("cost: QUERY_QP ioctl %v, MODIFY_QP rearm ioctl %v, whole actuate query (resolve+borrow+check) %v", q, m, d)
 }
