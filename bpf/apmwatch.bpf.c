@@ -32,7 +32,7 @@ volatile const struct apm_config cfg = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
 struct {
@@ -79,9 +79,15 @@ static __always_inline void count(__u32 idx)
 		(*v)++;
 }
 
+/* Batched wakeups: the reader is woken only once cfg.wakeup_bytes are
+ * queued, and otherwise polls on a short timer (collector.pollInterval). */
 static __always_inline void emit(struct apm_record *r)
 {
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), 0))
+	__u64 flags = 0;
+	if (cfg.wakeup_bytes)
+		flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(*r) >= cfg.wakeup_bytes ?
+				BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), flags))
 		count(APM_CNT_LOST);
 }
 
@@ -177,12 +183,12 @@ static __always_inline void join_done(__u32 slot, __s64 ret)
 
 /* ---- QP modify: ib_modify_qp, ib_modify_qp_with_udata ---- */
 
-static __always_inline void modify_entry(struct ib_qp *qp, struct ib_qp_attr *attr,
-					 int mask, __u64 ip)
+static __always_inline struct apm_record *modify_record(struct ib_qp *qp, struct ib_qp_attr *attr,
+							  int mask, __u64 ip)
 {
 	struct apm_record *r = new_record(APM_KIND_MODIFY, ip);
 	if (!r)
-		return;
+		return 0;
 	read_qp(r, qp);
 	r->attr_mask = mask;
 	if (mask & IB_QP_STATE)
@@ -204,29 +210,33 @@ static __always_inline void modify_entry(struct ib_qp *qp, struct ib_qp_attr *at
 		r->alt.pkey_index = BPF_CORE_READ(attr, alt_pkey_index);
 		r->alt.timeout = BPF_CORE_READ(attr, alt_timeout);
 	}
-	join_put(r, APM_SLOT_MODIFY);
+	return r;
 }
 
-SEC("fentry/ib_modify_qp")
-int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
-{
-	modify_entry(qp, attr, mask, bpf_get_func_ip(ctx));
-	return 0;
-}
-
+/* fexit sees the arguments and the return code at once: one program, no
+ * join map. ib_modify_qp* leave the fields read here unchanged (the core
+ * only fills the RoCE dmac and sgid_attr of the caller's attr). Both
+ * targets share the first three arguments; bpf_get_func_ret reads the
+ * return code whatever the argument count. */
 SEC("fexit/ib_modify_qp")
-int BPF_PROG(fexit_modify)
+int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	__u64 ret = 0;
 	bpf_get_func_ret(ctx, &ret);
-	join_done(APM_SLOT_MODIFY, (int)ret);
+	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
+	if (!r)
+		return 0;
+	r->ret = (int)ret;
+	emit(r);
 	return 0;
 }
 
 SEC("kprobe/ib_modify_qp")
 int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	modify_entry(qp, attr, mask, bpf_get_func_ip(ctx));
+	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
+	if (r)
+		join_put(r, APM_SLOT_MODIFY);
 	return 0;
 }
 

@@ -14,9 +14,10 @@ import (
 )
 
 type apmApmConfig struct {
-	_       structs.HostLayout
-	AllMads uint8
-	Pad     [7]uint8
+	_           structs.HostLayout
+	WakeupBytes uint32
+	AllMads     uint8
+	Pad         [3]uint8
 }
 
 type apmApmPath struct {
@@ -92,7 +93,6 @@ const (
 	apmProgFentryHandler     = "fentry_handler"
 	apmProgFentryMlx4QpEvent = "fentry_mlx4_qp_event"
 	apmProgFentryMlx5QpEvent = "fentry_mlx5_qp_event"
-	apmProgFentryModify      = "fentry_modify"
 	apmProgFentryNotify      = "fentry_notify"
 	apmProgFentryPortEvent   = "fentry_port_event"
 	apmProgFentryQpEvent     = "fentry_qp_event"
@@ -169,7 +169,6 @@ type apmProgramSpecs struct {
 	FentryHandler     *ebpf.ProgramSpec `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx5_qp_event"`
-	FentryModify      *ebpf.ProgramSpec `ebpf:"fentry_modify"`
 	FentryNotify      *ebpf.ProgramSpec `ebpf:"fentry_notify"`
 	FentryPortEvent   *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
@@ -269,7 +268,6 @@ type apmPrograms struct {
 	FentryHandler     *ebpf.Program `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent *ebpf.Program `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent *ebpf.Program `ebpf:"fentry_mlx5_qp_event"`
-	FentryModify      *ebpf.Program `ebpf:"fentry_modify"`
 	FentryNotify      *ebpf.Program `ebpf:"fentry_notify"`
 	FentryPortEvent   *ebpf.Program `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.Program `ebpf:"fentry_qp_event"`
@@ -305,7 +303,6 @@ func (p *apmPrograms) Close() error {
 		p.FentryHandler,
 		p.FentryMlx4QpEvent,
 		p.FentryMlx5QpEvent,
-		p.FentryModify,
 		p.FentryNotify,
 		p.FentryPortEvent,
 		p.FentryQpEvent,

@@ -21,6 +21,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The probes wake the reader once wakeupRecords records are queued; below
+// that, the reader polls every pollInterval. This bounds the latency of a
+// lone event to pollInterval and saves a wakeup per record under load.
+const (
+	wakeupRecords = 32
+	pollInterval  = 20 * time.Millisecond
+)
+
 // Options configure a live collector.
 type Options struct {
 	AllMADs     bool      // every MAD class, not only CM (0x07)
@@ -78,7 +86,7 @@ func Open(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := apmApmConfig{}
+	cfg := apmApmConfig{WakeupBytes: wakeupRecords * uint32(recordSize)}
 	if opts.AllMADs {
 		cfg.AllMads = 1
 	}
@@ -145,7 +153,14 @@ func (c *Collector) read() {
 	defer close(c.readDone)
 	var rec ringbuf.Record
 	for {
+		// Only this goroutine reads, so SetDeadline never waits on a
+		// blocked read. Records queued below the wakeup threshold are
+		// picked up when the deadline passes.
+		c.reader.SetDeadline(time.Now().Add(pollInterval))
 		err := c.reader.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
 		if err != nil {
 			// Close flushes once the probes are detached: the records
 			// left are read first, then ErrFlushed ends the stream.

@@ -6,9 +6,7 @@ import "github.com/apmwatch/apmwatch/event"
 type hookKind uint8
 
 const (
-	hookJoined     hookKind = iota // entry and exit, joined in the kernel
-	hookEntry                      // entry only
-	hookExit                       // exit only
+	hookFunc       hookKind = iota // a function: fentry and/or fexit, else kprobe and/or kretprobe
 	hookTracepoint                 // tp_btf, else raw_tp
 )
 
@@ -30,7 +28,8 @@ type hookDef struct {
 	Signal string // what it observes
 	Kind   hookKind
 	Role   role
-	// Function hooks: BTF programs, then kprobe programs.
+	// Function hooks: BTF programs, then kprobe programs; an entry and an
+	// exit program of one kind are joined in the kernel (join map).
 	Fentry, Fexit, Kprobe, Kretprobe string
 	// Tracepoint hooks.
 	TPBTF, RawTP string
@@ -39,7 +38,7 @@ type hookDef struct {
 // QPEventHandlerProgs are the programs for any (struct ib_event *, void *)
 // handler; --event-hook adds targets using them.
 func qpEventHook(name, module, signal string, r role) hookDef {
-	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookEntry, Role: r,
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc, Role: r,
 		Fentry: "fentry_qp_event", Kprobe: "kprobe_qp_event"}
 }
 
@@ -49,17 +48,18 @@ func qpEventHook(name, module, signal string, r role) hookDef {
 const LabEventHandler = "qp_event"
 
 func modifyHook(name, signal string) hookDef {
-	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookJoined,
-		Fentry: "fentry_modify", Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
+	// fexit alone sees arguments and return code; kprobes need the join.
+	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
+		Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
 }
 
 func handlerHook(name, signal string) hookDef {
-	return hookDef{Name: name, Module: "ib_cm", Signal: signal, Kind: hookJoined,
+	return hookDef{Name: name, Module: "ib_cm", Signal: signal, Kind: hookFunc,
 		Fentry: "fentry_handler", Fexit: "fexit_handler", Kprobe: "kprobe_handler", Kretprobe: "kretprobe_handler"}
 }
 
 func createHook(name, signal string) hookDef {
-	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookExit,
+	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
 		Fexit: "fexit_qp_create", Kretprobe: "kretprobe_qp_create"}
 }
 
@@ -74,9 +74,9 @@ func defaultHooks() []hookDef {
 		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs"),
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
 		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
-		{Name: "mlx5_ib_qp_event", Module: "mlx5_ib", Signal: "qp async events, mlx5 (raw, qpn only)", Kind: hookEntry,
+		{Name: "mlx5_ib_qp_event", Module: "mlx5_ib", Signal: "qp async events, mlx5 (raw, qpn only)", Kind: hookFunc,
 			Role: roleFallback, Fentry: "fentry_mlx5_qp_event", Kprobe: "kprobe_mlx5_qp_event"},
-		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookEntry,
+		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookFunc,
 			Role: roleFallback, Fentry: "fentry_mlx4_qp_event", Kprobe: "kprobe_mlx4_qp_event"},
 		qpEventHook("qp_event_handler", "rpcrdma", "qp async events, NFS/RDMA server", roleFallback),
 		qpEventHook("rds_ib_qp_event_handler", "rds_rdma", "qp async events, RDS", roleFallback),
@@ -86,9 +86,9 @@ func defaultHooks() []hookDef {
 		qpEventHook("isert_qp_event_callback", "ib_isert", "qp async events, iSER target", roleFallback),
 		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
 		qpEventHook(LabEventHandler, "apmlab", "qp async events, lab test module", roleFallback),
-		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookEntry,
+		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
 			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
-		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookJoined,
+		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc,
 			Fentry: "fentry_notify", Fexit: "fexit_notify", Kprobe: "kprobe_notify", Kretprobe: "kretprobe_notify"},
 		handlerHook("cm_lap_handler", "LAP received by the CM, and its result"),
 		handlerHook("cm_apr_handler", "APR received by the CM, and its result"),
@@ -97,7 +97,7 @@ func defaultHooks() []hookDef {
 		tpHook("ib_umad:ib_umad_write", "ib_umad", "MADs written by userspace (marks sends)", "tp_umad_write", "raw_umad_write"),
 		createHook("ib_create_qp_user", "qp create, user QPs"),
 		createHook("ib_create_qp_kernel", "qp create, kernel QPs"),
-		{Name: "ib_destroy_qp_user", Module: "ib_core", Signal: "qp destroy, every QP", Kind: hookJoined,
+		{Name: "ib_destroy_qp_user", Module: "ib_core", Signal: "qp destroy, every QP", Kind: hookFunc,
 			Fentry: "fentry_destroy", Fexit: "fexit_destroy", Kprobe: "kprobe_destroy", Kretprobe: "kretprobe_destroy"},
 	}
 }

@@ -123,15 +123,7 @@ func (l *loader) attachBTF(t *target) error {
 		_, name := tpName(t.def.Name)
 		return l.attachTracing([]string{t.def.TPBTF}, name)
 	}
-	var progs []string
-	switch t.def.Kind {
-	case hookJoined:
-		progs = []string{t.def.Fentry, t.def.Fexit}
-	case hookEntry:
-		progs = []string{t.def.Fentry}
-	case hookExit:
-		progs = []string{t.def.Fexit}
-	}
+	progs := slices.DeleteFunc([]string{t.def.Fentry, t.def.Fexit}, func(s string) bool { return s == "" })
 	return l.attachTracing(progs, t.def.Name)
 }
 
@@ -171,15 +163,7 @@ func (l *loader) attachFallback(t *target) error {
 		l.links = append(l.links, lk)
 		return nil
 	}
-	var entry, exit string
-	switch t.def.Kind {
-	case hookJoined:
-		entry, exit = t.def.Kprobe, t.def.Kretprobe
-	case hookEntry:
-		entry = t.def.Kprobe
-	case hookExit:
-		exit = t.def.Kretprobe
-	}
+	entry, exit := t.def.Kprobe, t.def.Kretprobe
 	progs := slices.DeleteFunc([]string{entry, exit}, func(s string) bool { return s == "" })
 	if len(progs) == 0 {
 		return errors.New("no kprobe program for this hook")
