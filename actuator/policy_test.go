@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,24 @@ func TestPolicyErrors(t *testing.T) {
 	}
 	if p := DefaultPolicy(); p.Mode != ModeMonitor || p.Validate() == nil {
 		t.Errorf("the default policy must be monitor mode and allow nothing: %+v", p)
+	}
+}
+
+// The example in docs/actuator.md is this file: it must stay valid.
+func TestExamplePolicy(t *testing.T) {
+	p, err := LoadPolicy("testdata/policy-example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != ModeMonitor || len(p.Alternates) != 1 {
+		t.Errorf("example policy %+v", p)
+	}
+	doc, err := os.ReadFile("../docs/actuator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := os.ReadFile("testdata/policy-example.json")
+	if !strings.Contains(string(doc), string(ex)) {
+		t.Error("docs/actuator.md does not show testdata/policy-example.json verbatim")
 	}
 }
