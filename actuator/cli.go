@@ -131,6 +131,10 @@ func (a *Actuator) Show(ctx context.Context, device string, qpn uint32) (Row, *R
 		return r, nil, nil
 	}
 	res, err := a.Do(ctx, Request{Op: OpQuery, PID: int(r.PID), QPN: qpn, Device: r.Device})
+	if err == nil {
+		h := int64(res.Target.Handle)
+		r.Handle, r.Uverbs = &h, res.Target.File.Uverbs
+	}
 	return r, res, err
 }
 

@@ -232,3 +232,21 @@ func TestActuatorCost(t *testing.T) {
 	d := time.Since(start) / k
 	t.Logf("cost: QUERY_QP ioctl %v, MODIFY_QP rearm ioctl %v, whole actuate query (resolve+borrow+check) %v", q, m, d)
 }
+
+// Kernel ULP QPs are listed as such and never tried.
+func TestActuatorKernelQPNotTried(t *testing.T) {
+	MustRun(t, "lab-ulp", "start")
+	t.Cleanup(func() { Run(t, "lab-ulp", "stop") })
+	rows := MustRun(t, "apmwatch", "qp", "list", "-o", "json", "--device", "rxe0")
+	var qpn int64 = -1
+	for _, r := range Filter(rows, Match("kernel", true)) {
+		qpn = r.Int("qpn")
+	}
+	if qpn < 0 {
+		t.Fatalf("qp list shows no kernel QP on rxe0: %v", rows)
+	}
+	r := Run(t, "apmwatch", "actuate", "rearm", "--pid", "1", "--qpn", strconv.FormatInt(qpn, 10), "--device", "rxe0")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "kernel qp:") || strings.Contains(r.Stderr, "resolve:") {
+		t.Errorf("actuate on a kernel qp: exit %d, stderr %s", r.Code, r.Stderr)
+	}
+}
