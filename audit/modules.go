@@ -25,17 +25,30 @@ type modWatch struct {
 	ids  map[string]uint64 // 0: not loaded
 }
 
-func newModWatch(root string, hooks []event.Hook) *modWatch {
+// newModWatch watches the modules of hooks, from their state in before
+// (taken before the probes were planned, so that a module loaded while they
+// were being attached counts as a change).
+func newModWatch(root string, hooks []event.Hook, before map[string]uint64) *modWatch {
 	w := &modWatch{root: root, ids: map[string]uint64{}}
 	for _, h := range hooks {
 		if h.Module != "" {
-			w.ids[h.Module] = 0
+			w.ids[h.Module] = before[h.Module]
 		}
 	}
-	for name := range w.ids {
-		w.ids[name] = w.id(name)
-	}
 	return w
+}
+
+// moduleIDs reads the identity of every module under root.
+func moduleIDs(root string) map[string]uint64 {
+	ents, _ := os.ReadDir(root)
+	w := &modWatch{root: root}
+	out := make(map[string]uint64, len(ents))
+	for _, e := range ents {
+		if id := w.id(e.Name()); id != 0 {
+			out[e.Name()] = id
+		}
+	}
+	return out
 }
 
 func (w *modWatch) id(name string) uint64 {

@@ -177,7 +177,7 @@ func TestModWatch(t *testing.T) {
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, "ib_core"), 0o755)
 	os.Mkdir(filepath.Join(root, "ib_cm"), 0o755)
-	w := newModWatch(root, []event.Hook{{Module: "ib_core"}, {Module: "ib_cm"}, {Module: "mlx5_ib"}})
+	w := newModWatch(root, []event.Hook{{Module: "ib_core"}, {Module: "ib_cm"}, {Module: "mlx5_ib"}}, moduleIDs(root))
 	if got := w.changed(); got != "" {
 		t.Fatalf("nothing changed, got %q", got)
 	}
@@ -192,6 +192,13 @@ func TestModWatch(t *testing.T) {
 	}
 	if got := w.changed(); got != "" {
 		t.Fatalf("reported twice: %q", got)
+	}
+	// A module loaded while the probes were being attached is a change.
+	before := moduleIDs(root)
+	os.Mkdir(filepath.Join(root, "ib_core"), 0o755)
+	w = newModWatch(root, []event.Hook{{Module: "ib_core"}}, before)
+	if got := w.changed(); got != "ib_core loaded" {
+		t.Fatalf("a module loaded during the attach: got %q", got)
 	}
 }
 

@@ -34,6 +34,7 @@ func feed(src event.Source, epoch int, ch chan<- item) {
 
 // attach opens the probes and starts reading them.
 func (d *daemon) attach(reason string) error {
+	before := moduleIDs(d.deps.ModulesRoot)
 	src, err := d.deps.Open()
 	if err != nil {
 		d.m.sourceUp.Set(0)
@@ -45,7 +46,7 @@ func (d *daemon) attach(reason string) error {
 	d.meta = meta
 	d.m.setHooks(meta.Hooks)
 	d.m.sourceUp.Set(1)
-	d.mods = newModWatch(d.deps.ModulesRoot, meta.Hooks)
+	d.mods = newModWatch(d.deps.ModulesRoot, meta.Hooks, before)
 	go feed(src, d.epoch, d.events)
 	attached := map[event.HookMethod]int{}
 	for _, h := range meta.Hooks {

@@ -333,20 +333,23 @@ func TestAuditModuleReload(t *testing.T) {
 	dir := t.TempDir()
 	findings := filepath.Join(dir, "findings.jsonl")
 	a := startAudit(t, dir, "--force-kprobe")
-	waitLog := func(what string) {
+	waitLog := func(what string, n int) {
 		t.Helper()
 		deadline := time.Now().Add(evTimeout)
-		for !strings.Contains(a.Stderr(), what) {
+		for strings.Count(a.Stderr(), what) < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("audit did not log %q\n%s", what, a.Dump())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	attached := `msg="probes attached" reason=modules`
 	runCmd(t, "rmmod", "apmlab")
-	waitLog(`why="apmlab unloaded"`)
+	waitLog(`why="apmlab unloaded"`, 1)
+	waitLog(attached, 1)
 	runCmd(t, "insmod", "/lib/lab-kmod/apmlab.ko")
-	waitLog(`why="apmlab loaded"`)
+	waitLog(`why="apmlab loaded"`, 1)
+	waitLog(attached, 2)
 	if v := metricValue(scrape(t), `apmwatch_probe_reattach_total{reason="modules"}`); v != "2" {
 		t.Errorf("apmwatch_probe_reattach_total{modules} = %q, want 2", v)
 	}
