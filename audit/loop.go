@@ -18,6 +18,10 @@ import (
 // counters, the recorder's budget, bundles that are due. Tests shorten it.
 var tickEvery = time.Second
 
+// advanceEvery is how often the model's clock is moved on between events,
+// so a deadline is judged within this much of falling due.
+var advanceEvery = 100 * time.Millisecond
+
 // started, when set (tests), sees the daemon once it runs.
 var started func(*daemon)
 
@@ -136,12 +140,17 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 func (d *daemon) loop(ctx context.Context) {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
+	adv := time.NewTicker(advanceEvery)
+	defer adv.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case it := <-d.events:
 			d.item(it)
+		case <-adv.C:
+			d.model.Advance(d.deps.Boot())
+			d.publish()
 		case <-tick.C:
 			d.tick()
 		case r := <-d.snaps:

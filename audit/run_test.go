@@ -37,9 +37,9 @@ type harness struct {
 
 func newHarness(t *testing.T, edit func(*Config)) *harness {
 	t.Helper()
-	old := tickEvery
-	tickEvery = 20 * time.Millisecond
-	t.Cleanup(func() { tickEvery = old; started = nil })
+	oldTick, oldAdv := tickEvery, advanceEvery
+	tickEvery, advanceEvery = 20*time.Millisecond, 10*time.Millisecond
+	t.Cleanup(func() { tickEvery, advanceEvery, started = oldTick, oldAdv, nil })
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
 		hup: make(chan struct{}, 1), stderr: &syncBuffer{}}
