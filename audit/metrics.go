@@ -56,7 +56,7 @@ func newMetrics() *metrics {
 	m.resolutions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "resolutions_total",
 		Help: "Findings resolved, by kind."}, []string{"kind"})
 	m.openFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "open_findings",
-		Help: "Findings neither resolved nor closed by their QP's destruction, by kind."}, []string{"kind"})
+		Help: "Findings of severity warning and above neither resolved nor closed by their QP's destruction, by kind."}, []string{"kind"})
 	m.qps = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "qps",
 		Help: "RC/UC/XRC QPs by path-migration state, from the last rdma netlink reading."}, []string{"device", "mig_state"})
 	m.modelQPs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "model_qps",

@@ -35,7 +35,7 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 		return
 	}
 	d.m.findings.WithLabelValues(string(f.Kind), f.Severity.String()).Inc()
-	if d.alive(f.QP) {
+	if f.Severity >= apm.SevWarning && d.alive(f.QP) {
 		d.open[f.ID] = open{kind: f.Kind, qp: f.QP}
 		d.m.openFindings.WithLabelValues(string(f.Kind)).Inc()
 	}

@@ -1,0 +1,59 @@
+package audit
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// recordingActor answers each finding with an "actuated" finding.
+type recordingActor struct {
+	observed, ticks atomic.Int64
+	acted           []apm.Finding
+}
+
+func (a *recordingActor) Observe(*event.Event) { a.observed.Add(1) }
+
+func (a *recordingActor) Act(_ context.Context, f apm.Finding) []apm.Finding {
+	a.acted = append(a.acted, f)
+	return []apm.Finding{{Kind: "actuated", Severity: apm.SevInfo, QP: f.QP, Explanation: "rearmed"}}
+}
+
+func (a *recordingActor) Tick(context.Context, time.Time) []apm.Finding {
+	a.ticks.Add(1)
+	return nil
+}
+
+func TestActorSeesEventsAndFindings(t *testing.T) {
+	act := &recordingActor{}
+	h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
+	d := h.daemon()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(b.Steps)
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	ls := h.lines(2)
+	if ls[0].Kind != "missed-rearm" || ls[1].Kind != "actuated" || ls[1].ID <= actorIDBase || ls[1].QP.QPN != 17 {
+		t.Fatalf("lines: %+v", ls)
+	}
+	if got := testutil.ToFloat64(d.m.findings.WithLabelValues("actuated", "info")); got != 1 {
+		t.Fatalf("findings_total{actuated} = %v", got)
+	}
+	if got := testutil.ToFloat64(d.m.openFindings.WithLabelValues("actuated")); got != 0 {
+		t.Fatalf("an info finding is open: %v", got)
+	}
+	h.stop()
+	if n := act.observed.Load(); n != int64(len(b.Steps)) {
+		t.Fatalf("Observe saw %d events of %d", n, len(b.Steps))
+	}
+	if len(act.acted) != 1 || act.ticks.Load() == 0 {
+		t.Fatalf("Act %d times, Tick %d times", len(act.acted), act.ticks.Load())
+	}
+}
