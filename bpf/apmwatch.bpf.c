@@ -79,25 +79,25 @@ static __always_inline void count(__u32 idx)
 		(*v)++;
 }
 
+static __always_inline __u64 wakeup_flags(void)
+{
+	if (!cfg.wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(struct apm_record) >= cfg.wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 /* Batched wakeups: the reader is woken only once cfg.wakeup_bytes are
  * queued, and otherwise polls on a short timer (collector.pollInterval). */
 static __always_inline void emit(struct apm_record *r)
 {
-	__u64 flags = 0;
-	if (cfg.wakeup_bytes)
-		flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(*r) >= cfg.wakeup_bytes ?
-				BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), flags))
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags()))
 		count(APM_CNT_LOST);
 }
 
-/* A zeroed scratch record with the common header filled in. */
-static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
+/* Zero a record and fill in the common header. */
+static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 ip)
 {
-	__u32 zero = 0;
-	struct apm_record *r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
-		return 0;
 	__builtin_memset(r, 0, sizeof(*r));
 	__u64 id = bpf_get_current_pid_tgid();
 	r->boot_ns = bpf_ktime_get_boot_ns();
@@ -107,6 +107,16 @@ static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
 	r->tid = (__u32)id;
 	r->kind = kind;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* A zeroed scratch record with the common header filled in. */
+static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
+{
+	__u32 zero = 0;
+	struct apm_record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	fill_header(r, kind, ip);
 	return r;
 }
 
@@ -213,21 +223,94 @@ static __always_inline struct apm_record *modify_record(struct ib_qp *qp, struct
 	return r;
 }
 
+/* Direct (BTF) reads for the fexit path: plain loads the verifier turns
+ * into fault-safe PROBE_MEM loads, much cheaper than bpf_probe_read_kernel.
+ * qp->uobject points to a type vmlinux only forward-declares, so it is read
+ * with BPF_CORE_READ. */
+static __always_inline void read_path_btf(struct apm_path *p, struct rdma_ah_attr *ah)
+{
+	if (bpf_core_field_size(ah->port_num) == 1)
+		p->port = *(__u8 *)&ah->port_num;
+	else
+		p->port = ah->port_num;
+	p->dlid = ah->ib.dlid;
+	p->sgid_index = ah->grh.sgid_index;
+	p->is_global = ah->ah_flags & IB_AH_GRH;
+	__u64 hi = ah->grh.dgid.global.subnet_prefix, lo = ah->grh.dgid.global.interface_id;
+	__builtin_memcpy(p->dgid, &hi, 8);
+	__builtin_memcpy(p->dgid + 8, &lo, 8);
+}
+
+static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
+{
+	struct ib_qp *real = qp->real_qp;
+	if (real)
+		qp = real;
+	struct ib_device *dev = qp->device;
+	if (dev) {
+		__u64 *dst = (__u64 *)r->dev;
+#pragma unroll
+		for (int i = 0; i < APM_DEV_NAME_LEN / 8; i++)
+			dst[i] = *(__u64 *)&dev->name[i * 8];
+		r->dev[APM_DEV_NAME_LEN - 1] = 0;
+	}
+	r->qpn = qp->qp_num;
+	r->qp_type = qp->qp_type;
+	struct ib_uqp_object *uobj = qp->uobject;
+	if (uobj) {
+		r->flags |= APM_F_USER;
+		r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
+		r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
+	} else {
+		r->flags |= APM_F_KERNEL;
+	}
+}
+
 /* fexit sees the arguments and the return code at once: one program, no
- * join map. ib_modify_qp* leave the fields read here unchanged (the core
- * only fills the RoCE dmac and sgid_attr of the caller's attr). Both
- * targets share the first three arguments; bpf_get_func_ret reads the
- * return code whatever the argument count. */
+ * join map, the record built in place in the ring buffer. ib_modify_qp*
+ * leave the fields read here unchanged (the core only fills the RoCE dmac
+ * and sgid_attr of the caller's attr). Both targets share the first three
+ * arguments; bpf_get_func_ret reads the return code whatever the argument
+ * count. */
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
+	if (!qp || !attr)
+		return 0;
+	__u64 flags = wakeup_flags();
+	struct apm_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(APM_CNT_LOST);
+		return 0;
+	}
 	__u64 ret = 0;
 	bpf_get_func_ret(ctx, &ret);
-	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
-	if (!r)
-		return 0;
+	fill_header(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
 	r->ret = (int)ret;
-	emit(r);
+	read_qp_btf(r, qp);
+	r->attr_mask = mask;
+	if (mask & IB_QP_STATE)
+		r->state = attr->qp_state;
+	if (mask & IB_QP_PATH_MIG_STATE)
+		r->mig_state = attr->path_mig_state;
+	if (mask & IB_QP_DEST_QPN)
+		r->dest_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_AV) {
+		r->flags |= APM_F_HAS_PRIMARY;
+		read_path_btf(&r->primary, &attr->ah_attr);
+		r->primary.pkey_index = attr->pkey_index;
+	}
+	if (mask & IB_QP_ALT_PATH) {
+		r->flags |= APM_F_HAS_ALT;
+		read_path_btf(&r->alt, &attr->alt_ah_attr);
+		if (bpf_core_field_size(attr->alt_port_num) == 1)
+			r->alt.port = *(__u8 *)&attr->alt_port_num;
+		else
+			r->alt.port = attr->alt_port_num;
+		r->alt.pkey_index = attr->alt_pkey_index;
+		r->alt.timeout = attr->alt_timeout;
+	}
+	bpf_ringbuf_submit(r, flags);
 	return 0;
 }
 

@@ -55,6 +55,10 @@ struct ib_qp {
 
 union ib_gid {
 	__u8 raw[16];
+	struct {
+		__u64 subnet_prefix;
+		__u64 interface_id;
+	} global;
 } __core;
 
 struct ib_global_route {
