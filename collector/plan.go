@@ -36,7 +36,14 @@ type planOptions struct {
 // plan chooses, for every hook, how to attach it on this kernel. It attaches
 // nothing; the loader may still fall back from fentry to kprobe per hook.
 func plan(k kernelView, defs []hookDef, opts planOptions) []target {
+	defs = slices.Clone(defs)
 	for _, name := range opts.EventHooks {
+		// A named handler is attached even when __ib_qp_event_handler
+		// covers it; a known one keeps its definition.
+		if i := slices.IndexFunc(defs, func(d hookDef) bool { return d.Name == name }); i >= 0 {
+			defs[i].Role = roleAlways
+			continue
+		}
 		defs = append(defs, qpEventHook(name, "", "qp async events, --event-hook", roleAlways))
 	}
 	out := make([]target, 0, len(defs))

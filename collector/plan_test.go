@@ -90,6 +90,13 @@ func TestPlan612UsesCoreEventHandler(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", name, got[name].method, got[name].reason, want)
 		}
 	}
+	withFlag := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{"qp_event"}})
+	if n := len(withFlag); n != len(defaultHooks()) {
+		t.Errorf("--event-hook of a known handler added a hook: %d, want %d", n, len(defaultHooks()))
+	}
+	if g := byName(withFlag)["qp_event"]; g.method != event.HookKprobe {
+		t.Errorf("--event-hook qp_event with __ib_qp_event_handler present: %s %q, want attached", g.method, g.reason)
+	}
 	if r := got["mlx5_ib_qp_event"].reason; r != "module mlx5_ib not loaded" {
 		t.Errorf("mlx5 reason %q", r)
 	}

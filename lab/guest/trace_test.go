@@ -262,6 +262,26 @@ func TestTraceKprobeFallback(t *testing.T) {
 	tr.stop(t)
 }
 
+// --event-hook attaches a named (struct ib_event *, void *) handler even
+// where __ib_qp_event_handler sees every event: the lab module's handler.
+func TestTraceEventHookFlag(t *testing.T) {
+	tr := startTrace(t, "--event-hook", "qp_event")
+	if m := tr.method("qp_event"); m != event.HookFentry && m != event.HookKprobe {
+		t.Fatalf("--event-hook qp_event attached as %q", m)
+	}
+	st := MustRun(t, "lab-ulp", "start")
+	t.Cleanup(func() { Run(t, "lab-ulp", "stop") })
+	q := int64(-1)
+	for _, l := range st {
+		if l.Str("dev") == "rxe1" {
+			q = l.Int("qpn")
+		}
+	}
+	Inject(t, "rxe1", q, "comm_est", false)
+	tr.Wait(t, 0, evTimeout, Match("kind", "qp-event", "event", "COMM_EST", "device", "rxe1", "qpn", q, "hook", "qp_event"))
+	tr.stop(t)
+}
+
 func TestProbesCommand(t *testing.T) {
 	userHook, _ := qpEventHooks(t)
 	out, err := exec.Command("apmwatch", "probes", "--json").Output()
