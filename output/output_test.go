@@ -260,7 +260,9 @@ func TestRunTraceErrors(t *testing.T) {
 		t.Errorf("bad output: %v", err)
 	}
 	var out bytes.Buffer
-	deps.Plan = func() ([]event.Hook, error) { return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil }
+	deps.Plan = func() ([]event.Hook, error) {
+		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
+	}
 	deps.Stdout, deps.Check = &out, nil
 	if err := RunTrace(context.Background(), TraceConfig{DryRun: true}, deps); err != nil || !strings.Contains(out.String(), "ib_modify_qp") {
 		t.Errorf("dry run: %v\n%s", err, out.String())
