@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
+	"github.com/apmwatch/apmwatch/recording"
+)
+
+// flight writes steps into a rotating flight recorder in dir.
+func flight(t *testing.T, dir string, steps []apmtest.Step) []string {
+	t.Helper()
+	w, err := recording.Create(filepath.Join(dir, flightPrefix+"x"), event.Meta{Host: "h"}, recording.Options{Compress: true, MaxBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if s.Ev != nil {
+			w.Write(s.Ev)
+		}
+	}
+	w.Flush() // left open, as the daemon's is: no end record on the last file
+	t.Cleanup(func() { w.Close() })
+	return w.Files()
+}
+
+func TestBundleSliceAndFiles(t *testing.T) {
+	dir := t.TempDir()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	for q := uint32(100); q < 300; q++ { // earlier traffic, before the slice
+		b.Connect(q, apmtest.PathA, nil)
+		b.Destroy(q)
+	}
+	b.After(time.Minute)
+	from := b.Now()
+	missedRearm(b)
+	files := flight(t, dir, b.Steps)
+	if len(files) < 2 {
+		t.Fatalf("want rotated files, got %v", files)
+	}
+	f := apm.Finding{ID: 9, Kind: apm.MissedRearm, Severity: apm.SevError, QP: apm.Key{Device: "rxe0", QPN: 17, Gen: 1}, Last: b.Now()}
+	bd := newBundle(dir, time.Now(), Line{Finding: f}, 0, from)
+	bd.lines = []Line{{Type: TypeFinding, Finding: f}}
+	bd.addQPs(event.QPKey{Device: "rxe0", QPN: 17}, rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: "rxe0", LQPN: 17}, {Device: "rxe0", LQPN: 18}}}, nil)
+	bd.files, bd.host = files, "h"
+	if err := writeBundle(context.Background(), bd); err != nil {
+		t.Fatal(err)
+	}
+	got := replayBundle(t, filepath.Join(bd.dir, BundleEvents), b.Now()+uint64(3*time.Second))
+	if len(got) != 1 || got[0].Kind != apm.MissedRearm || got[0].QP.QPN != 17 {
+		t.Fatalf("bundle replays to %+v", got)
+	}
+	var info BundleInfoFile
+	raw, _ := os.ReadFile(filepath.Join(bd.dir, BundleInfo))
+	if err := json.Unmarshal(raw, &info); err != nil || info.Events != 6 || len(info.Findings) != 1 || len(info.Warnings) != 0 {
+		t.Fatalf("bundle.json: %+v %v (want the 6 events of the slice only)", info, err)
+	}
+	var qps BundleQPsFile
+	raw, _ = os.ReadFile(filepath.Join(bd.dir, BundleQPs))
+	if err := json.Unmarshal(raw, &qps); err != nil || len(qps.QPs) != 1 || qps.QPs[0].LQPN != 17 {
+		t.Fatalf("qps.json: %+v %v", qps, err)
+	}
+	if _, err := os.Stat(bd.dir + ".tmp"); !os.IsNotExist(err) {
+		t.Fatal("the .tmp directory is left")
+	}
+}
+
+// Bundles written over and over leave neither goroutines nor heap behind.
+func TestBundlesDoNotLeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("leak test")
+	}
+	dir := t.TempDir()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	for q := uint32(100); q < 600; q++ {
+		b.Connect(q, apmtest.PathA, nil)
+		b.Destroy(q)
+	}
+	files := flight(t, dir, b.Steps)
+	measure := func(n int) (uint64, int) {
+		for i := 0; i < n; i++ {
+			bd := newBundle(dir, time.Now(), Line{}, 0, 0)
+			bd.dir += "-" + time.Now().Format("150405.000000000")
+			bd.files = files
+			if err := writeBundle(context.Background(), bd); err != nil {
+				t.Fatal(err)
+			}
+			pruneBundles(dir, 3)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, runtime.NumGoroutine()
+	}
+	h1, g1 := measure(20)
+	h2, g2 := measure(100)
+	t.Logf("after 20 bundles: heap %d KiB, %d goroutines; after 120: %d KiB, %d", h1>>10, g1, h2>>10, g2)
+	if h2 > h1+1<<20 || g2 > g1 {
+		t.Fatalf("bundles leak: heap %d -> %d KiB, goroutines %d -> %d", h1>>10, h2>>10, g1, g2)
+	}
+}
