@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
@@ -13,7 +15,7 @@ func newProbesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probes",
 		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return output.RunProbes(asJSON, output.ProbesDeps{
 				Plan:   func() ([]event.Hook, error) { return collector.Plan(opts) },
@@ -27,4 +29,12 @@ func newProbesCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.ForceKprobe, "force-kprobe", false, "plan kprobes and raw tracepoints only")
 	_ = cmd.Flags().MarkHidden("force-kprobe")
 	return cmd
+}
+
+// noArgs rejects arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.Name(), args[0])}
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ func newTraceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
 		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
 			if err != nil {
