@@ -26,6 +26,7 @@ enum ib_mig_state { IB_MIG_APMWATCH_ };
 enum ib_event_type { IB_EVENT_APMWATCH_ };
 enum ib_cm_state { IB_CM_APMWATCH_ };
 enum ib_cm_lap_state { IB_CM_LAP_APMWATCH_ };
+enum rdma_ah_attr_type { RDMA_AH_ATTR_TYPE_IB = 1 }; /* kernel: UNDEFINED, IB, ROCE, OPA */
 
 struct ib_device {
 	char name[64];
@@ -74,8 +75,9 @@ struct rdma_ah_attr {
 	struct ib_global_route grh;
 	__u32 port_num; /* u8 before 5.13: read size-aware */
 	__u8 ah_flags;
+	enum rdma_ah_attr_type type;
 	union {
-		struct ib_ah_attr ib;
+		struct ib_ah_attr ib; /* only meaningful for RDMA_AH_ATTR_TYPE_IB */
 	};
 } __core;
 

@@ -131,7 +131,7 @@ func TestTraceUserQP(t *testing.T) {
 	// lab-pair's reaction: the alternate path (rejected on RoCE), then the rearm.
 	alt, i := tr.Wait(t, i, evTimeout, and(me, hasAttr("ALT_PATH")))
 	a := sub(alt, "alt")
-	if alt.Int("ret") != -22 || alt.Str("errno") != "EINVAL" || a.Int("port") != 1 || a.Str("is_global") != "true" ||
+	if alt.Int("ret") != -22 || alt.Str("errno") != "EINVAL" || a.Int("port") != 1 || a.Str("is_global") != "true" || a.Int("dlid") != 0 ||
 		!strings.HasPrefix(a.Str("dgid"), "::ffff:") || !a.Has("timeout") || !a.Has("pkey_index") {
 		t.Errorf("alternate path attempt: %v, want ret -22 with a decoded RoCE path", alt)
 	}
@@ -279,6 +279,24 @@ func TestTraceEventHookFlag(t *testing.T) {
 	}
 	Inject(t, "rxe1", q, "comm_est", false)
 	tr.Wait(t, 0, evTimeout, Match("kind", "qp-event", "event", "COMM_EST", "device", "rxe1", "qpn", q, "hook", "qp_event"))
+	tr.stop(t)
+}
+
+// Port events: an address added to and removed from the netdev under rxe0
+// changes its GID table, which the core dispatches as GID_CHANGE.
+func TestTracePortEvent(t *testing.T) {
+	tr := startTrace(t, "--kind", "port-event")
+	ip := func(args ...string) {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	ip("addr", "add", "192.168.78.1/24", "dev", "veth0")
+	defer ip("addr", "del", "192.168.78.1/24", "dev", "veth0")
+	l, _ := tr.Wait(t, 0, evTimeout, Match("kind", "port-event", "device", "rxe0", "event", "GID_CHANGE"))
+	if l.Int("port") != 1 {
+		t.Errorf("GID_CHANGE: %v, want port 1", l)
+	}
 	tr.stop(t)
 }
 
