@@ -8,6 +8,7 @@ package guest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -323,6 +324,23 @@ func TestProbesCommand(t *testing.T) {
 	}
 	if got["mlx5_ib_qp_event"].Reason == "" {
 		t.Error("a missing hook without a reason")
+	}
+}
+
+// Without privileges: one line saying what is missing, exit 1.
+func TestTraceUnprivileged(t *testing.T) {
+	cmd := exec.Command("apmwatch", "trace", "--duration", "1s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("unprivileged trace: %v, want exit 1; stderr %q", err, errb.String())
+	}
+	msg := strings.TrimSpace(errb.String())
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "need root, or CAP_BPF and CAP_PERFMON") {
+		t.Errorf("unprivileged trace said %q, want one line naming root or CAP_BPF+CAP_PERFMON", msg)
 	}
 }
 
