@@ -29,9 +29,15 @@ unit: ## run the unit tests (no root, no lab)
 	$(GO) test ./...
 
 .PHONY: lint
-lint: ## gofmt, go vet, and check that generated BPF objects are current
+lint: check-generated ## gofmt, go vet, and check that generated BPF objects are current
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfe[lb]\.go$$')); [ -z "$$out" ] || { echo "gofmt needed: $$out"; exit 1; }
 	$(GO) vet ./...
+
+.PHONY: check-generated
+check-generated: setup ## regenerate the bpf2go objects (clang) and fail if they differ from the committed ones
+	$(GO) generate ./collector/
+	@changed=$$(git status --porcelain -- collector/ | grep -E '_bpfe[lb]\.(go|o)$$'); \
+	[ -z "$$changed" ] || { echo "check-generated: committed BPF objects are stale (run make generate and commit):"; echo "$$changed"; exit 1; }
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the download cache)
