@@ -42,5 +42,6 @@ func newAuditCmd() *cobra.Command {
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	_ = fl.MarkHidden("force-kprobe")
+	enforceAudit(cmd, &cfg)
 	return cmd
 }
