@@ -18,6 +18,8 @@ type Truth struct {
 	HasState bool   // State is valid
 	At       uint64 // CLOCK_BOOTTIME nanoseconds of the reading
 	Source   string // "netlink", "query", ...
+	PID      uint32 // the owner, as the kernel names it (optional): used
+	Comm     string // when no event has named the QP's owner yet
 }
 
 // Stats counts what the model did.
@@ -79,7 +81,9 @@ func New(cfg Config, sink func(Finding)) (*Model, error) {
 // Config returns the thresholds in force.
 func (m *Model) Config() Config { return m.cfg }
 
-// Handle takes one event. It is applied once no event from another CPU can
+// Handle takes one event. A ground-truth reading in the stream
+// (event.KindTruth) is applied as Truth, MarkCM or Gone would apply it. It is
+// applied once no event from another CPU can
 // still overtake it (Config.ReorderWindow), so findings may come out of a
 // later Handle, Truth, Advance or Flush call. ev must stay unchanged until
 // it is applied (a source that reuses Event values must hold more than a
@@ -151,6 +155,10 @@ func (m *Model) apply(it item) {
 		m.now = it.boot
 	}
 	if it.ev != nil {
+		if it.ev.Kind == event.KindTruth {
+			m.truthEvent(it.ev)
+			return
+		}
 		m.stats.Events++
 		m.event(it.ev)
 		return

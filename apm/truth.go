@@ -17,6 +17,9 @@ func (m *Model) truth(t *Truth) {
 	if q == nil {
 		return
 	}
+	if q.pid == 0 && q.comm == 0 && (t.PID != 0 || t.Comm != "") {
+		q.pid, q.comm = t.PID, m.comms.id(t.Comm) // the owner, when no event named it
+	}
 	if t.HasState {
 		if t.State == event.StateRTS && q.state != event.StateRTS {
 			q.rtsAt = t.At
@@ -79,6 +82,36 @@ func (m *Model) truth(t *Truth) {
 		q.alt = route{} // whatever moved it, MIGRATED has no armed alternate
 	}
 	q.mig = t.Mig
+}
+
+// truthEvent applies a ground-truth reading that came in the event stream
+// (event.KindTruth, from a source that polls rdma netlink): a reading is a
+// Truth (and a MarkCM when a cm_id is bound to the QP), a vanished QP is a
+// Gone.
+func (m *Model) truthEvent(ev *event.Event) {
+	t := ev.Truth
+	if t == nil || ev.QPN == 0 {
+		m.stats.Ignored++
+		return
+	}
+	k := event.QPKey{Device: ev.Device, QPN: ev.QPN}
+	switch t.Op {
+	case event.TruthGone:
+		m.gone(&k)
+	case event.TruthRead:
+		if !tracked(t.QPType) {
+			m.stats.Ignored++
+			return
+		}
+		if t.CM {
+			m.markCM(&k)
+		}
+		m.stats.Truths++
+		m.truth(&Truth{Device: ev.Device, QPN: ev.QPN, Mig: t.Mig, State: t.State, HasState: t.HasState,
+			At: ev.Boot, Source: t.Source, PID: ev.PID, Comm: ev.Comm})
+	default:
+		m.stats.Ignored++
+	}
 }
 
 // afterMigCause explains a QP that does not read MIGRATED after a migration,

@@ -23,6 +23,7 @@ const (
 	KindMAD            // a CM-class MAD sent or received (ib_mad tracepoints)
 	KindQPCreate       // a QP was created (starts a new history for its QPN)
 	KindQPDestroy      // a QP was destroyed
+	KindTruth          // a ground-truth reading of a QP (rdma netlink), not a probe's record
 	kindCount
 )
 
@@ -36,6 +37,7 @@ var kindNames = [...]string{
 	KindMAD:       "mad",
 	KindQPCreate:  "qp-create",
 	KindQPDestroy: "qp-destroy",
+	KindTruth:     "qp-truth",
 }
 
 func (k Kind) String() string {
@@ -95,12 +97,12 @@ func (o Origin) String() string {
 // Event is one decoded record. Exactly one of the payload pointers matching
 // Kind is set.
 type Event struct {
-	Seq  uint64    // per-source sequence number, from 1
+	Seq  uint64    // per-source sequence number, from 1; 0 for a ground-truth reading (KindTruth)
 	Kind Kind      //
 	Boot uint64    // CLOCK_BOOTTIME, nanoseconds
 	Time time.Time // wall clock (Boot plus the source's boot-to-wall offset)
 	CPU  uint32
-	PID  uint32 // thread group id (the process)
+	PID  uint32 // thread group id (the process); for KindTruth the QP's owner
 	TID  uint32
 	Comm string
 
@@ -114,6 +116,7 @@ type Event struct {
 	Handler *CMHandler
 	MAD     *MAD
 	Life    *QPLife // set for KindQPCreate and KindQPDestroy
+	Truth   *Truth  // set for KindTruth
 }
 
 // Key returns the QP this event is about.

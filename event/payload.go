@@ -1,5 +1,7 @@
 package event
 
+import "fmt"
+
 // Path is an address vector as ib_modify_qp receives it (primary with
 // IB_QP_AV, alternate with IB_QP_ALT_PATH).
 type Path struct {
@@ -115,4 +117,38 @@ type QPLife struct {
 	QPType QPType
 	Origin Origin
 	Ret    int32
+}
+
+// TruthOp says what a ground-truth reading reports.
+type TruthOp uint8
+
+const (
+	TruthRead TruthOp = 1 // the QP's row in the kernel's resource table
+	TruthGone TruthOp = 2 // the QP vanished from the table with no destroy seen
+)
+
+func (o TruthOp) String() string {
+	switch o {
+	case TruthRead:
+		return "read"
+	case TruthGone:
+		return "gone"
+	}
+	return fmt.Sprintf("truth(%d)", uint8(o))
+}
+
+// Truth is a ground-truth reading of one QP (KindTruth): what the kernel
+// answered to a query at the event's Boot time, not what a probe saw
+// happen. The event's PID and Comm are the QP's owner as the kernel names
+// it (a user process; for a kernel QP, PID 0 and the ULP's name).
+type Truth struct {
+	Op       TruthOp
+	Source   string // who answered: "netlink" (rdma netlink RES_QP_GET)
+	QPType   QPType
+	Origin   Origin
+	State    QPState
+	HasState bool // State is valid
+	Mig      MigState
+	RQPN     uint32 // remote QPN, 0 when the kernel does not say
+	CM       bool   // an rdma_cm id is bound to the QP: the CM drives it
 }

@@ -11,7 +11,7 @@ import (
 // Event record flags: bits 0-6 say which payloads follow (in bit order, each
 // prefixed with its length), bit 7 that Time is the zero time. Payload kinds
 // added later take bits 8 and up and are encoded after the known ones, so an
-// older reader ignores them as trailing bytes.
+// older reader ignores them as trailing bytes (Truth, bit 8, is the first).
 const (
 	hasModify uint64 = 1 << iota
 	hasQP
@@ -21,6 +21,7 @@ const (
 	hasMAD
 	hasLife
 	timeZero
+	hasTruth // bit 8: the first payload added after version 1
 )
 
 // appendEvent appends an event record. off is the recording's boot-to-wall
@@ -37,6 +38,9 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 	}
 	if e.Time.IsZero() {
 		flags |= timeZero
+	}
+	if e.Truth != nil {
+		flags |= hasTruth
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = append(b, byte(e.Kind))
@@ -135,6 +139,18 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b, pat = reserveLen(b)
 		b = append(b, byte(l.QPType), byte(l.Origin))
 		b = binary.AppendVarint(b, int64(l.Ret))
+		b = endLen(b, pat)
+	}
+	if t := e.Truth; t != nil {
+		var pat int
+		b, pat = reserveLen(b)
+		b = append(b, byte(t.Op))
+		b = appendStr(b, t.Source)
+		b = append(b, byte(t.QPType), byte(t.Origin), byte(t.State))
+		b = appendBool(b, t.HasState)
+		b = append(b, byte(t.Mig))
+		b = binary.AppendUvarint(b, uint64(t.RQPN))
+		b = appendBool(b, t.CM)
 		b = endLen(b, pat)
 	}
 	return endLen(b, at)
@@ -283,6 +299,23 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 		e.Life = &event.QPLife{QPType: event.QPType(p.u8()), Origin: event.Origin(p.u8()), Ret: p.i32()}
 		if p.err != nil {
 			return nil, fmt.Errorf("qp life: %w", p.err)
+		}
+	}
+	if flags&hasTruth != 0 {
+		p := d.sub()
+		e.Truth = &event.Truth{
+			Op:       event.TruthOp(p.u8()),
+			Source:   p.str(in),
+			QPType:   event.QPType(p.u8()),
+			Origin:   event.Origin(p.u8()),
+			State:    event.QPState(p.u8()),
+			HasState: p.bool(),
+			Mig:      event.MigState(p.u8()),
+			RQPN:     p.u32(),
+			CM:       p.bool(),
+		}
+		if p.err != nil {
+			return nil, fmt.Errorf("qp truth: %w", p.err)
 		}
 	}
 	if d.err != nil {

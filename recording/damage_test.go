@@ -191,7 +191,7 @@ func TestFieldsAddedLaterIgnored(t *testing.T) {
 		flags := bd.uvarint()
 		rest := bd.b
 		var newer []byte
-		newer = binary.AppendUvarint(newer, flags|1<<8)
+		newer = binary.AppendUvarint(newer, flags|1<<9) // bit 8 is Truth: the next payload kind
 		newer = append(newer, rest...)
 		newer = append(newer, 4, 1, 2, 3, 4) // the unknown payload
 		got, err := decodeEvent(newer, 5, nil)

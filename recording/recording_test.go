@@ -162,7 +162,7 @@ func TestGeneratorCoversEveryKind(t *testing.T) {
 		}
 		seen["zero time "+map[bool]string{true: "yes", false: "no"}[e.Time.IsZero()]] = true
 	}
-	for _, k := range []string{"Modify", "QP", "Port", "Notify", "Handler", "MAD", "Life", "both paths", "zero time yes", "zero time no"} {
+	for _, k := range []string{"Modify", "QP", "Port", "Notify", "Handler", "MAD", "Life", "Truth", "both paths", "zero time yes", "zero time no"} {
 		if !seen[k] {
 			t.Errorf("generator never produced %s", k)
 		}
@@ -171,7 +171,7 @@ func TestGeneratorCoversEveryKind(t *testing.T) {
 
 func dump(e *event.Event) string {
 	s := fmt.Sprintf("%+v", *e)
-	for _, p := range []any{e.Modify, e.QP, e.Port, e.Notify, e.Handler, e.MAD, e.Life} {
+	for _, p := range []any{e.Modify, e.QP, e.Port, e.Notify, e.Handler, e.MAD, e.Life, e.Truth} {
 		s += fmt.Sprintf(" %+v", p)
 	}
 	if e.Modify != nil {

@@ -219,6 +219,23 @@ func (b *Builder) Truth(qpn uint32, mig event.MigState, st event.QPState) *apm.T
 	return t
 }
 
+// InStream returns the steps with every ground-truth reading turned into the
+// event a ground-truth source puts in the stream (event.KindTruth, Seq 0),
+// so a story can be played both ways.
+func InStream(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		out[i] = s
+		if t := s.Truth; t != nil {
+			out[i] = Step{Ev: &event.Event{Kind: event.KindTruth, Boot: t.At, Device: t.Device, QPN: t.QPN,
+				PID: t.PID, Comm: t.Comm,
+				Truth: &event.Truth{Op: event.TruthRead, Source: t.Source, QPType: event.QPTypeRC,
+					State: t.State, HasState: t.HasState, Mig: t.Mig}}}
+		}
+	}
+	return out
+}
+
 // Feed hands the steps to m in slice order.
 func Feed(m *apm.Model, steps []Step) {
 	for _, s := range steps {
