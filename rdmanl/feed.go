@@ -1,14 +1,15 @@
 package rdmanl
 
 import (
-	"github.com/apmwatch/apmwatch/apm"
+	"cmp"
+	"slices"
+
+	"github.com/apmwatch/apmwatch/event"
 )
 
-// Sink is what a Feeder hands readings to; *apm.Model implements it.
+// Sink takes ground-truth events; *apm.Model implements it.
 type Sink interface {
-	Truth(apm.Truth)
-	MarkCM(device string, qpn uint32, at uint64)
-	Gone(device string, qpn uint32, at uint64)
+	Handle(*event.Event)
 }
 
 type qpKey struct {
@@ -16,38 +17,63 @@ type qpKey struct {
 	qpn uint32
 }
 
-// Feeder turns successive snapshots into ground truth for the APM model:
-// one Truth per QP that has a path-migration state (RC, UC, XRC), a MarkCM
-// per cm_id bound to a QP, and a Gone for every such QP of the previous
-// snapshot that is missing from this one.
+// Feeder turns successive snapshots into ground-truth events
+// (event.KindTruth), the one set of rules for every consumer: a reading
+// (TruthRead) per QP that has a path-migration state (RC, UC, XRC), marked
+// CM when an rdma_cm id is bound to it, with the owner in the event's PID
+// and Comm; and a TruthGone for every such QP of the previous snapshot that
+// is missing from this one.
 type Feeder struct {
 	sink Sink
 	prev map[qpKey]struct{}
 }
 
-// NewFeeder returns a feeder into sink.
+// NewFeeder returns a feeder into sink (nil when only Events is used).
 func NewFeeder(sink Sink) *Feeder { return &Feeder{sink: sink, prev: map[qpKey]struct{}{}} }
 
-// Feed hands one snapshot to the sink.
+// Feed hands the events of one snapshot to the sink.
 func (f *Feeder) Feed(s Snapshot) {
+	for _, e := range f.Events(s) {
+		f.sink.Handle(e)
+	}
+}
+
+// Events returns the ground-truth events of one snapshot, stamped with its
+// Boot (Seq 0, Time zero: the caller knows the wall clock), and remembers
+// its QPs for the next call.
+func (f *Feeder) Events(s Snapshot) []*event.Event {
+	cm := make(map[qpKey]bool, len(s.CMIDs))
+	for _, c := range s.CMIDs {
+		if c.LQPN != 0 {
+			cm[qpKey{c.Device, c.LQPN}] = true
+		}
+	}
+	var out []*event.Event
 	cur := make(map[qpKey]struct{}, len(f.prev))
 	for _, q := range s.QPs {
 		if !q.HasPathMig {
 			continue
 		}
-		cur[qpKey{q.Device, q.LQPN}] = struct{}{}
-		f.sink.Truth(apm.Truth{Device: q.Device, QPN: q.LQPN, Mig: q.PathMig, State: q.State, HasState: true,
-			At: s.Boot, Source: "netlink"})
-	}
-	for _, c := range s.CMIDs {
-		if c.LQPN != 0 {
-			f.sink.MarkCM(c.Device, c.LQPN, s.Boot)
+		k := qpKey{q.Device, q.LQPN}
+		cur[k] = struct{}{}
+		origin := event.OriginUser
+		if q.Kernel {
+			origin = event.OriginKernel
 		}
+		out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, PID: q.PID, Comm: q.Comm,
+			Device: q.Device, QPN: q.LQPN, Truth: &event.Truth{Op: event.TruthRead, Source: "netlink",
+				QPType: q.Type, Origin: origin, State: q.State, HasState: true, Mig: q.PathMig, RQPN: q.RQPN, CM: cm[k]}})
 	}
+	reads := len(out)
 	for k := range f.prev {
 		if _, ok := cur[k]; !ok {
-			f.sink.Gone(k.dev, k.qpn, s.Boot)
+			out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, Device: k.dev, QPN: k.qpn,
+				Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
 		}
 	}
+	slices.SortFunc(out[reads:], func(a, b *event.Event) int {
+		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.QPN, b.QPN))
+	})
 	f.prev = cur
+	return out
 }

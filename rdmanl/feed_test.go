@@ -42,3 +42,39 @@ func TestFeederIntoModel(t *testing.T) {
 		t.Errorf("QP 100 %+v %v: want CM-managed, REARM", v, ok)
 	}
 }
+
+// The events of a snapshot carry the row: owner, remote QPN, CM binding,
+// kernel or user; QPs that vanished come last, in a stable order.
+func TestFeederEvents(t *testing.T) {
+	f := rdmanl.NewFeeder(nil)
+	rows := []rdmanl.QP{
+		{Device: "rxe0", LQPN: 17, RQPN: 18, Type: event.QPTypeRC, State: event.StateRTS, PathMig: event.MigArmed, HasPathMig: true, PID: 207, Comm: "lab-pair"},
+		{Device: "rxe0", LQPN: 19, Type: event.QPTypeRC, State: event.StateRTS, PathMig: event.MigRearm, HasPathMig: true, Kernel: true, Comm: "apmlab"},
+		{Device: "rxe1", LQPN: 3, Type: event.QPTypeRC, State: event.StateRTS, HasPathMig: true},
+		{Device: "rxe0", LQPN: 5, Type: event.QPTypeUD, State: event.StateRTS},
+	}
+	evs := f.Events(rdmanl.Snapshot{Boot: 100, QPs: rows, CMIDs: []rdmanl.CMID{{Device: "rxe0", LQPN: 19}}})
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3 (the UD QP has no mig state)", len(evs))
+	}
+	e := evs[0]
+	want := event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC, Origin: event.OriginUser,
+		State: event.StateRTS, HasState: true, Mig: event.MigArmed, RQPN: 18}
+	if e.Kind != event.KindTruth || e.Boot != 100 || e.Seq != 0 || e.PID != 207 || e.Comm != "lab-pair" ||
+		e.Device != "rxe0" || e.QPN != 17 || *e.Truth != want {
+		t.Errorf("reading %+v %+v, want %+v", e, e.Truth, want)
+	}
+	if k := evs[1].Truth; !k.CM || k.Origin != event.OriginKernel || evs[1].Comm != "apmlab" {
+		t.Errorf("kernel QP with a cm_id: %+v", k)
+	}
+	evs = f.Events(rdmanl.Snapshot{Boot: 200, QPs: rows[1:2]})
+	if len(evs) != 3 || evs[0].QPN != 19 {
+		t.Fatalf("second snapshot: %d events", len(evs))
+	}
+	for i, qpn := range []uint32{17, 3} {
+		g := evs[1+i]
+		if g.Truth.Op != event.TruthGone || g.QPN != qpn || g.Boot != 200 {
+			t.Errorf("event %d: %+v %+v, want rxe0/17 then rxe1/3 gone", 1+i, g, g.Truth)
+		}
+	}
+}

@@ -2,7 +2,8 @@
 // netlink (NETLINK_RDMA, client RDMA_NL_NLDEV), what `rdma resource show qp`
 // prints: device, port, local and remote QPN, type, state, path-migration
 // state, PSNs, owner. It is the ground truth the APM model compares its
-// belief with (apm.Model.Truth), and it needs no BPF.
+// belief with, and it needs no BPF. Feeder turns snapshots into
+// ground-truth events (event.KindTruth) for the model and the stream.
 //
 // Protocol (include/uapi/rdma/rdma_netlink.h, drivers/infiniband/core/nldev.c):
 // a dump of RDMA_NLDEV_CMD_GET lists the devices; a dump of
