@@ -49,6 +49,11 @@ func TestActorSeesEventsAndFindings(t *testing.T) {
 	if got := testutil.ToFloat64(d.m.openFindings.WithLabelValues("actuated")); got != 0 {
 		t.Fatalf("an info finding is open: %v", got)
 	}
+	// Tick runs on the loop's own clock (20 ms in tests): wait for one
+	// rather than assume a busy machine has run it by now.
+	for deadline := time.Now().Add(10 * time.Second); act.ticks.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	h.stop()
 	if n := act.observed.Load(); n != int64(len(b.Steps)) {
 		t.Fatalf("Observe saw %d events of %d", n, len(b.Steps))
