@@ -131,6 +131,16 @@ func Open(opts Options) (*Collector, error) {
 	return c, nil
 }
 
+// Boot is CLOCK_BOOTTIME now in nanoseconds: the clock of the events'
+// Boot stamps (0 if it cannot be read).
+func Boot() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
 // bootOffset is the wall clock minus CLOCK_BOOTTIME, now.
 func bootOffset() (time.Duration, error) {
 	var ts unix.Timespec

@@ -1,6 +1,6 @@
-// Package output renders events (a streaming table, or JSON lines), filters
-// them, prints the summary of a trace, and runs the trace and probes
-// commands on an injected event source.
+// Package output renders events and findings (a streaming table, or JSON
+// lines), filters them, prints the summary of a trace and the hook table
+// (the probes command). Running a trace is package session's job.
 package output
 
 import (
@@ -9,17 +9,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// Filter keeps events matching every non-empty criterion (any value of a
-// criterion matches). The zero Filter keeps everything.
+// Filter keeps events and findings matching every non-empty criterion (any
+// value of a criterion matches). The zero Filter keeps everything.
+//
+// Kinds, Findings and AllFindings together are the --kind criterion: when
+// any is set, an event is kept if its kind is in Kinds and a finding if its
+// kind is in Findings or AllFindings is set.
 type Filter struct {
-	Devices []string
-	QPNs    []uint32
-	PIDs    []uint32
-	Comms   []string
-	Kinds   []event.Kind
+	Devices     []string
+	QPNs        []uint32
+	PIDs        []uint32
+	Comms       []string
+	Kinds       []event.Kind
+	Findings    []apm.Kind
+	AllFindings bool // --kind finding
 }
 
 // ParseFilter builds a Filter from flag values; each value may also be a
@@ -43,9 +50,17 @@ func ParseFilter(devices, qpns, pids, comms, kinds []string) (Filter, error) {
 		f.PIDs = append(f.PIDs, uint32(n))
 	}
 	for _, s := range split(kinds) {
+		if s == "finding" {
+			f.AllFindings = true
+			continue
+		}
+		if fk, err := apm.ParseKind(s); err == nil {
+			f.Findings = append(f.Findings, fk)
+			continue
+		}
 		k, err := event.ParseKind(s)
 		if err != nil {
-			return f, fmt.Errorf("bad --kind %q: want one of %s", s, kindList())
+			return f, fmt.Errorf("bad --kind %q: want an event kind (%s), finding, or a finding kind", s, kindList())
 		}
 		f.Kinds = append(f.Kinds, k)
 	}
@@ -82,19 +97,37 @@ func split(vals []string) []string {
 // in kernel context (QP events, received MADs) carry that context's pid and
 // comm.
 func (f Filter) Match(e *event.Event) bool {
-	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
+	if f.kinded() && !slices.Contains(f.Kinds, e.Kind) {
 		return false
 	}
-	if len(f.Devices) > 0 && !slices.Contains(f.Devices, e.Device) {
+	return f.match(e.Device, e.QPN, e.PID, e.Comm)
+}
+
+// MatchFinding reports whether the filter keeps a finding: by its kind, its
+// QP and its QP's owner.
+func (f Filter) MatchFinding(x *apm.Finding) bool {
+	if f.kinded() && !f.AllFindings && !slices.Contains(f.Findings, x.Kind) {
 		return false
 	}
-	if len(f.QPNs) > 0 && (e.QPN == 0 || !slices.Contains(f.QPNs, e.QPN)) {
+	return f.match(x.QP.Device, x.QP.QPN, x.PID, x.Comm)
+}
+
+// Names reports whether --kind named this event kind.
+func (f Filter) Names(k event.Kind) bool { return slices.Contains(f.Kinds, k) }
+
+func (f Filter) kinded() bool { return len(f.Kinds) > 0 || len(f.Findings) > 0 || f.AllFindings }
+
+func (f Filter) match(device string, qpn, pid uint32, comm string) bool {
+	if len(f.Devices) > 0 && !slices.Contains(f.Devices, device) {
 		return false
 	}
-	if len(f.PIDs) > 0 && !slices.Contains(f.PIDs, e.PID) {
+	if len(f.QPNs) > 0 && (qpn == 0 || !slices.Contains(f.QPNs, qpn)) {
 		return false
 	}
-	if len(f.Comms) > 0 && !slices.Contains(f.Comms, e.Comm) {
+	if len(f.PIDs) > 0 && !slices.Contains(f.PIDs, pid) {
+		return false
+	}
+	if len(f.Comms) > 0 && !slices.Contains(f.Comms, comm) {
 		return false
 	}
 	return true

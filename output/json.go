@@ -119,6 +119,18 @@ type jsonLife struct {
 	Errno  string `json:"errno,omitempty"`
 }
 
+type jsonTruth struct {
+	jsonCommon
+	Truth    string `json:"truth"` // read or gone
+	Source   string `json:"source"`
+	QPType   string `json:"qp_type,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+	State    string `json:"state,omitempty"`
+	MigState string `json:"mig_state,omitempty"`
+	RQPN     uint32 `json:"rqpn,omitempty"`
+	CM       bool   `json:"cm,omitempty"`
+}
+
 func common(e *event.Event) jsonCommon {
 	return jsonCommon{
 		Seq: e.Seq, Kind: e.Kind.String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
@@ -188,6 +200,16 @@ func JSONValue(e *event.Event) any {
 	case e.Life != nil:
 		return jsonLife{jsonCommon: c, QPType: e.Life.QPType.String(), Origin: e.Life.Origin.String(),
 			Ret: e.Life.Ret, Errno: Errno(e.Life.Ret)}
+	case e.Truth != nil:
+		t := e.Truth
+		j := jsonTruth{jsonCommon: c, Truth: t.Op.String(), Source: t.Source}
+		if t.Op == event.TruthRead {
+			j.QPType, j.Origin, j.MigState, j.RQPN, j.CM = t.QPType.String(), t.Origin.String(), t.Mig.String(), t.RQPN, t.CM
+			if t.HasState {
+				j.State = t.State.String()
+			}
+		}
+		return j
 	}
 	return c
 }

@@ -2,7 +2,6 @@ package output
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -64,6 +63,15 @@ func sample() []*event.Event {
 	es = append(es, e)
 	e = base(10, event.KindQPDestroy, "lab-pair", 200, "rxe0", 17)
 	e.Life = &event.QPLife{QPType: event.QPTypeRC, Origin: event.OriginUser}
+	es = append(es, e)
+	e = base(0, event.KindTruth, "lab-pair", 200, "rxe0", 18)
+	e.Boot, e.Time = 1011, t0.Add(11*time.Millisecond)
+	e.Truth = &event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC, Origin: event.OriginUser,
+		State: event.StateRTS, HasState: true, Mig: event.MigRearm, RQPN: 17, CM: true}
+	es = append(es, e)
+	e = base(0, event.KindTruth, "", 0, "rxe0", 17)
+	e.Boot, e.Time = 1012, t0.Add(12*time.Millisecond)
+	e.Truth = &event.Truth{Op: event.TruthGone, Source: "netlink"}
 	es = append(es, e)
 	return es
 }
@@ -144,11 +152,11 @@ func TestFilter(t *testing.T) {
 		devices, qpns, pids, comms, kind []string
 		want                             int
 	}{
-		{name: "all", want: 10},
+		{name: "all", want: 12},
 		{name: "device", devices: []string{"rxe1"}, want: 2},
-		{name: "qpn list", qpns: []string{"17,0x12"}, want: 6},
+		{name: "qpn list", qpns: []string{"17,0x12"}, want: 8},
 		{name: "qpn never matches qpn-less events", qpns: []string{"0"}, want: 0},
-		{name: "pid", pids: []string{"200"}, want: 4},
+		{name: "pid", pids: []string{"200"}, want: 5},
 		{name: "comm", comms: []string{"lab-lap", "lab-inject"}, want: 2},
 		{name: "kind", kind: []string{"modify", "qp-event"}, want: 4},
 		{name: "and", kind: []string{"modify"}, qpns: []string{"17"}, want: 2},
@@ -187,89 +195,18 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// fakeSource replays events, then blocks until closed (like a live source).
-type fakeSource struct {
-	es     []*event.Event
-	closed chan struct{}
-	stats  event.Stats
-}
-
-func (f *fakeSource) Meta() event.Meta {
-	return event.Meta{Host: "h", Hooks: []event.Hook{{Name: "ib_modify_qp", Module: "ib_core", Method: event.HookFentry},
-		{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing, Reason: "not in kallsyms"}}}
-}
-func (f *fakeSource) Next(ctx context.Context) (*event.Event, error) {
-	if len(f.es) > 0 {
-		e := f.es[0]
-		f.es = f.es[1:]
-		return e, nil
-	}
-	select {
-	case <-f.closed:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-func (f *fakeSource) Stats() event.Stats { return f.stats }
-func (f *fakeSource) Close() error {
-	select {
-	case <-f.closed:
-	default:
-		close(f.closed)
-	}
-	return nil
-}
-
-func TestRunTrace(t *testing.T) {
-	dir := t.TempDir()
-	ready := filepath.Join(dir, "ready")
-	src := &fakeSource{es: sample(), closed: make(chan struct{}), stats: event.Stats{Events: 10, Lost: 3, LostPerCPU: []uint64{1, 2}}}
-	var out, errb bytes.Buffer
-	f, _ := ParseFilter(nil, nil, nil, nil, []string{"modify"})
-	err := RunTrace(context.Background(), TraceConfig{Output: "json", Filter: f, Duration: 50 * time.Millisecond, ReadyFile: ready},
-		TraceDeps{Open: func() (event.Source, error) { return src, nil }, Check: func() error { return nil },
-			Stdout: &out, Stderr: &errb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(out.String(), "\n"); n != 3 {
-		t.Errorf("%d lines shown, want the 3 modifies:\n%s", n, out.String())
-	}
-	for _, want := range []string{"events: 10 seen, 3 shown", "modify=3", "qp-event=1", "lost: 3 (per cpu [1 2])",
-		"cm_apr_handler", "not in kallsyms", "1 fentry, 0 kprobe, 0 tracepoint, 0 skipped, 1 missing"} {
-		if !strings.Contains(errb.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, errb.String())
-		}
-	}
-	var meta event.Meta
-	b, err := os.ReadFile(ready)
-	if err != nil || json.Unmarshal(b, &meta) != nil || len(meta.Hooks) != 2 {
-		t.Errorf("ready file: %s %v", b, err)
-	}
-}
-
-func TestRunTraceErrors(t *testing.T) {
-	noPriv := errors.New("need root")
-	deps := TraceDeps{Open: func() (event.Source, error) { t.Fatal("opened"); return nil, nil },
-		Check: func() error { return noPriv }, Stdout: io.Discard, Stderr: io.Discard}
-	if err := RunTrace(context.Background(), TraceConfig{}, deps); !errors.Is(err, noPriv) {
-		t.Errorf("check failure: %v", err)
-	}
-	if err := RunTrace(context.Background(), TraceConfig{Output: "yaml"}, deps); err == nil || !strings.Contains(err.Error(), "bad --output") {
-		t.Errorf("bad output: %v", err)
-	}
-	var out bytes.Buffer
-	deps.Plan = func() ([]event.Hook, error) {
-		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
-	}
-	deps.Stdout, deps.Check = &out, nil
-	if err := RunTrace(context.Background(), TraceConfig{DryRun: true}, deps); err != nil || !strings.Contains(out.String(), "ib_modify_qp") {
-		t.Errorf("dry run: %v\n%s", err, out.String())
-	}
+func TestRunProbes(t *testing.T) {
 	noRDMA := errors.New("ib_core is not loaded")
 	if err := RunProbes(false, ProbesDeps{Check: func() error { return noRDMA }, Stdout: io.Discard}); !errors.Is(err, noRDMA) {
 		t.Errorf("probes without rdma: %v", err)
+	}
+	var out bytes.Buffer
+	err := RunProbes(true, ProbesDeps{Plan: func() ([]event.Hook, error) {
+		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
+	}, Stdout: &out})
+	var hooks []event.Hook
+	if err != nil || json.Unmarshal(out.Bytes(), &hooks) != nil || len(hooks) != 1 {
+		t.Errorf("probes --json: %v\n%s", err, out.String())
 	}
 }
 

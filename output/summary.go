@@ -5,23 +5,50 @@ import (
 	"io"
 	"strings"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/olekukonko/tablewriter"
 )
 
-// Counts are the events a trace saw, by kind (before filtering) and shown.
+// Counts are the events a trace saw, by kind (before filtering) and shown,
+// and the findings the model judged on them.
 type Counts struct {
 	ByKind map[event.Kind]uint64
 	Shown  uint64
+
+	NoModel       bool // the model did not run (--no-findings)
+	Findings      map[apm.Kind]uint64
+	FindingsShown uint64
+	Resolved      uint64
+	Remedy        map[apm.Kind]string // the remediation of the first finding of a kind
 }
 
-func (c *Counts) add(e *event.Event, shown bool) {
+// Add counts an event.
+func (c *Counts) Add(e *event.Event, shown bool) {
 	if c.ByKind == nil {
 		c.ByKind = make(map[event.Kind]uint64)
 	}
 	c.ByKind[e.Kind]++
 	if shown {
 		c.Shown++
+	}
+}
+
+// AddFinding counts a finding or a resolution.
+func (c *Counts) AddFinding(f *apm.Finding, shown bool) {
+	if c.Findings == nil {
+		c.Findings, c.Remedy = make(map[apm.Kind]uint64), make(map[apm.Kind]string)
+	}
+	if shown {
+		c.FindingsShown++
+	}
+	if f.Resolved {
+		c.Resolved++
+		return
+	}
+	c.Findings[f.Kind]++
+	if _, ok := c.Remedy[f.Kind]; !ok {
+		c.Remedy[f.Kind] = f.Remediation
 	}
 }
 
@@ -45,7 +72,33 @@ func PrintSummary(w io.Writer, c Counts, s event.Stats, hooks []event.Hook) erro
 		perCPU = fmt.Sprintf(" (per cpu %v)", s.LostPerCPU)
 	}
 	fmt.Fprintf(w, "lost: %d%s, decode errors: %d, unjoined exits: %d\n", s.Lost, perCPU, s.DecodeErrs, s.Unjoined)
+	printFindings(w, c)
 	return PrintHooks(w, hooks)
+}
+
+// printFindings writes the findings by kind and, per kind, what to do.
+func printFindings(w io.Writer, c Counts) {
+	if c.NoModel {
+		fmt.Fprintln(w, "findings: not judged (--no-findings)")
+		return
+	}
+	var kinds []string
+	var total uint64
+	for _, k := range apm.Kinds() {
+		if n := c.Findings[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+			total += n
+		}
+	}
+	if len(kinds) == 0 {
+		kinds = []string{"none"}
+	}
+	fmt.Fprintf(w, "findings: %d (%d resolved; %d lines shown): %s\n", total, c.Resolved, c.FindingsShown, strings.Join(kinds, " "))
+	for _, k := range apm.Kinds() {
+		if c.Findings[k] > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", k, c.Remedy[k])
+		}
+	}
 }
 
 // PrintHooks writes the hook table (apmwatch probes, trace --dry-run, summary).

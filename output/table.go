@@ -5,14 +5,16 @@ import (
 	"io"
 	"strings"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// Writer renders a stream of events.
+// Writer renders a stream of events and the findings judged on them.
 type Writer interface {
 	Write(e *event.Event) error
+	WriteFinding(f *apm.Finding) error
 	Close() error
 }
 
@@ -40,14 +42,22 @@ func NewTableWriter(w io.Writer) *TableWriter {
 }
 
 func (tw *TableWriter) Write(e *event.Event) error {
-	if !tw.started {
-		if err := tw.t.Start(); err != nil {
-			return fmt.Errorf("starting the table: %w", err)
-		}
-		tw.t.Header(tableHeader)
-		tw.started = true
+	if err := tw.start(); err != nil {
+		return err
 	}
 	return tw.t.Append(Row(e))
+}
+
+func (tw *TableWriter) start() error {
+	if tw.started {
+		return nil
+	}
+	if err := tw.t.Start(); err != nil {
+		return fmt.Errorf("starting the table: %w", err)
+	}
+	tw.t.Header(tableHeader)
+	tw.started = true
+	return nil
 }
 
 // Close ends the table.
@@ -130,6 +140,22 @@ func Detail(e *event.Event) string {
 			fmt.Sprintf("local=0x%x remote=0x%x slid=0x%x", m.LocalID, m.RemoteID, m.SLID), src)
 	case e.Life != nil:
 		return join(e.Life.QPType.String(), e.Life.Origin.String(), retText(e.Life.Ret))
+	case e.Truth != nil:
+		t := e.Truth
+		if t.Op != event.TruthRead {
+			return join(t.Source, "says", t.Op.String())
+		}
+		state, cm, rqpn := "", "", ""
+		if t.HasState {
+			state = t.State.String()
+		}
+		if t.CM {
+			cm = "cm_id bound"
+		}
+		if t.RQPN != 0 {
+			rqpn = fmt.Sprintf("rqpn=%d", t.RQPN)
+		}
+		return join(t.Source+":", state, "mig="+t.Mig.String(), rqpn, cm, fmt.Sprintf("(%s %s)", t.QPType, t.Origin))
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -25,13 +26,15 @@ type Config struct {
 	Duration  time.Duration // 0: until ctx is done
 	ReadyFile string        // written (Meta as JSON) once the file is open and probes attached
 	Options   recording.Options
+	Reconcile time.Duration // record rdma netlink readings this often; 0: never
 }
 
 // Deps are the record command's connections to the system.
 type Deps struct {
-	Open   func() (event.Source, error)
-	Check  func() error // privileges, RDMA present
-	Stderr io.Writer    // the closing summary
+	Open     func() (event.Source, error)
+	Snapshot func() (rdmanl.Snapshot, error) // ground truth (rdmanl.Read)
+	Check    func() error                    // privileges, RDMA present
+	Stderr   io.Writer                       // the closing summary and warnings
 }
 
 // Result says what a session wrote.
@@ -52,7 +55,7 @@ func Record(ctx context.Context, cfg Config, d Deps) (Result, error) {
 			return Result{}, err
 		}
 	}
-	src, err := d.Open()
+	src, err := withTruth(d.Open, d.Snapshot, cfg.Reconcile, d.Stderr)()
 	if err != nil {
 		return Result{}, err
 	}

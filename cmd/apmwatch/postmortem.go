@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/postmortem"
 	"github.com/spf13/cobra"
@@ -12,7 +13,7 @@ import (
 )
 
 func newPostmortemCmd() *cobra.Command {
-	var o postmortem.Options
+	o := postmortem.Options{Config: apm.DefaultConfig()}
 	var out postmortem.Output
 	var devices, qpns []string
 	var since, until string
@@ -40,6 +41,9 @@ func newPostmortemCmd() *cobra.Command {
 			if err := postmortem.CheckFormat(out.Format); err != nil {
 				return usageError{err}
 			}
+			if err := o.Config.Validate(); err != nil {
+				return usageError{err}
+			}
 			stderr := cmd.ErrOrStderr()
 			o.Warn = func(s string) { fmt.Fprintln(stderr, s) }
 			if stderr == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {
@@ -59,6 +63,6 @@ func newPostmortemCmd() *cobra.Command {
 	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")
 	fl.BoolVar(&o.All, "all", false, "timelines of every QP, not only those with APM activity")
 	fl.IntVar(&o.MaxEntries, "max-entries", 2000, "timeline events kept per QP")
-	fl.DurationVar(&o.Deadline, "rearm-deadline", 0, "time from a migration to a rearm (default: the model's, 2s)")
+	addModelFlags(fl, &o.Config)
 	return cmd
 }

@@ -26,6 +26,7 @@ func TestRecordAndPostmortemUsage(t *testing.T) {
 		{"postmortem", "--output", "yaml", "x.rec"},
 		{"postmortem", "--since", "yesterday", "x.rec"},
 		{"postmortem", "--qpn", "abc", "x.rec"},
+		{"postmortem", "--rearm-deadline", "0s", "x.rec"},
 		{"record"},
 		{"record", "-o", "x.rec", "--qpn", "abc"},
 	} {

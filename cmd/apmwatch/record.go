@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/session"
 	"github.com/spf13/cobra"
 )
@@ -33,9 +35,10 @@ func newRecordCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			_, err = session.Record(ctx, cfg, session.Deps{
-				Open:   func() (event.Source, error) { return collector.Open(opts) },
-				Check:  collector.Preflight,
-				Stderr: cmd.ErrOrStderr(),
+				Open:     func() (event.Source, error) { return collector.Open(opts) },
+				Snapshot: rdmanl.Read,
+				Check:    collector.Preflight,
+				Stderr:   cmd.ErrOrStderr(),
 			})
 			return err
 		},
@@ -46,7 +49,8 @@ func newRecordCmd() *cobra.Command {
 	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
 	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")
 	fl.StringSliceVar(&comms, "comm", nil, "only events raised by these commands")
-	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy)")
+	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy, qp-truth)")
+	fl.DurationVar(&cfg.Reconcile, "reconcile-interval", time.Second, "record every QP's state from rdma netlink this often (qp-truth; 0: never)")
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once recording has started")
 	fl.BoolVar(&cfg.Options.Compress, "compress", false, "compress with zstd (a cut loses at most one block)")

@@ -4,23 +4,25 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/session"
 	"github.com/spf13/cobra"
 )
 
 func newTraceCmd() *cobra.Command {
-	var cfg output.TraceConfig
+	cfg := session.TraceConfig{Model: apm.DefaultConfig()}
 	var devices, qpns, pids, comms, kinds []string
 	var opts collector.Options
 	var verbose bool
-	var record string
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen",
+		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen, with the APM findings they prove",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
@@ -30,14 +32,19 @@ func newTraceCmd() *cobra.Command {
 			if _, err := output.NewWriter(cfg.Output, nil); err != nil {
 				return usageError{err}
 			}
+			if err := cfg.Model.Validate(); err != nil {
+				return usageError{err}
+			}
 			cfg.Filter = f
 			if verbose {
 				opts.Log = cmd.ErrOrStderr()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return output.RunTrace(ctx, cfg, output.TraceDeps{
-				Open:      session.Tee(record, func() (event.Source, error) { return collector.Open(opts) }),
+			return session.RunTrace(ctx, cfg, session.TraceDeps{
+				Open:      func() (event.Source, error) { return collector.Open(opts) },
+				Snapshot:  rdmanl.Read,
+				Boot:      collector.Boot,
 				Plan:      func() ([]event.Hook, error) { return collector.Plan(opts) },
 				Check:     collector.Preflight,
 				CheckRDMA: collector.CheckRDMA,
@@ -48,19 +55,22 @@ func newTraceCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&cfg.Output, "output", "o", "table", "table or json (one object per line)")
-	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices")
-	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
-	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")
-	fl.StringSliceVar(&comms, "comm", nil, "only events raised by these commands")
-	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy)")
+	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices (events and findings)")
+	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers (events and findings)")
+	fl.StringSliceVar(&pids, "pid", nil, "only events raised by, and findings about QPs of, these processes")
+	fl.StringSliceVar(&comms, "comm", nil, "only events raised by, and findings about QPs of, these commands")
+	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds: event kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy, qp-truth), finding kinds (missed-rearm, ...), or finding for every finding")
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
-	fl.StringVar(&record, "record", "", "also record every event (before filtering) to this file")
+	fl.StringVar(&cfg.Record, "record", "", "also record every event and ground-truth reading (before filtering) to this file")
+	fl.BoolVar(&cfg.NoFindings, "no-findings", false, "do not run the APM model: events only")
+	fl.DurationVar(&cfg.Reconcile, "reconcile-interval", time.Second, "read every QP's state from rdma netlink this often into the stream (qp-truth; 0: never)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print fallback and verifier details to stderr")
+	addModelFlags(fl, &cfg.Model)
 	_ = fl.MarkHidden("force-kprobe")
 	return cmd
 }

@@ -12,6 +12,8 @@ func TestTraceBadInputIsUsageError(t *testing.T) {
 		{"trace", "--qpn", "seventeen"},
 		{"trace", "--pid", "-3"},
 		{"trace", "--output", "yaml"},
+		{"trace", "--flap-count", "1"},
+		{"trace", "--kind", "missed-rearm,modfy"},
 		{"trace", "extra-arg"},
 		{"probes", "--nope"},
 	} {
