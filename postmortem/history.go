@@ -27,6 +27,7 @@ type hist struct {
 	migrations []uint64 // Boot of each migration: PATH_MIG, or a forced MIGRATED
 	rearms     []uint64 // Boot of each successful modify to REARM
 	forced     bool     // the last migration was forced and its PATH_MIG may follow
+	reading    string   // the last ground-truth reading's label
 	commIDs    []uint32
 	entries    []entry
 	dropped    int // entries beyond the cap
@@ -81,6 +82,8 @@ func (hs *histories) get(s *stream, k event.QPKey, fresh bool, boot uint64) *his
 func (hs *histories) observe(s *stream, e *event.Event) *hist {
 	var h *hist
 	switch {
+	case e.Truth != nil:
+		return hs.truth(e) // readings join the QPs the events made
 	case e.QPN != 0:
 		h = hs.get(s, e.Key(), e.Kind == event.KindQPCreate, e.Boot)
 	case e.MAD != nil:
@@ -155,6 +158,27 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 	return h
 }
 
+// truth files a ground-truth reading into the current history of its QP:
+// a timeline entry when the reading differs from the previous one (they
+// come every second).
+func (hs *histories) truth(e *event.Event) *hist {
+	h := hs.cur[e.Key()]
+	if h == nil {
+		return nil
+	}
+	if h.pid == 0 && e.PID != 0 {
+		h.pid, h.comm = e.PID, e.Comm
+	}
+	what := label(e)
+	if what == h.reading || len(h.entries) >= hs.max {
+		return h
+	}
+	h.reading = what
+	h.last = e.Boot
+	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: output.Detail(e)})
+	return h
+}
+
 func (hs *histories) bindComm(h *hist, device string, id uint32) {
 	if hs.comms[commKey{device, id}] != h {
 		h.commIDs = append(h.commIDs, id)
@@ -192,6 +216,11 @@ func label(e *event.Event) string {
 		return event.CMAttrName(e.Handler.AttrID) + " handler"
 	case e.MAD != nil:
 		return event.CMAttrName(e.MAD.AttrID) + " " + e.MAD.Dir.String()
+	case e.Truth != nil:
+		if e.Truth.Op != event.TruthRead {
+			return "truth: " + e.Truth.Op.String()
+		}
+		return "truth: " + e.Truth.State.String() + " " + e.Truth.Mig.String()
 	}
 	return e.Kind.String()
 }

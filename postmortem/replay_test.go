@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/event"
 )
 
 // Deadlines are judged up to when the recording stopped (the file's last
@@ -45,5 +47,43 @@ func TestProgressBar(t *testing.T) {
 	q.tick(s, t0)
 	if q.drawn {
 		t.Fatal("drew without a writer")
+	}
+}
+
+// Ground-truth readings recorded in the stream (qp-truth) are replayed
+// like the live trace applied them: a PATH_MIG after which the QP still
+// reads REARM is the seed's mig-state-mismatch; the readings join the QP's
+// timeline when they change, and readings of QPs no event named make no
+// history.
+func TestReplayedTruth(t *testing.T) {
+	b := newHost(0)
+	connect(b, 7, 8, 1)
+	b.After(time.Second).PathMig(7)
+	read := func(qpn uint32, mig event.MigState) {
+		b.After(300 * time.Millisecond).Add(&event.Event{Kind: event.KindTruth, Seq: 0, QPN: qpn,
+			Truth: &event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC, State: event.StateRTS, HasState: true, Mig: mig}})
+	}
+	read(7, event.MigRearm)
+	read(7, event.MigRearm)
+	read(99, event.MigArmed)
+	b.After(100 * time.Millisecond).Rearm(7)
+	r := run(t, Options{}, write(t, t.TempDir(), "x.rec", "h", b, uint64(4*time.Second)))
+	if r.Summary.Findings["mig-state-mismatch"] != 1 {
+		t.Errorf("findings %v: want the mig-state-mismatch the readings prove", r.Summary.Findings)
+	}
+	if len(r.QPs) != 1 {
+		t.Fatalf("%d QP timelines, want 1 (QP 99 was only read)", len(r.QPs))
+	}
+	n := 0
+	for _, e := range r.QPs[0].Entries {
+		if e.Kind == "qp-truth" {
+			n++
+			if e.What != "truth: RTS REARM" {
+				t.Errorf("reading entry %+v", e)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d reading entries, want 1 (the second reading did not change)", n)
 	}
 }
