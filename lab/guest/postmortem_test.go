@@ -83,8 +83,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestPostmortemMatchesLive(t *testing.T) {
 	dir := t.TempDir()
 	recFile, traceFile := filepath.Join(dir, "rec.rec"), filepath.Join(dir, "trace.rec")
-	rec := startApmwatch(t, "record", "-o", recFile)
-	tr := startApmwatch(t, "trace", "-o", "json", "--record", traceFile)
+	// no readings, no findings: the trace prints exactly the recorded events
+	rec := startApmwatch(t, "record", "-o", recFile, "--reconcile-interval", "0")
+	tr := startApmwatch(t, "trace", "-o", "json", "--record", traceFile, "--reconcile-interval", "0", "--no-findings")
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	q := QPN(t, ready, "rxe0")
 	Inject(t, "rxe0", q, "path_mig", true)
