@@ -30,7 +30,7 @@ $(error lab-run needs a command: make lab-run KERNEL=$(KERNEL) CMD='shell comman
 endif
 endif
 
-.PHONY: setup lab-vm lab-assets lab-run lab-shell lab-test lab-host-test test demo
+.PHONY: setup lab-vm lab-assets lab-run lab-shell lab-test lab-host-test lab-bench test demo
 
 setup: ## install host packages and fetch both lab kernels (root, Debian 12; idempotent)
 	@lab/setup-host.sh
@@ -66,3 +66,9 @@ test: setup unit lint lab-host-test lab-test ## every test: unit, lint, lab runn
 
 demo: setup build ## boot the 6.12 lab and show rxe, a QP pair, an injected migration, apmwatch
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'
+
+lab-bench: $(if $(wildcard lab/guest/guest.mk),lab-guest-test) ## lab benchmarks (probe overhead on the control path) on both kernels; figures in docs/performance.md
+	@for k in $(LAB_KERNELS); do \
+		$(MAKE) --no-print-directory lab-run KERNEL=$$k \
+			CMD='guest.test -test.run "^$$" -test.bench . -test.benchtime 1x -test.v' || exit 1; \
+	done

@@ -351,15 +351,12 @@ func TestTraceBadInput(t *testing.T) {
 	}
 }
 
-// TestTraceOverhead measures the probes on the control path: the rate of
-// RTS->RTS modifies in lab-pair's tight loop without apmwatch, with
+// BenchmarkTraceOverhead measures the probes on the control path: the rate
+// of RTS->RTS modifies in lab-pair's tight loop without apmwatch, with
 // `apmwatch trace` attached and reading, and with it attached but stopped
-// (SIGSTOP: the in-kernel cost alone, records dropped). Figures only, for
-// docs/performance.md; run with APMWATCH_BENCH=1.
-func TestTraceOverhead(t *testing.T) {
-	if os.Getenv("APMWATCH_BENCH") == "" {
-		t.Skip("set APMWATCH_BENCH=1 to measure")
-	}
+// (SIGSTOP: the in-kernel cost alone, records dropped). Figures for
+// docs/performance.md: `make lab-bench` runs it once on each kernel.
+func BenchmarkTraceOverhead(t *testing.B) {
 	const n, runs = "100000", 5
 	loop := func() float64 {
 		ls := MustRun(t, "lab-pair", "--loop-modify", n, "--duration", "2m")
@@ -408,7 +405,11 @@ func TestTraceOverhead(t *testing.T) {
 	base := med(rates["none"])
 	for _, k := range []string{"none", "reading", "stopped"} {
 		t.Logf("%-8s median %8.0f modifies/s (%.2f of none), runs %v", k, med(rates[k]), med(rates[k])/base, rates[k])
+		if k != "none" {
+			t.ReportMetric(med(rates[k])/base, k+"/none")
+		}
 	}
 	slices.Sort(attaches)
 	t.Logf("attach (exec to ready file): median %v, runs %v", attaches[len(attaches)/2], attaches)
+	t.ReportMetric(float64(attaches[len(attaches)/2].Milliseconds()), "attach-ms")
 }
