@@ -63,11 +63,16 @@ func (m *Model) event(ev *event.Event) {
 	}
 }
 
-// owner records who drives the QP: the process that created or modifies it.
+// owner records who owns the QP: the process that created it or, when the
+// create was not seen, the first process that modified it. Later modifies by
+// others (a tool rearming it, a test injector) do not make them the owner:
+// findings name the process whose QP it is.
 func (m *Model) owner(q *qp, ev *event.Event) {
-	q.pid = ev.PID
-	if ev.Comm != "" {
-		q.comm = m.comms.id(ev.Comm)
+	if ev.Kind == event.KindQPCreate || (q.pid == 0 && q.comm == 0) {
+		q.pid = ev.PID
+		if ev.Comm != "" {
+			q.comm = m.comms.id(ev.Comm)
+		}
 	}
 	if ev.Modify != nil && ev.Modify.QPType != 0 {
 		q.qpType = ev.Modify.QPType

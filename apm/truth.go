@@ -17,8 +17,11 @@ func (m *Model) truth(t *Truth) {
 	if q == nil {
 		return
 	}
-	if q.pid == 0 && q.comm == 0 && (t.PID != 0 || t.Comm != "") {
-		q.pid, q.comm = t.PID, m.comms.id(t.Comm) // the owner, when no event named it
+	// The kernel's own record names the owning process: it wins over a
+	// guess from events. A reading without a pid (a kernel QP) only fills
+	// in a QP no event has named.
+	if t.PID != 0 || (q.pid == 0 && q.comm == 0 && t.Comm != "") {
+		q.pid, q.comm = t.PID, m.comms.id(t.Comm)
 	}
 	if t.HasState {
 		if t.State == event.StateRTS && q.state != event.StateRTS {
