@@ -150,7 +150,7 @@ func oneSided(ps []*pairing, deadline time.Duration) []finding {
 			case rearmed[0] != 0 && rearmed[1] != 0:
 				ep.Verdict = "both rearmed"
 			case rearmed[0] == 0 && rearmed[1] == 0 && covered[0] && covered[1]:
-				ep.Verdict = "neither rearmed"
+				ep.Verdict = "neither rearmed within the deadline"
 			case !covered[0] || !covered[1]:
 				ep.Verdict = "undecided: a recording ends before the rearm deadline"
 			default:
