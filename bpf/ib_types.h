@@ -4,7 +4,7 @@
  * used are named; offsets come from the running kernel's BTF (vmlinux and
  * module BTF) at load time, so member order and padding here do not matter.
  * Fields that changed type across versions are read size-aware
- * (bpf_core_field_size), see apmwatch.bpf.c.
+ * (bpf_core_field_size), see common.bpf.h and modify.bpf.h.
  * Checked against the BTF of Debian 6.1.0-57 and 6.12.117.
  */
 #ifndef APMWATCH_IB_TYPES_H

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * What every hook family shares: kernel constants, the load-time config,
+ * the maps, building and emitting records, reading a QP, and joining an
+ * entry with its exit. Included once, by apmwatch.bpf.c.
+ */
+#ifndef APMWATCH_COMMON_BPF_H
+#define APMWATCH_COMMON_BPF_H
+
+#define IB_QP_STATE (1 << 0)
+#define IB_QP_AV (1 << 7)
+#define IB_QP_ALT_PATH (1 << 14)
+#define IB_QP_PATH_MIG_STATE (1 << 18)
+#define IB_QP_DEST_QPN (1 << 20)
+#define IB_AH_GRH 1
+#define IB_MGMT_CLASS_CM 0x07
+#define MAX_ERRNO 4095
+
+volatile const struct apm_config cfg = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, APM_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* One scratch record per CPU: records are too big for the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct apm_record);
+} scratch SEC(".maps");
+
+struct join_key {
+	__u64 pid_tgid;
+	__u32 slot;
+	__u32 _pad;
+};
+
+/* Records captured at entry, waiting for their exit on the same thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct join_key);
+	__type(value, struct apm_record);
+} inflight SEC(".maps");
+
+/* Low 32 bits of the TIDs of MADs written through ib_umad. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} umad_tids SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u64 wakeup_flags(void)
+{
+	if (!cfg.wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(struct apm_record) >= cfg.wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* Batched wakeups: the reader is woken only once cfg.wakeup_bytes are
+ * queued, and otherwise polls on a short timer (collector.pollInterval). */
+static __always_inline void emit(struct apm_record *r)
+{
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags()))
+		count(APM_CNT_LOST);
+}
+
+/* Zero a record and fill in the common header. */
+static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 ip)
+{
+	__builtin_memset(r, 0, sizeof(*r));
+	__u64 id = bpf_get_current_pid_tgid();
+	r->boot_ns = bpf_ktime_get_boot_ns();
+	r->func_ip = ip;
+	r->cpu = bpf_get_smp_processor_id();
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->kind = kind;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* A zeroed scratch record with the common header filled in. */
+static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
+{
+	__u32 zero = 0;
+	struct apm_record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	fill_header(r, kind, ip);
+	return r;
+}
+
+static __always_inline void read_dev(struct apm_record *r, struct ib_device *dev)
+{
+	if (dev)
+		bpf_probe_read_kernel_str(r->dev, sizeof(r->dev), dev->name);
+}
+
+/* Port numbers: u8 before 5.13, u32 after. */
+static __always_inline __u32 read_u32_or_u8(const void *p, __u32 size)
+{
+	if (size == 1) {
+		__u8 v = 0;
+		bpf_probe_read_kernel(&v, 1, p);
+		return v;
+	}
+	__u32 v = 0;
+	bpf_probe_read_kernel(&v, 4, p);
+	return v;
+}
+
+/* The owner of a QP: user (uobject set) or kernel ULP. */
+static __always_inline void read_owner(struct apm_record *r, struct ib_uqp_object *uobj)
+{
+	if (uobj) {
+		r->flags |= APM_F_USER;
+		r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
+		r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
+	} else {
+		r->flags |= APM_F_KERNEL;
+	}
+}
+
+static __always_inline void read_qp(struct apm_record *r, struct ib_qp *qp)
+{
+	if (!qp)
+		return;
+	struct ib_qp *real = BPF_CORE_READ(qp, real_qp);
+	if (real)
+		qp = real;
+	read_dev(r, BPF_CORE_READ(qp, device));
+	r->qpn = BPF_CORE_READ(qp, qp_num);
+	r->qp_type = BPF_CORE_READ(qp, qp_type);
+	read_owner(r, BPF_CORE_READ(qp, uobject));
+}
+
+/* ---- joining an entry with its exit on one thread (map "inflight") ---- */
+
+static __always_inline void join_put(struct apm_record *r, __u32 slot)
+{
+	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = slot };
+	if (bpf_map_update_elem(&inflight, &k, r, BPF_ANY))
+		count(APM_CNT_INFLIGHT_FULL);
+}
+
+static __always_inline void join_done(__u32 slot, __s64 ret)
+{
+	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = slot };
+	struct apm_record *r = bpf_map_lookup_elem(&inflight, &k);
+	if (!r) {
+		count(APM_CNT_UNJOINED);
+		return;
+	}
+	r->ret = (__s32)ret;
+	emit(r);
+	bpf_map_delete_elem(&inflight, &k);
+}
+
+/* The fexit side of a join: the int return code of the traced function. */
+static __always_inline void fexit_join(void *ctx, __u32 slot)
+{
+	__u64 ret = 0;
+	bpf_get_func_ret(ctx, &ret);
+	join_done(slot, (int)ret);
+}
+
+/* ---- CM MAD payload, read by the CM handlers and the MAD tracepoints ---- */
+
+/* Offsets in the CM payload, after the 24-byte MAD header (IBTA vol 1,
+ * tables 115 and 117; kernel ibta_vol1_c12.h). */
+#define CM_PAYLOAD 24
+#define CM_LOCAL_COMM_ID (CM_PAYLOAD + 0)
+#define CM_REMOTE_COMM_ID (CM_PAYLOAD + 4)
+#define CM_LAP_ALT_LOCAL_LID (CM_PAYLOAD + 20)
+#define CM_APR_STATUS (CM_PAYLOAD + 9)
+#define CM_ATTR_LAP 0x19
+#define CM_ATTR_APR 0x1A
+
+static __always_inline void cm_payload(struct apm_record *r, const __u8 *mad)
+{
+	__u32 v = 0;
+	bpf_probe_read_kernel(&v, 4, mad + CM_LOCAL_COMM_ID);
+	r->local_id = bpf_ntohl(v);
+	bpf_probe_read_kernel(&v, 4, mad + CM_REMOTE_COMM_ID);
+	r->remote_id = bpf_ntohl(v);
+}
+
+#endif

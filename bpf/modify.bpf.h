@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * QP modify: ib_modify_qp, ib_modify_qp_with_udata (the collector attaches
+ * these programs to both). fexit alone, else kprobe + kretprobe joined.
+ * The two variants read the same fields two ways: direct BTF loads (fexit)
+ * and probe reads (kprobe).
+ */
+#ifndef APMWATCH_MODIFY_BPF_H
+#define APMWATCH_MODIFY_BPF_H
+
+/* ---- fexit variant: direct BTF loads into the ring buffer ---- */
+
+/* Direct (BTF) reads for the fexit path: plain loads the verifier turns
+ * into fault-safe PROBE_MEM loads, much cheaper than bpf_probe_read_kernel.
+ * qp->uobject points to a type vmlinux only forward-declares, so it is read
+ * with BPF_CORE_READ (read_owner). */
+static __always_inline void read_path_btf(struct apm_path *p, struct rdma_ah_attr *ah)
+{
+	if (bpf_core_field_size(ah->port_num) == 1)
+		p->port = *(__u8 *)&ah->port_num;
+	else
+		p->port = ah->port_num;
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB) /* RoCE keeps a MAC in this union */
+		p->dlid = ah->ib.dlid;
+	p->sgid_index = ah->grh.sgid_index;
+	p->is_global = ah->ah_flags & IB_AH_GRH;
+	__u64 hi = ah->grh.dgid.global.subnet_prefix, lo = ah->grh.dgid.global.interface_id;
+	__builtin_memcpy(p->dgid, &hi, 8);
+	__builtin_memcpy(p->dgid + 8, &lo, 8);
+}
+
+static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
+{
+	struct ib_qp *real = qp->real_qp;
+	if (real)
+		qp = real;
+	struct ib_device *dev = qp->device;
+	if (dev) {
+		__u64 *dst = (__u64 *)r->dev;
+#pragma unroll
+		for (int i = 0; i < APM_DEV_NAME_LEN / 8; i++)
+			dst[i] = *(__u64 *)&dev->name[i * 8];
+		r->dev[APM_DEV_NAME_LEN - 1] = 0;
+	}
+	r->qpn = qp->qp_num;
+	r->qp_type = qp->qp_type;
+	read_owner(r, qp->uobject);
+}
+
+static __always_inline void modify_fill_btf(struct apm_record *r, struct ib_qp *qp,
+					    struct ib_qp_attr *attr, int mask)
+{
+	read_qp_btf(r, qp);
+	r->attr_mask = mask;
+	if (mask & IB_QP_STATE)
+		r->state = attr->qp_state;
+	if (mask & IB_QP_PATH_MIG_STATE)
+		r->mig_state = attr->path_mig_state;
+	if (mask & IB_QP_DEST_QPN)
+		r->dest_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_AV) {
+		r->flags |= APM_F_HAS_PRIMARY;
+		read_path_btf(&r->primary, &attr->ah_attr);
+		r->primary.pkey_index = attr->pkey_index;
+	}
+	if (mask & IB_QP_ALT_PATH) {
+		r->flags |= APM_F_HAS_ALT;
+		read_path_btf(&r->alt, &attr->alt_ah_attr);
+		if (bpf_core_field_size(attr->alt_port_num) == 1)
+			r->alt.port = *(__u8 *)&attr->alt_port_num;
+		else
+			r->alt.port = attr->alt_port_num;
+		r->alt.pkey_index = attr->alt_pkey_index;
+		r->alt.timeout = attr->alt_timeout;
+	}
+}
+
+/* fexit sees the arguments and the return code at once: one program, no
+ * join map, the record built in place in the ring buffer. ib_modify_qp*
+ * leave the fields read here unchanged (the core only fills the RoCE dmac
+ * and sgid_attr of the caller's attr). Both targets share the first three
+ * arguments; bpf_get_func_ret reads the return code whatever the argument
+ * count. */
+SEC("fexit/ib_modify_qp")
+int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	if (!qp || !attr)
+		return 0;
+	__u64 flags = wakeup_flags();
+	struct apm_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(APM_CNT_LOST);
+		return 0;
+	}
+	__u64 ret = 0;
+	bpf_get_func_ret(ctx, &ret);
+	fill_header(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
+	r->ret = (int)ret;
+	modify_fill_btf(r, qp, attr, mask);
+	bpf_ringbuf_submit(r, flags);
+	return 0;
+}
+
+
+/* ---- kprobe variant: probe reads into a scratch record ---- */
+
+static __always_inline void read_path(struct apm_path *p, struct rdma_ah_attr *ah)
+{
+	p->port = read_u32_or_u8(__builtin_preserve_access_index(&ah->port_num),
+				 bpf_core_field_size(ah->port_num));
+	if (BPF_CORE_READ(ah, type) == RDMA_AH_ATTR_TYPE_IB)
+		p->dlid = BPF_CORE_READ(ah, ib.dlid);
+	p->sgid_index = BPF_CORE_READ(ah, grh.sgid_index);
+	p->is_global = BPF_CORE_READ(ah, ah_flags) & IB_AH_GRH;
+	bpf_probe_read_kernel(p->dgid, sizeof(p->dgid),
+			      __builtin_preserve_access_index(&ah->grh.dgid));
+}
+
+static __always_inline struct apm_record *modify_record(struct ib_qp *qp, struct ib_qp_attr *attr,
+							  int mask, __u64 ip)
+{
+	struct apm_record *r = new_record(APM_KIND_MODIFY, ip);
+	if (!r)
+		return 0;
+	read_qp(r, qp);
+	r->attr_mask = mask;
+	if (mask & IB_QP_STATE)
+		r->state = BPF_CORE_READ(attr, qp_state);
+	if (mask & IB_QP_PATH_MIG_STATE)
+		r->mig_state = BPF_CORE_READ(attr, path_mig_state);
+	if (mask & IB_QP_DEST_QPN)
+		r->dest_qpn = BPF_CORE_READ(attr, dest_qp_num);
+	if (mask & IB_QP_AV) {
+		r->flags |= APM_F_HAS_PRIMARY;
+		read_path(&r->primary, __builtin_preserve_access_index(&attr->ah_attr));
+		r->primary.pkey_index = BPF_CORE_READ(attr, pkey_index);
+	}
+	if (mask & IB_QP_ALT_PATH) {
+		r->flags |= APM_F_HAS_ALT;
+		read_path(&r->alt, __builtin_preserve_access_index(&attr->alt_ah_attr));
+		r->alt.port = read_u32_or_u8(__builtin_preserve_access_index(&attr->alt_port_num),
+					     bpf_core_field_size(attr->alt_port_num));
+		r->alt.pkey_index = BPF_CORE_READ(attr, alt_pkey_index);
+		r->alt.timeout = BPF_CORE_READ(attr, alt_timeout);
+	}
+	return r;
+}
+
+SEC("kprobe/ib_modify_qp")
+int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
+	if (r)
+		join_put(r, APM_SLOT_MODIFY);
+	return 0;
+}
+
+SEC("kretprobe/ib_modify_qp")
+int BPF_KRETPROBE(kretprobe_modify, int ret)
+{
+	join_done(APM_SLOT_MODIFY, ret);
+	return 0;
+}
+
+#endif
