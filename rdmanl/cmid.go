@@ -60,42 +60,9 @@ func sockaddr(d []byte) netip.AddrPort {
 
 // parseCMIDs decodes one RDMA_NLDEV_CMD_RES_CM_ID_GET answer.
 func parseCMIDs(payload []byte) ([]CMID, error) {
-	var (
-		dev   Device
-		table []byte
-	)
-	err := forAttrs(payload, func(typ uint16, data []byte) error {
-		var err error
-		switch typ {
-		case attrDevIndex:
-			dev.Index, err = u32(data)
-		case attrDevName:
-			dev.Name = str(data)
-		case attrResCMID:
-			table = data
-		}
-		return err
+	return parseTable(payload, "cm_id", attrResCMID, attrResCMIDEnt, parseCMID, func(c *CMID, d Device) {
+		c.DevIndex, c.Device = d.Index, d.Name
 	})
-	if err != nil {
-		return nil, fmt.Errorf("decoding cm_id message: %w", err)
-	}
-	var out []CMID
-	err = forAttrs(table, func(typ uint16, data []byte) error {
-		if typ != attrResCMIDEnt {
-			return nil
-		}
-		c, err := parseCMID(data)
-		if err != nil {
-			return err
-		}
-		c.DevIndex, c.Device = dev.Index, dev.Name
-		out = append(out, c)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("decoding cm_id table of %s: %w", dev.Name, err)
-	}
-	return out, nil
 }
 
 func parseCMID(entry []byte) (CMID, error) {

@@ -22,14 +22,35 @@ type qpKey struct {
 // (TruthRead) per QP that has a path-migration state (RC, UC, XRC), marked
 // CM when an rdma_cm id is bound to it, with the owner in the event's PID
 // and Comm; and a TruthGone for every such QP of the previous snapshot that
-// is missing from this one.
+// is missing from this one, and for every QP the probes saw (Saw) before
+// the snapshot that it does not list (a destroy the probes did not see).
 type Feeder struct {
 	sink Sink
 	prev map[qpKey]struct{}
+	saw  map[qpKey]uint64 // QPs the probes saw, with the Boot of the first event
 }
 
 // NewFeeder returns a feeder into sink (nil when only Events is used).
-func NewFeeder(sink Sink) *Feeder { return &Feeder{sink: sink, prev: map[qpKey]struct{}{}} }
+func NewFeeder(sink Sink) *Feeder {
+	return &Feeder{sink: sink, prev: map[qpKey]struct{}{}, saw: map[qpKey]uint64{}}
+}
+
+// Saw notes the QP an event from the probes is about, so that the next
+// snapshot that does not list it reports it gone even when no snapshot ever
+// listed it. A successful destroy forgets it; readings are ignored.
+func (f *Feeder) Saw(e *event.Event) {
+	if e.QPN == 0 || e.Device == "" || e.Kind == event.KindTruth {
+		return
+	}
+	k := qpKey{e.Device, e.QPN}
+	if e.Kind == event.KindQPDestroy && (e.Life == nil || e.Life.Ret == 0) {
+		delete(f.saw, k)
+		return
+	}
+	if _, ok := f.saw[k]; !ok {
+		f.saw[k] = e.Boot
+	}
+}
 
 // Feed hands the events of one snapshot to the sink.
 func (f *Feeder) Feed(s Snapshot) {
@@ -50,11 +71,13 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 	}
 	var out []*event.Event
 	cur := make(map[qpKey]struct{}, len(f.prev))
+	listed := make(map[qpKey]bool, len(s.QPs))
 	for _, q := range s.QPs {
+		k := qpKey{q.Device, q.LQPN}
+		listed[k] = true
 		if !q.HasPathMig {
 			continue
 		}
-		k := qpKey{q.Device, q.LQPN}
 		cur[k] = struct{}{}
 		origin := event.OriginUser
 		if q.Kernel {
@@ -65,10 +88,19 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 				QPType: q.Type, Origin: origin, State: q.State, HasState: true, Mig: q.PathMig, RQPN: q.RQPN, CM: cm[k]}})
 	}
 	reads := len(out)
+	gone := func(k qpKey) {
+		out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, Device: k.dev, QPN: k.qpn,
+			Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
+		delete(f.saw, k)
+	}
 	for k := range f.prev {
 		if _, ok := cur[k]; !ok {
-			out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, Device: k.dev, QPN: k.qpn,
-				Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
+			gone(k)
+		}
+	}
+	for k, first := range f.saw {
+		if _, inPrev := f.prev[k]; !listed[k] && !inPrev && first < s.Boot {
+			gone(k)
 		}
 	}
 	slices.SortFunc(out[reads:], func(a, b *event.Event) int {

@@ -78,3 +78,27 @@ func TestFeederEvents(t *testing.T) {
 		}
 	}
 }
+
+// A QP the probes saw that a later snapshot does not list is gone, even if
+// no snapshot listed it (its destroy was lost); one seen after the snapshot
+// was taken, or destroyed in view, is not.
+func TestFeederGoneForQPsTheProbesSaw(t *testing.T) {
+	f := rdmanl.NewFeeder(nil)
+	ud := rdmanl.QP{Device: "rxe0", LQPN: 5, Type: event.QPTypeUD, State: event.StateRTS}
+	f.Saw(&event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 5, Boot: 50, Life: &event.QPLife{}})
+	f.Saw(&event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 17, Boot: 50, Life: &event.QPLife{}})
+	f.Saw(&event.Event{Kind: event.KindModify, Device: "rxe0", QPN: 18, Boot: 60})
+	f.Saw(&event.Event{Kind: event.KindQPDestroy, Device: "rxe0", QPN: 18, Boot: 70, Life: &event.QPLife{}})
+	f.Saw(&event.Event{Kind: event.KindModify, Device: "rxe0", QPN: 19, Boot: 150})
+	f.Saw(&event.Event{Kind: event.KindTruth, Device: "rxe0", QPN: 20, Boot: 10, Truth: &event.Truth{Op: event.TruthRead}})
+	evs := f.Events(rdmanl.Snapshot{Boot: 100, QPs: []rdmanl.QP{ud}})
+	if len(evs) != 1 || evs[0].QPN != 17 || evs[0].Truth.Op != event.TruthGone || evs[0].Boot != 100 {
+		t.Fatalf("events %+v: want rxe0/17 gone only (5 listed, 18 destroyed, 19 after the snapshot, 20 a reading)", evs)
+	}
+	if evs = f.Events(rdmanl.Snapshot{Boot: 200}); len(evs) != 2 || evs[0].QPN != 5 || evs[1].QPN != 19 {
+		t.Fatalf("second snapshot %+v: want 5 and 19 gone, 17 not again", evs)
+	}
+	if evs = f.Events(rdmanl.Snapshot{Boot: 300}); len(evs) != 0 {
+		t.Fatalf("third snapshot %+v: nothing left to report", evs)
+	}
+}

@@ -141,6 +141,16 @@ func parseDevice(payload []byte) (Device, error) {
 // parseQPs decodes one RDMA_NLDEV_CMD_RES_QP_GET answer: the device, then
 // the nested table of QP rows.
 func parseQPs(payload []byte) ([]QP, error) {
+	return parseTable(payload, "qp", attrResQP, attrResQPEntry, parseQP, func(q *QP, d Device) {
+		q.DevIndex, q.Device = d.Index, d.Name
+	})
+}
+
+// parseTable decodes one resource dump answer (QPs, cm_ids): the device's
+// index and name, then a nested table of rows of type entryAttr, each
+// decoded by parseRow and stamped with the device by setDev. what names the
+// resource in errors.
+func parseTable[T any](payload []byte, what string, tableAttr, entryAttr uint16, parseRow func([]byte) (T, error), setDev func(*T, Device)) ([]T, error) {
 	var (
 		dev   Device
 		table []byte
@@ -152,29 +162,29 @@ func parseQPs(payload []byte) ([]QP, error) {
 			dev.Index, err = u32(data)
 		case attrDevName:
 			dev.Name = str(data)
-		case attrResQP:
+		case tableAttr:
 			table = data
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("decoding qp message: %w", err)
+		return nil, fmt.Errorf("decoding %s message: %w", what, err)
 	}
-	var out []QP
+	var out []T
 	err = forAttrs(table, func(typ uint16, data []byte) error {
-		if typ != attrResQPEntry {
+		if typ != entryAttr {
 			return nil
 		}
-		q, err := parseQP(data)
+		row, err := parseRow(data)
 		if err != nil {
 			return err
 		}
-		q.DevIndex, q.Device = dev.Index, dev.Name
-		out = append(out, q)
+		setDev(&row, dev)
+		out = append(out, row)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("decoding qp table of %s: %w", dev.Name, err)
+		return nil, fmt.Errorf("decoding %s table of %s: %w", what, dev.Name, err)
 	}
 	return out, nil
 }
