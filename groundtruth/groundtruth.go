@@ -3,13 +3,15 @@
 // hands its readings out as event.KindTruth events between the source's
 // own events, so the model, the display and a recording all see what the
 // kernel said and when. The rules that turn a snapshot into readings are
-// rdmanl.Feeder's.
+// rdmanl.Feeder's, which also hears of every QP the source's events are
+// about (a QP the probes saw and a snapshot no longer lists is gone).
 package groundtruth
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
@@ -21,11 +23,17 @@ type Options struct {
 	Every time.Duration                   // how often to read; 0: no readings
 	Read  func() (rdmanl.Snapshot, error) // rdmanl.Read
 	Warn  func(error)                     // each distinct read error, once (may be nil)
+	// OnRead, when set, sees every reading (snapshot or error) before its
+	// events are handed out, in the goroutine that calls Next: for a
+	// consumer that needs the rows themselves (metrics of the whole table).
+	// It must not keep the snapshot's slices.
+	OnRead func(rdmanl.Snapshot, error)
 }
 
 // Wrap returns src with readings merged in: the first at the first Next,
 // then one every o.Every. Close closes src and stops the readings; the
 // readings already taken and src's remaining events are still handed out.
+// Close may be called while another goroutine waits in Next.
 // With o.Every 0 or no o.Read it returns src.
 func Wrap(src event.Source, o Options) event.Source {
 	if o.Every <= 0 || o.Read == nil {
@@ -41,7 +49,7 @@ type source struct {
 	off     time.Duration // wall clock minus CLOCK_BOOTTIME
 	next    time.Time     // when to read next
 	pending []*event.Event
-	closed  bool
+	closed  atomic.Bool
 	seen    map[string]bool // read errors already reported
 }
 
@@ -54,7 +62,7 @@ func (s *source) Next(ctx context.Context) (*event.Event, error) {
 			s.pending = s.pending[1:]
 			return e, nil
 		}
-		if s.closed {
+		if s.closed.Load() {
 			return s.Source.Next(ctx)
 		}
 		if !time.Now().Before(s.next) {
@@ -65,6 +73,7 @@ func (s *source) Next(ctx context.Context) (*event.Event, error) {
 		e, err := s.Source.Next(wctx)
 		cancel()
 		if err == nil {
+			s.feeder.Saw(e)
 			return e, nil
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -77,6 +86,9 @@ func (s *source) Next(ctx context.Context) (*event.Event, error) {
 func (s *source) read() {
 	snap, err := s.o.Read()
 	s.next = time.Now().Add(s.o.Every)
+	if s.o.OnRead != nil {
+		s.o.OnRead(snap, err)
+	}
 	if err != nil {
 		if msg := err.Error(); !s.seen[msg] && s.o.Warn != nil {
 			s.seen[msg] = true
@@ -92,6 +104,6 @@ func (s *source) read() {
 
 // Close closes the source; no reading is taken after it.
 func (s *source) Close() error {
-	s.closed = true
+	s.closed.Store(true)
 	return s.Source.Close()
 }

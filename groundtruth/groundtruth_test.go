@@ -116,3 +116,37 @@ func TestReadErrorsWarnedOnce(t *testing.T) {
 		t.Error("an interval of 0 must return the source itself")
 	}
 }
+
+// OnRead sees every reading, snapshot or error; a QP the source's events
+// are about that the next snapshot does not list is reported gone.
+func TestOnReadAndQPsTheSourceSaw(t *testing.T) {
+	src := &live{es: []*event.Event{{Seq: 1, Kind: event.KindQPCreate, Device: "rxe0", QPN: 40, Boot: 1, Life: &event.QPLife{}}}}
+	var reads []error
+	boot := uint64(0)
+	s := Wrap(src, Options{Every: time.Millisecond, OnRead: func(_ rdmanl.Snapshot, err error) { reads = append(reads, err) },
+		Read: func() (rdmanl.Snapshot, error) {
+			boot += 10
+			if boot == 20 {
+				return rdmanl.Snapshot{}, errors.New("busy")
+			}
+			return rdmanl.Snapshot{Boot: boot}, nil
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var gone *event.Event
+	for gone == nil {
+		e, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("no gone reading for rxe0/40: %v", err)
+		}
+		if e.Kind == event.KindTruth && e.Truth.Op == event.TruthGone {
+			gone = e
+		}
+	}
+	if gone.QPN != 40 || gone.Boot != 30 {
+		t.Errorf("gone %+v: want rxe0/40 at the first snapshot after its create", gone)
+	}
+	if len(reads) != 3 || reads[0] != nil || reads[1] == nil || reads[2] != nil {
+		t.Errorf("OnRead saw %v: want ok, the error, ok", reads)
+	}
+}
