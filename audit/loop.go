@@ -2,16 +2,13 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/rdmanl"
+	"github.com/apmwatch/apmwatch/internal/readyfile"
 )
 
 // tickEvery is the loop's clock: the model's deadlines, the actor's Tick,
@@ -63,15 +60,7 @@ type daemon struct {
 	bundles  chan *bundle  // to the bundle writer
 	bundleWG chan struct{} // closed when the bundle writer is done
 
-	snaps     chan snapResult
-	snapping  bool
-	lastRecon time.Time
-	lastMods  time.Time
-}
-
-type snapResult struct {
-	snap rdmanl.Snapshot
-	err  error
+	lastMods time.Time
 }
 
 func (d *daemon) now() time.Time { return d.deps.Now() }
@@ -89,7 +78,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		}
 	}
 	d := &daemon{cfg: cfg, deps: deps, ctx: ctx, m: newMetrics(), recon: newReconciler(),
-		open: map[uint64]open{}, events: make(chan item, 4096), snaps: make(chan snapResult, 1),
+		open: map[uint64]open{}, events: make(chan item, 4096),
 		log: slog.New(slog.NewTextHandler(deps.Stderr, nil))}
 	model, err := apm.New(cfg.Model, func(f apm.Finding) { d.found = append(d.found, f) })
 	if err != nil {
@@ -123,7 +112,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	if cfg.ReadyFile != "" {
-		if err := writeReady(cfg.ReadyFile, d.meta); err != nil {
+		if err := readyfile.Write(cfg.ReadyFile, d.meta); err != nil {
 			d.detach()
 			return err
 		}
@@ -153,9 +142,6 @@ func (d *daemon) loop(ctx context.Context) {
 			d.publish()
 		case <-tick.C:
 			d.tick()
-		case r := <-d.snaps:
-			d.snapping = false
-			d.reconcile(r)
 		case <-d.deps.Reopen:
 			d.reopen()
 		}
@@ -197,7 +183,11 @@ func (d *daemon) handle(e *event.Event) {
 	if d.cfg.Actor != nil {
 		d.cfg.Actor.Observe(e)
 	}
-	d.recon.observe(e)
+	if u := d.recon.observe(e); u != nil {
+		d.m.unseenQPs.Inc()
+		d.log.Info("qp listed by rdma netlink but never seen by the probes", "device", u.Device, "qpn", u.QPN,
+			"mig_state", u.Truth.Mig.String(), "pid", u.PID, "comm", u.Comm)
+	}
 	d.model.Handle(e)
 	d.publish()
 }
@@ -231,13 +221,6 @@ func (d *daemon) tick() {
 		d.lastMods = now
 		d.checkModules()
 	}
-	if d.cfg.ReconcileInterval > 0 && !d.snapping && now.Sub(d.lastRecon) >= d.cfg.ReconcileInterval {
-		d.lastRecon, d.snapping = now, true
-		go func() {
-			s, err := d.deps.Snapshot()
-			d.snaps <- snapResult{s, err}
-		}()
-	}
 }
 
 func (d *daemon) checkModules() {
@@ -247,21 +230,6 @@ func (d *daemon) checkModules() {
 	}
 	if what := d.mods.changed(); what != "" {
 		d.reattach("modules", what)
-	}
-}
-
-func (d *daemon) reconcile(r snapResult) {
-	if r.err != nil {
-		d.m.reconciles.WithLabelValues("error").Inc()
-		d.log.Warn("rdma netlink reading failed", "err", r.err)
-		return
-	}
-	d.m.reconciles.WithLabelValues("ok").Inc()
-	res := d.recon.apply(r.snap, d.model, d.m)
-	d.publish()
-	for _, q := range res.unseen {
-		d.log.Info("qp listed by rdma netlink but never seen by the probes", "device", q.Device, "qpn", q.LQPN,
-			"mig_state", q.PathMig.String(), "pid", q.PID, "comm", q.Comm)
 	}
 }
 
@@ -321,19 +289,4 @@ func sum(m map[apm.Kind]uint64) uint64 {
 		n += v
 	}
 	return n
-}
-
-func writeReady(path string, meta event.Meta) error {
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing the ready file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing the ready file: %w", err)
-	}
-	return nil
 }

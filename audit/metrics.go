@@ -10,6 +10,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/version"
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -118,6 +119,23 @@ func (m *metrics) setHooks(hooks []event.Hook) {
 	}
 	for _, h := range hooks {
 		m.hooks.WithLabelValues(string(h.Method)).Inc()
+	}
+}
+
+// reading counts one rdma netlink reading and publishes its QPs by
+// path-migration state. The ground-truth source calls it from the reader
+// goroutine: it touches only the metrics.
+func (m *metrics) reading(snap rdmanl.Snapshot, err error) {
+	if err != nil {
+		m.reconciles.WithLabelValues("error").Inc()
+		return
+	}
+	m.reconciles.WithLabelValues("ok").Inc()
+	m.qps.Reset()
+	for _, q := range snap.QPs {
+		if q.HasPathMig {
+			m.qps.WithLabelValues(q.Device, q.PathMig.String()).Inc()
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -132,44 +133,70 @@ func TestRecorderPrunesByBytesAndAge(t *testing.T) {
 	}
 }
 
+// The readings in the stream, as groundtruth merges them: a QP rdma netlink
+// lists that the probes never saw is reported at its second reading, once;
+// the model takes the readings, forgets QPs that vanish, and the tables
+// follow; the qps gauge follows the last snapshot.
 func TestReconcile(t *testing.T) {
 	m := newMetrics()
 	model, _ := apm.New(apm.DefaultConfig(), nil)
 	r := newReconciler()
+	feeder := rdmanl.NewFeeder(nil)
 	qp := func(dev string, qpn uint32, mig event.MigState) rdmanl.QP {
 		return rdmanl.QP{Device: dev, LQPN: qpn, Type: event.QPTypeRC, State: event.StateRTS, PathMig: mig, HasPathMig: true}
 	}
+	// read takes one snapshot through the feeder, the reconciler and the
+	// model, as the daemon does, and returns the unseen QPs and gone ones.
+	read := func(snap rdmanl.Snapshot) (unseen []*event.Event, gone []event.QPKey) {
+		m.reading(snap, nil)
+		for _, e := range feeder.Events(snap) {
+			if u := r.observe(e); u != nil {
+				unseen = append(unseen, u)
+			}
+			if e.Truth.Op == event.TruthGone {
+				gone = append(gone, e.Key())
+			}
+			model.Handle(e)
+		}
+		return unseen, gone
+	}
 	// The probes saw rxe0/17; rxe0/18 exists but was never seen.
-	r.observe(&event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 17, Boot: 100, Life: &event.QPLife{QPType: event.QPTypeRC}})
+	create := &event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 17, Boot: 100, Life: &event.QPLife{QPType: event.QPTypeRC}}
+	feeder.Saw(create)
+	r.observe(create)
+	model.Handle(create)
 	snap := rdmanl.Snapshot{Boot: 200, QPs: []rdmanl.QP{qp("rxe0", 17, event.MigArmed), qp("rxe0", 18, event.MigMigrated)}}
-	if res := r.apply(snap, model, m); len(res.unseen) != 0 || len(res.gone) != 0 {
-		t.Fatalf("first reading: %+v (an unseen QP is reported at the second)", res)
+	if unseen, gone := read(snap); len(unseen) != 0 || len(gone) != 0 {
+		t.Fatalf("first reading: unseen %v gone %v (an unseen QP is reported at the second)", unseen, gone)
 	}
 	if got := testutil.ToFloat64(m.qps.WithLabelValues("rxe0", "ARMED")); got != 1 {
 		t.Fatalf("qps{rxe0,ARMED} = %v", got)
 	}
 	snap.Boot = 300
-	res := r.apply(snap, model, m)
-	if len(res.unseen) != 1 || res.unseen[0].LQPN != 18 || testutil.ToFloat64(m.unseenQPs) != 1 {
-		t.Fatalf("second reading: %+v", res)
+	unseen, _ := read(snap)
+	if len(unseen) != 1 || unseen[0].QPN != 18 || unseen[0].Truth.Mig != event.MigMigrated {
+		t.Fatalf("second reading: unseen %+v", unseen)
 	}
-	if res := r.apply(rdmanl.Snapshot{Boot: 350, QPs: snap.QPs}, model, m); len(res.unseen) != 0 {
+	if unseen, _ := read(rdmanl.Snapshot{Boot: 350, QPs: snap.QPs}); len(unseen) != 0 {
 		t.Fatal("an unseen QP was reported twice")
 	}
 	// Both vanish without a destroy: the model forgets them.
-	res = r.apply(rdmanl.Snapshot{Boot: 400}, model, m)
-	if len(res.gone) != 2 {
-		t.Fatalf("gone: %+v", res.gone)
+	if _, gone := read(rdmanl.Snapshot{Boot: 400}); len(gone) != 2 {
+		t.Fatalf("gone: %+v", gone)
 	}
 	model.Flush()
 	if st := model.Stats(); st.QPs != 0 {
 		t.Fatalf("the model still holds %d QPs", st.QPs)
 	}
-	if len(r.tracked)+len(r.seen)+len(r.unseen)+len(r.reported) != 0 {
+	if len(r.seen)+len(r.unseen)+len(r.reported) != 0 {
 		t.Fatalf("reconciler tables not empty: %+v", r)
 	}
 	if testutil.CollectAndCount(m.qps) != 0 {
 		t.Fatal("qps gauge keeps series of QPs that are gone")
+	}
+	m.reading(rdmanl.Snapshot{}, errors.New("no rdma netlink"))
+	if ok, bad := testutil.ToFloat64(m.reconciles.WithLabelValues("ok")), testutil.ToFloat64(m.reconciles.WithLabelValues("error")); ok != 4 || bad != 1 {
+		t.Fatalf("reconciles_total ok %v error %v, want 4 and 1", ok, bad)
 	}
 }
 

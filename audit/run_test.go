@@ -28,6 +28,7 @@ type harness struct {
 	cfg    Config
 	src    *fakeSource
 	boot   atomic.Uint64
+	qps    atomic.Pointer[[]rdmanl.QP] // what rdma netlink lists (nil: nothing)
 	d      chan *daemon
 	errc   chan error
 	cancel context.CancelFunc
@@ -58,11 +59,17 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 	h.cancel = cancel
 	go func() {
 		h.errc <- Run(ctx, h.cfg, Deps{
-			Open:     func() (event.Source, error) { return h.src, nil },
-			Snapshot: func() (rdmanl.Snapshot, error) { return rdmanl.Snapshot{Boot: h.boot.Load()}, nil },
-			Boot:     h.boot.Load,
-			Stderr:   h.stderr,
-			Reopen:   h.hup,
+			Open: func() (event.Source, error) { return h.src, nil },
+			Snapshot: func() (rdmanl.Snapshot, error) {
+				snap := rdmanl.Snapshot{Boot: h.boot.Load()}
+				if qps := h.qps.Load(); qps != nil {
+					snap.QPs = *qps
+				}
+				return snap, nil
+			},
+			Boot:   h.boot.Load,
+			Stderr: h.stderr,
+			Reopen: h.hup,
 		})
 	}()
 	return h
@@ -241,6 +248,85 @@ func TestRunMissedRearmEndToEnd(t *testing.T) {
 		t.Fatalf("flight recorder lost counter %d, want 7", rd.Stats().Lost)
 	}
 	rd.Close()
+}
+
+// rdma netlink readings come in the probes' stream: the model judges them
+// (the seed's symptom: PATH_MIG seen, the QP still reads ARMED), the flight
+// recorder and the bundle keep them (the bundle replays to the same
+// finding), a QP the probes never saw is reported once, the qps gauge
+// follows the table.
+func TestRunReadingsInTheStream(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ReconcileInterval = 100 * time.Millisecond })
+	d := h.daemon()
+	rc := func(qpn uint32, mig event.MigState) rdmanl.QP {
+		return rdmanl.QP{Device: "rxe0", LQPN: qpn, Type: event.QPTypeRC, State: event.StateRTS, PathMig: mig, HasPathMig: true, PID: 9, Comm: "app"}
+	}
+	h.qps.Store(&[]rdmanl.QP{rc(17, event.MigArmed), rc(18, event.MigRearm)})
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(b.Steps)
+	// Readings after the PATH_MIG, within the rearm deadline; then the clock
+	// moves past the model's reorder window so that they are judged.
+	h.boot.Store(b.Now() + uint64(500*time.Millisecond))
+	time.Sleep(300 * time.Millisecond)
+	h.boot.Store(b.Now() + uint64(time.Second))
+	var f lineJSON
+	for deadline := time.Now().Add(5 * time.Second); f.ID == 0; time.Sleep(10 * time.Millisecond) {
+		for _, l := range readLines(t, h.cfg.Findings) {
+			if l.Kind == string(apm.MigStateMismatch) && l.QP.QPN == 17 {
+				f = l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mig-state-mismatch on rxe0/17 from the readings\nlog:\n%s", h.stderr.String())
+		}
+	}
+	bundleDir := waitDir(t, f.Bundle)
+	got := replayBundle(t, filepath.Join(bundleDir, BundleEvents), h.boot.Load())
+	if len(got) == 0 || got[0].Kind != apm.MigStateMismatch || got[0].QP.QPN != 17 {
+		t.Fatalf("bundle replays to %v, want the mig-state-mismatch on 17 (its readings kept)", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(h.stderr.String(), "never seen by the probes"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rxe0/18 not reported unseen\nlog:\n%s", h.stderr.String())
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // more readings: still reported once
+	log := h.stderr.String()
+	if strings.Count(log, "never seen by the probes") != 1 || !strings.Contains(log, "qpn=18 mig_state=REARM pid=9 comm=app") {
+		t.Fatalf("unseen QPs: want rxe0/18 once\n%s", log)
+	}
+	m := d.m
+	if got := testutil.ToFloat64(m.unseenQPs); got != 1 {
+		t.Fatalf("unseen_qps_total = %v", got)
+	}
+	if a, r := testutil.ToFloat64(m.qps.WithLabelValues("rxe0", "ARMED")), testutil.ToFloat64(m.qps.WithLabelValues("rxe0", "REARM")); a != 1 || r != 1 {
+		t.Fatalf("qps{rxe0,ARMED} = %v, qps{rxe0,REARM} = %v", a, r)
+	}
+	if got := testutil.ToFloat64(m.reconciles.WithLabelValues("ok")); got < 3 {
+		t.Fatalf("reconciles_total{ok} = %v", got)
+	}
+	h.stop()
+	files, _ := filepath.Glob(filepath.Join(h.cfg.RecorderDir, flightPrefix+"*"))
+	rd, err := recording.Open(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	truths := 0
+	for {
+		e, err := rd.Next(context.Background())
+		if err != nil {
+			break
+		}
+		if e.Kind == event.KindTruth && e.Truth != nil && e.Truth.Source == "netlink" {
+			truths++
+		}
+	}
+	if truths < 6 {
+		t.Fatalf("the flight recorder holds %d readings, want every reading of both QPs", truths)
+	}
 }
 
 func waitDir(t *testing.T, dir string) string {

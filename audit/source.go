@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/groundtruth"
 )
 
 // item is one event from a source, or the end of that source (ev nil).
@@ -32,7 +33,9 @@ func feed(src event.Source, epoch int, ch chan<- item) {
 	}
 }
 
-// attach opens the probes and starts reading them.
+// attach opens the probes and starts reading them, with rdma netlink's
+// readings merged into their stream every Config.ReconcileInterval: the
+// model, the flight recorder and the bundles take them like any event.
 func (d *daemon) attach(reason string) error {
 	before := moduleIDs(d.deps.ModulesRoot)
 	src, err := d.deps.Open()
@@ -40,6 +43,8 @@ func (d *daemon) attach(reason string) error {
 		d.m.sourceUp.Set(0)
 		return err
 	}
+	src = groundtruth.Wrap(src, groundtruth.Options{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
+		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}
 	meta := src.Meta()

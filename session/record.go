@@ -2,14 +2,13 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/readyfile"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
@@ -65,7 +64,7 @@ func Record(ctx context.Context, cfg Config, d Deps) (Result, error) {
 		return Result{}, err
 	}
 	if cfg.ReadyFile != "" {
-		if err := writeReady(cfg.ReadyFile, src.Meta()); err != nil {
+		if err := readyfile.Write(cfg.ReadyFile, src.Meta()); err != nil {
 			w.Close()
 			return Result{}, err
 		}
@@ -141,19 +140,4 @@ func (c *copier) finish(s event.Stats) error {
 func printResult(w io.Writer, r Result) {
 	fmt.Fprintf(w, "recorded %d of %d events to %v; lost %d, decode errors %d\n",
 		r.Kept, r.Seen, r.Files, r.Stats.Lost, r.Stats.DecodeErrs)
-}
-
-func writeReady(path string, meta event.Meta) error {
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing the ready file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing the ready file: %w", err)
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/groundtruth"
+	"github.com/apmwatch/apmwatch/internal/readyfile"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
@@ -71,7 +72,7 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 	defer src.Close()
 	meta := src.Meta()
 	if cfg.ReadyFile != "" {
-		if err := writeReady(cfg.ReadyFile, meta); err != nil {
+		if err := readyfile.Write(cfg.ReadyFile, meta); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -188,6 +189,12 @@ func TestAudit(t *testing.T) {
 	} else if !strings.Contains(string(out), `"missed-rearm"`) {
 		t.Errorf("postmortem of the bundle has no missed-rearm:\n%s", out)
 	}
+	// The rdma netlink readings (--reconcile-interval) come in the stream,
+	// so the bundle keeps them for postmortem (mig-state-mismatch,
+	// stuck-rearm): the migrated QP read MIGRATED.
+	if n := countReadings(t, events, "rxe0", q, event.MigMigrated); n == 0 {
+		t.Errorf("the bundle holds no qp-truth reading of rxe0/%d as MIGRATED", q)
+	}
 	for _, name := range []string{"findings.jsonl", "qps.json", "bundle.json"} {
 		if _, err := os.Stat(filepath.Join(bundle, name)); err != nil {
 			t.Errorf("bundle: %v", err)
@@ -316,6 +323,31 @@ func replayKinds(t *testing.T, path string, judge uint64) []auditLine {
 		t.Errorf("bundle recording warnings: %v", w)
 	}
 	return out
+}
+
+// countReadings counts the rdma netlink readings (qp-truth) of dev/qpn
+// that read mig in a recording.
+func countReadings(t *testing.T, path, dev string, qpn int64, mig event.MigState) int {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		e, err := r.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == event.KindTruth && e.Truth != nil && e.Truth.Op == event.TruthRead &&
+			e.Device == dev && int64(e.QPN) == qpn && e.Truth.Mig == mig {
+			n++
+		}
+	}
 }
 
 // runCmd runs a command that prints no JSON and must exit 0.
