@@ -36,11 +36,11 @@ func newAuditCmd() *cobra.Command {
 	fl.DurationVar(&cfg.BundleBefore, "bundle-before", cfg.BundleBefore, "an incident bundle holds the events from this long before its finding")
 	fl.DurationVar(&cfg.BundleAfter, "bundle-after", cfg.BundleAfter, "and is written this long after it")
 	fl.IntVar(&cfg.MaxBundles, "max-bundles", cfg.MaxBundles, "keep the newest N incident bundles")
-	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read rdma netlink this often (0: never)")
-	fl.DurationVar(&cfg.Model.RearmDeadline, "rearm-deadline", cfg.Model.RearmDeadline, "time from a migration to a rearm (missed-rearm)")
+	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read every QP's state from rdma netlink this often into the stream (qp-truth; 0: never)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
+	addModelFlags(fl, &cfg.Model)
 	_ = fl.MarkHidden("force-kprobe")
 	enforceAudit(cmd, &cfg)
 	return cmd

@@ -7,7 +7,7 @@ import (
 
 // addModelFlags registers the APM model's thresholds (docs/findings.md) on
 // fs; the values start from cfg and land in it. Shared by every command
-// that runs the model: trace, postmortem (and audit).
+// that runs the model: trace, postmortem and audit.
 func addModelFlags(fs *pflag.FlagSet, cfg *apm.Config) {
 	fs.DurationVar(&cfg.RearmDeadline, "rearm-deadline", cfg.RearmDeadline, "time from a migration to a successful rearm (missed-rearm)")
 	fs.DurationVar(&cfg.ArmDeadline, "arm-deadline", cfg.ArmDeadline, "time a QP in RTS may hold a loaded alternate without a rearm (never-armed)")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/recording"
+	"github.com/spf13/cobra"
 )
 
 func run(args ...string) (string, error) {
@@ -20,6 +21,17 @@ func run(args ...string) (string, error) {
 	return out.String(), err
 }
 
+// The commands that run the model take the same thresholds.
+func TestModelFlagsOnEveryModelCommand(t *testing.T) {
+	for _, c := range []*cobra.Command{newTraceCmd(), newPostmortemCmd(), newAuditCmd()} {
+		for _, name := range []string{"rearm-deadline", "stuck-rearm", "truth-grace", "reorder-window", "max-qps"} {
+			if c.Flags().Lookup(name) == nil {
+				t.Errorf("%s has no --%s", c.Name(), name)
+			}
+		}
+	}
+}
+
 func TestRecordAndPostmortemUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"postmortem"},
@@ -27,6 +39,8 @@ func TestRecordAndPostmortemUsage(t *testing.T) {
 		{"postmortem", "--since", "yesterday", "x.rec"},
 		{"postmortem", "--qpn", "abc", "x.rec"},
 		{"postmortem", "--rearm-deadline", "0s", "x.rec"},
+		{"audit", "--findings", "/tmp/x", "--rearm-deadline", "0s"},
+		{"audit", "--findings", "/tmp/x", "--flap-count", "-1"},
 		{"record"},
 		{"record", "-o", "x.rec", "--qpn", "abc"},
 	} {
