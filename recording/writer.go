@@ -88,7 +88,7 @@ type Writer struct {
 // With rotation (Options.MaxBytes, MaxAge) path is the prefix of the files.
 func Create(path string, meta event.Meta, opts Options) (*Writer, error) {
 	if opts.MaxFiles < 0 || (opts.MaxFiles > 0 && !opts.rotates()) {
-		return nil, errors.New("MaxFiles needs MaxBytes or MaxAge")
+		return nil, errors.New("recording options: MaxFiles needs MaxBytes or MaxAge")
 	}
 	name := path
 	if opts.rotates() {
