@@ -46,3 +46,4 @@ clean: ## remove build outputs (keeps the download cache)
 include lab/lab.mk
 include recording/recording.mk
 include postmortem/postmortem.mk
+include audit/audit.mk
