@@ -24,8 +24,9 @@ type Config struct {
 	// LAPDeadline is the time a received LAP may wait for an APR
 	// (lap-race, cm_id stuck in LAP_RCVD).
 	LAPDeadline time.Duration
-	// EpisodeLinger keeps an episode open after its rearm, to catch an
-	// alternate load that comes after the rearm (lap-race, swapped steps).
+	// EpisodeLinger is how long after its rearm an alternate load still
+	// belongs to the episode (lap-race, steps 2 and 3 swapped). It is its own
+	// window: no other deadline stretches it.
 	EpisodeLinger time.Duration
 	// FlapCount migrations within FlapWindow make a flapping finding.
 	FlapCount  int
@@ -36,6 +37,15 @@ type Config struct {
 	// rearm waits for a PATH_MIG event that explains it before it is
 	// called a mismatch (the event is delivered after the hardware moved).
 	TruthGrace time.Duration
+	// DuplicateWindow is how far apart the two copies of one QP event may
+	// be: the driver's (QPN only) and ib_core's or ib_uverbs' (typed).
+	DuplicateWindow time.Duration
+	// RebootGap: an input whose Boot is behind the model's clock by more
+	// than this, or a source clock that goes back by more than the reorder
+	// window, means the source's CLOCK_BOOTTIME restarted (a new boot): the
+	// model starts afresh. Inputs behind by less are late (Stats.Late) and
+	// judged at their own stamp.
+	RebootGap time.Duration
 	// MaxQPs bounds the number of tracked QPs; 0 means no bound. Events for
 	// new QPs beyond it are counted in Stats.Dropped.
 	MaxQPs int
@@ -54,6 +64,9 @@ func DefaultConfig() Config {
 		FlapWindow:     60 * time.Second,
 		StuckRearm:     10 * time.Second,
 		TruthGrace:     1 * time.Second,
+
+		DuplicateWindow: 500 * time.Millisecond,
+		RebootGap:       30 * time.Second,
 	}
 }
 
@@ -79,6 +92,10 @@ func (c Config) Validate() error {
 	pos("flap window", c.FlapWindow)
 	pos("stuck rearm", c.StuckRearm)
 	neg("truth grace", c.TruthGrace)
+	neg("duplicate window", c.DuplicateWindow)
+	if c.RebootGap <= c.ReorderWindow {
+		errs = append(errs, fmt.Errorf("reboot gap must exceed the reorder window: %v <= %v", c.RebootGap, c.ReorderWindow))
+	}
 	if c.FlapCount < 2 || c.FlapCount > 64 {
 		errs = append(errs, fmt.Errorf("flap count must be in 2..64: %d", c.FlapCount))
 	}

@@ -273,20 +273,17 @@ func TestCMNotNotified(t *testing.T) {
 	})
 }
 
-// Model.MarkCM is the other way to learn that a QP is CM-managed.
-func TestCMNotNotifiedMarkCM(t *testing.T) {
+// A reading whose cm_id table binds an rdma_cm id to the QP is the other
+// way to learn that it is CM-managed.
+func TestCMNotNotifiedFromReading(t *testing.T) {
 	b := apmtest.New()
 	armedQP(b)
+	b.Truth(qpn, event.MigArmed, event.StateRTS).Truth.CM = true
 	b.PathMig(qpn)
 	b.SeedSteps(qpn, apmtest.PathC, 0)
-	var got []apm.Finding
-	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { got = append(got, f) })
+	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apmtest.Feed(m, b.Steps[:5]) // the connection
-	m.MarkCM(b.Device, qpn, b.Steps[4].Boot())
-	apmtest.Feed(m, b.Steps[5:])
-	m.Advance(b.Now() + uint64(time.Minute))
 	checkKinds(t, got, []apm.Kind{apm.CMNotNotified}, nil)
 }

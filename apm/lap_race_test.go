@@ -89,7 +89,7 @@ func TestLAPRace(t *testing.T) {
 				b.Rearm(qpn)
 				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 			},
-			want: []apm.Kind{apm.RearmWithoutAlt, apm.LAPRace},
+			want: []apm.Kind{apm.LAPRace},
 		},
 		{
 			name: "negative: an alternate loaded long after a bare rearm is a new load, not a swapped step",

@@ -125,16 +125,18 @@ func TestReorderedCPUStreams(t *testing.T) {
 	}
 }
 
-// Without the reorder stage the same arrival order gives false findings:
-// the rearm, seen before the PATH_MIG it answers, closes nothing.
+// Without the reorder stage an arrival order gives false findings: the new
+// alternate, seen before the PATH_MIG it follows, is taken for the old one
+// and the rearm looks bare.
 func TestReorderWindowIsNeeded(t *testing.T) {
 	b := apmtest.New()
 	armedQP(b)
 	mig := b.OnCPU(0).PathMig(qpn)
-	rearm := b.OnCPU(1).LoadAltRearm(qpn, apmtest.PathC)
+	load := b.OnCPU(1).LoadAlt(qpn, apmtest.PathC)
+	b.Rearm(qpn)
 	n := len(b.Steps)
-	arrival := append(b.Steps[:n-2:n-2], b.Steps[n-1], b.Steps[n-2]) // the rearm overtakes the PATH_MIG
-	if arrival[n-1].Ev != mig || arrival[n-2].Ev != rearm {
+	arrival := append(b.Steps[:n-3:n-3], b.Steps[n-2], b.Steps[n-3], b.Steps[n-1]) // the load overtakes the PATH_MIG
+	if arrival[n-2].Ev != mig || arrival[n-3].Ev != load {
 		t.Fatal("bad arrival order")
 	}
 	for _, tc := range []struct {
@@ -142,7 +144,7 @@ func TestReorderWindowIsNeeded(t *testing.T) {
 		want   []apm.Kind
 	}{
 		{50 * time.Millisecond, nil},
-		{0, []apm.Kind{apm.MissedRearm}},
+		{0, []apm.Kind{apm.RearmWithoutAlt}},
 	} {
 		cfg := apm.DefaultConfig()
 		cfg.ReorderWindow = tc.window
@@ -228,19 +230,16 @@ func sameFindings(a, b []apm.Finding) bool {
 }
 
 // A QP that vanished from the netlink table without a destroy event is
-// forgotten with Model.Gone.
+// forgotten (a TruthGone reading in the stream).
 func TestGoneFreesHistory(t *testing.T) {
 	b := apmtest.New()
 	armedQP(b)
 	b.PathMig(qpn)
-	var got []apm.Finding
-	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { got = append(got, f) })
+	b.After(time.Second).Gone(qpn)
+	got, m, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apmtest.Feed(m, b.Steps)
-	m.Gone(b.Device, qpn, b.Now()+uint64(time.Second))
-	m.Advance(b.Now() + uint64(time.Minute))
 	if s := m.Stats(); s.QPs != 0 || len(got) != 0 {
 		t.Errorf("after Gone: %d QPs, findings %v", s.QPs, got)
 	}

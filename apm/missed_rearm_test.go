@@ -47,9 +47,9 @@ func TestMissedRearm(t *testing.T) {
 				b.PathMig(qpn)
 				b.After(10 * time.Second)
 				b.ForceMigrate(qpn) // nothing armed: not a migration
-				b.PathMig(qpn)      // a second real migration
+				b.PathMig(qpn)      // nor is its event: only an ARMED QP migrates
 			},
-			want: []apm.Kind{apm.MissedRearm, apm.MissedRearm},
+			want: []apm.Kind{apm.MissedRearm},
 		},
 		{
 			name: "a refused rearm is not a rearm",

@@ -7,27 +7,14 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// Truth is one ground-truth reading of a QP: what the kernel answered to a
-// query (rdma netlink RES_QP_GET, or an actuator's QUERY_QP) at At. Feed
-// only QPs that APM applies to (RC, UC, XRC: rdmanl.QP.HasPathMig).
-type Truth struct {
-	Device   string
-	QPN      uint32
-	Mig      event.MigState
-	State    event.QPState
-	HasState bool   // State is valid
-	At       uint64 // CLOCK_BOOTTIME nanoseconds of the reading
-	Source   string // "netlink", "query", ...
-	PID      uint32 // the owner, as the kernel names it (optional): used
-	Comm     string // when no event has named the QP's owner yet
-}
-
 // Stats counts what the model did.
 type Stats struct {
-	Events       uint64 // events applied
+	Events       uint64 // events applied (ground-truth readings included)
 	Truths       uint64 // ground-truth readings applied
-	Late         uint64 // inputs older than the reorder window allowed (applied anyway)
-	Unattributed uint64 // CM events that could not be tied to a QP
+	Late         uint64 // inputs older than the reorder window allowed (judged at their own stamp)
+	Duplicates   uint64 // second copies of one QP event (driver and core hooks both saw it)
+	Reboots      uint64 // times the source's clock restarted and the model started afresh
+	Unattributed uint64 // CM events, and driver QP events, that could not be tied to a QP
 	Dropped      uint64 // events for new QPs beyond Config.MaxQPs
 	Ignored      uint64 // events about QPs APM does not apply to (UD, GSI, SMI) or about nothing
 	QPs          int    // QP histories tracked now
@@ -41,140 +28,154 @@ type Stats struct {
 type Model struct {
 	cfg   Config
 	sink  func(Finding)
+	ids   *IDs
 	in    reorder
 	qps   *store
 	devs  *interner
 	comms *interner
 	tm    timers
 	now   uint64 // model time: Boot of the last applied input or deadline
+	at    uint64 // the time the input or deadline being judged stands at
 	gen   uint32
-	ids   uint64
-	wall  time.Duration     // wall clock minus Boot, from the last event that had both
-	cmIDs map[uint64]uint64 // (device << 32 | local comm id) -> QP key
+	wall  time.Duration      // wall clock minus Boot, from the last event that had both
+	cmIDs map[uint64]cmBound // (device << 32 | local comm id) -> QP generation
 	stats Stats
 
 	lastDev   string
 	lastDevID uint32
 }
 
-// New returns a model that hands every finding and resolution to sink.
-func New(cfg Config, sink func(Finding)) (*Model, error) {
+// cmBound is the QP generation a CM communication id was last seen with.
+type cmBound struct {
+	key uint64
+	gen uint32
+}
+
+// New returns a model that hands every finding and resolution to sink. Its
+// finding IDs come from a fresh allocator unless ids is given: pass the
+// one allocator of the process so that IDs are unique across producers.
+func New(cfg Config, sink func(Finding), ids ...*IDs) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid apm config: %w", err)
 	}
 	if sink == nil {
 		sink = func(Finding) {}
 	}
-	m := &Model{
-		cfg:   cfg,
-		sink:  sink,
-		qps:   newStore(),
-		devs:  newInterner(1 << 16),
-		comms: newInterner(4096),
-		cmIDs: make(map[uint64]uint64),
+	m := &Model{cfg: cfg, sink: sink, ids: &IDs{}, devs: newInterner(1 << 16), comms: newInterner(4096)}
+	if len(ids) > 0 && ids[0] != nil {
+		m.ids = ids[0]
 	}
-	m.in.window = uint64(cfg.ReorderWindow)
+	m.fresh()
 	m.stats.Findings = make(map[Kind]uint64)
 	return m, nil
+}
+
+// fresh forgets every QP (a new model, or a new boot).
+func (m *Model) fresh() {
+	m.qps = newStore()
+	m.cmIDs = make(map[uint64]cmBound)
+	m.tm = nil
+	m.in = reorder{window: uint64(m.cfg.ReorderWindow)}
+	m.now, m.at = 0, 0
 }
 
 // Config returns the thresholds in force.
 func (m *Model) Config() Config { return m.cfg }
 
-// Handle takes one event. A ground-truth reading in the stream
-// (event.KindTruth) is applied as Truth, MarkCM or Gone would apply it. It is
-// applied once no event from another CPU can
-// still overtake it (Config.ReorderWindow), so findings may come out of a
-// later Handle, Truth, Advance or Flush call. ev must stay unchanged until
-// it is applied (a source that reuses Event values must hold more than a
-// window's worth); the model keeps no reference after that.
+// IDs returns the model's finding-ID allocator, for producers of other
+// findings about the same stream (the actuator, pairing).
+func (m *Model) IDs() *IDs { return m.ids }
+
+// Handle takes one event; ground-truth readings (event.KindTruth) come the
+// same way. It is applied once no event from another CPU can still overtake
+// it (Config.ReorderWindow), so findings may come out of a later Handle,
+// Advance or Finish call. ev must stay unchanged until it is applied (a
+// source that reuses Event values must hold more than a window's worth);
+// the model keeps no reference after that.
 func (m *Model) Handle(ev *event.Event) {
 	if ev == nil {
 		return
 	}
+	if m.in.max > uint64(m.cfg.RebootGap) && ev.Boot < m.in.max-uint64(m.cfg.RebootGap) {
+		m.NewBoot()
+	}
 	if !ev.Time.IsZero() {
 		m.wall = time.Duration(ev.Time.UnixNano() - int64(ev.Boot))
 	}
-	m.input(item{boot: ev.Boot, ev: ev})
-}
-
-// Truth takes one ground-truth reading, through the same reorder stage as
-// the events so that it is judged against every event before t.At.
-func (m *Model) Truth(t Truth) {
-	m.input(item{boot: t.At, in: &input{truth: t, op: opTruth}})
-}
-
-func (m *Model) input(it item) {
-	if m.in.window == 0 || it.boot < m.in.out {
-		if it.boot < m.in.out {
+	if m.in.window == 0 || ev.Boot < m.in.out {
+		if ev.Boot < m.in.out {
 			m.stats.Late++
 		}
-		m.apply(it)
+		m.apply(ev)
 		return
 	}
-	m.in.push(it)
+	m.in.push(ev)
 	m.release(m.in.releaseLimit())
+}
+
+// NewBoot tells the model that the source's host booted again (its boot id
+// changed): what is pending is judged, then every QP history is forgotten,
+// since the QPs died with the old boot. Finding IDs and generations go on.
+func (m *Model) NewBoot() {
+	m.release(^uint64(0))
+	m.fire(m.now, true)
+	m.fresh()
+	m.stats.Reboots++
 }
 
 // Advance tells the model that the source's clock reached now (Boot
 // nanoseconds) even if no event came: inputs older than the reorder window
-// are applied and deadlines up to now minus the window fire.
+// are applied and deadlines up to now minus the window fire. A clock that
+// went back by more than the window is a new boot.
 func (m *Model) Advance(now uint64) {
+	if now+m.in.window < m.now {
+		m.NewBoot()
+	}
 	limit := uint64(0)
 	if now > m.in.window {
 		limit = now - m.in.window
 	}
 	m.release(limit)
 	m.fire(limit, true)
-	if limit > m.now {
-		m.now = limit
-	}
+	m.now = max(m.now, limit)
 }
 
-// Flush applies every waiting input and fires the deadlines up to the last
-// one, as at the end of a recording. Deadlines later than that stay pending:
-// call Advance to judge them.
-func (m *Model) Flush() {
+// Finish ends a stream: every waiting input is applied and every deadline up
+// to now (the source's clock at its end) is judged. Trace, audit and
+// postmortem all end this way. Deadlines after now stay pending.
+func (m *Model) Finish(now uint64) {
 	m.release(^uint64(0))
+	m.fire(now, true)
+	m.now = max(m.now, now)
 }
+
+// Flush applies every waiting input and the deadlines before the last one.
+//
+// Deprecated: use Finish, which also judges the deadlines up to the end.
+func (m *Model) Flush() { m.release(^uint64(0)) }
 
 func (m *Model) release(limit uint64) {
 	for {
-		it, ok := m.in.pop(limit)
+		ev, ok := m.in.pop(limit)
 		if !ok {
 			return
 		}
-		m.apply(it)
+		m.apply(ev)
 	}
 }
 
-// apply judges the deadlines that fall before the input, then applies it.
-func (m *Model) apply(it item) {
-	m.fire(it.boot, false)
-	if it.boot > m.now {
-		m.now = it.boot
-	}
-	if it.ev != nil {
-		if it.ev.Kind == event.KindTruth {
-			m.truthEvent(it.ev)
-			return
-		}
-		m.stats.Events++
-		m.event(it.ev)
-		return
-	}
-	switch it.in.op {
-	case opMarkCM:
-		m.markCM(&it.in.key)
-	case opGone:
-		m.gone(&it.in.key)
-	default:
-		m.stats.Truths++
-		m.truth(&it.in.truth)
-	}
+// apply judges the deadlines that fall before the input, then applies it
+// at its own stamp.
+func (m *Model) apply(ev *event.Event) {
+	m.fire(ev.Boot, false)
+	m.now = max(m.now, ev.Boot)
+	m.at = ev.Boot
+	m.stats.Events++
+	m.event(ev)
 }
 
-// fire runs the timers due before t (at or before t when inclusive).
+// fire runs the timers due before t (at or before t when inclusive), each
+// at its own time.
 func (m *Model) fire(t uint64, inclusive bool) {
 	for {
 		tm, ok := m.tm.peek()
@@ -183,12 +184,13 @@ func (m *Model) fire(t uint64, inclusive bool) {
 		}
 		m.tm.pop()
 		q := m.qps.at(tm.slot)
-		if q.timerAt != tm.when {
+		if q == nil || q.timerAt != tm.when {
 			continue // the QP is gone, or an earlier wake-up superseded this one
 		}
 		q.timerAt = 0
-		m.now = max(m.now, tm.when) // the deadline is judged at its own time
-		m.deadlines(tm.slot, q)
+		m.now = max(m.now, tm.when)
+		m.at = tm.when
+		m.deadlines(tm.slot, q, tm.when)
 	}
 }
 
@@ -249,18 +251,32 @@ func (m *Model) get(key uint64, create bool) (int32, *qp) {
 	return slot, q
 }
 
-func (m *Model) drop(slot int32, q *qp) {
-	if q.x != nil && q.x.commID != 0 {
-		delete(m.cmIDs, q.key>>32<<32|uint64(q.x.commID))
+// byQPN finds the one live history with a QPN on any device, for a
+// driver's copy of an event that names no device. Ambiguous or unknown:
+// none.
+func (m *Model) byQPN(qpn uint32) (int32, *qp) {
+	found, fq := int32(-1), (*qp)(nil)
+	n := 0
+	m.devs.each(func(id uint32, _ string) {
+		if slot, ok := m.qps.lookup(uint64(id)<<32 | uint64(qpn)); ok {
+			found, fq = slot, m.qps.at(slot)
+			n++
+		}
+	})
+	if n != 1 {
+		return -1, nil
 	}
-	m.qps.release(slot)
+	return found, fq
 }
 
-func (q *qp) ax() *aux {
-	if q.x == nil {
-		q.x = &aux{}
+func (m *Model) drop(slot int32, q *qp) {
+	if q.x != nil && q.x.commID != 0 {
+		k := q.key>>32<<32 | uint64(q.x.commID)
+		if b := m.cmIDs[k]; b.key == q.key && b.gen == q.gen {
+			delete(m.cmIDs, k)
+		}
 	}
-	return q.x
+	m.qps.release(slot)
 }
 
 // QPView is a read-only summary of one QP history.
@@ -289,40 +305,11 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 	if q.x != nil {
 		v.Episodes = q.x.prev.n
 		if q.x.ep != nil {
-			v.InEpisode = q.x.ep.rearm.boot == 0
+			v.InEpisode = !q.x.ep.rearm.ok()
 			v.Episodes = q.x.ep.n
 		}
 	}
 	return v, true
-}
-
-// MarkCM tells the model that, at Boot time at, a QP is driven by the CM
-// (for example because rdma netlink lists a cm_id bound to it). It goes
-// through the reorder stage like an event. See docs/findings.md.
-func (m *Model) MarkCM(device string, qpn uint32, at uint64) {
-	m.input(item{boot: at, in: &input{key: event.QPKey{Device: device, QPN: qpn}, op: opMarkCM}})
-}
-
-// Gone tells the model that, at Boot time at, a QP no longer exists
-// although no destroy was seen (it vanished from an rdma netlink snapshot).
-// Its history is freed like on a destroy.
-func (m *Model) Gone(device string, qpn uint32, at uint64) {
-	m.input(item{boot: at, in: &input{key: event.QPKey{Device: device, QPN: qpn}, op: opGone}})
-}
-
-func (m *Model) gone(k *event.QPKey) {
-	if slot, q := m.get(m.keyOf(k.Device, k.QPN), false); q != nil {
-		m.drop(slot, q)
-	}
-}
-
-func (m *Model) markCM(k *event.QPKey) {
-	if k.QPN == 0 {
-		return
-	}
-	if _, q := m.get(m.keyOf(k.Device, k.QPN), true); q != nil {
-		q.flags |= fCM
-	}
 }
 
 func (m *Model) keyView(q *qp) Key {

@@ -57,15 +57,17 @@ func (r route) String() string {
 
 // QP flags.
 const (
-	fStateKnown     uint8 = 1 << iota // QP state seen (create, modify or truth)
+	fStateKnown     uint8 = 1 << iota // QP state seen (create, modify or reading)
+	fMigKnown                         // path-migration state seen (create, modify or reading)
 	fCM                               // CM-managed (see docs/findings.md)
 	fNeverArmedDone                   // never-armed reported for this generation
 	fMigErrDone                       // migration-error reported since the last rearm
+	fArmed                            // rearmed (or read REARM/ARMED) since the last migration
 )
 
 // qp is the hot per-QP state. It stays small: one million of them must fit
 // in well under 256 bytes each including the index. Rarely needed state
-// lives in aux, allocated on the first migration, CM event or truth reading.
+// lives in aux, allocated on the first migration, CM event or reading.
 type qp struct {
 	key     uint64 // device index << 32 | qpn
 	gen     uint32
@@ -80,28 +82,56 @@ type qp struct {
 	altLoad ref    // last successful alternate-path load
 	rearm   ref    // last successful rearm
 	rtsAt   uint64 // when the QP last entered RTS
+	migAt   uint64 // when an event last changed the believed mig state
 	timerAt uint64 // earliest pending wake-up in the timer heap, 0 = none
 	x       *aux
 }
 
+// armed reports whether the QP may migrate: only an ARMED QP can. It is
+// armed once rearmed (or read REARM or ARMED) since its last migration; the
+// model cannot tell REARM from ARMED without a reading, so both count. A
+// MIGRATED reading does not disarm it: the PATH_MIG of the migration it
+// shows may still be on its way. A QP whose migration state the model never
+// saw gets the benefit of the doubt.
+func (q *qp) armed() bool {
+	return q.flags&fMigKnown == 0 || q.flags&fArmed != 0
+}
+
 // aux is the cold per-QP state.
 type aux struct {
-	ep       *episode // current episode, nil when none
-	prev     epSummary
-	lastMig  ref // last migration (PATH_MIG or forced)
-	migs     []ref
-	flapping bool // a flapping finding covers the current burst
+	ep   *episode // current episode, nil when none
+	prev epSummary
+	last lastMig // the last migration, kept after its episode ends
+
+	migs     []ref // migrations in the flapping window
+	flapping bool  // a flapping finding covers the current burst
 
 	lapRecv    ref // a LAP received and not yet answered by an APR
 	lapStuckID uint64
 	commID     uint32 // local CM communication id, when learnt
 
-	rearmSince  uint64 // ground truth has read REARM since
-	stuckID     uint64
-	truthRearm  ref    // rearm judged by the last mismatch check
-	pendTruth   uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
-	pendRearm   ref
+	rearmSince uint64 // readings have shown REARM since
+	stuckID    uint64
+	truthRearm ref    // rearm judged by the last mismatch check
+	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
+	pendRearm  ref
+
+	lastEv      qpEvCopy // the last QP event applied, to drop its second copy
 	failedDedup []uint64 // (class << 32 | errno) already reported for apm-modify-failed
+}
+
+// lastMig is the last migration of a QP generation.
+type lastMig struct {
+	at     ref
+	forced bool // software forced it (modify PATH_MIG_STATE=MIGRATED)
+	event  bool // its PATH_MIG came (a forced migration's own event)
+}
+
+// qpEvCopy identifies one QP event for the duplicate check.
+type qpEvCopy struct {
+	boot    uint64
+	typ     event.EventType
+	untyped bool
 }
 
 type epSummary struct {
@@ -117,16 +147,18 @@ type episode struct {
 	forced    bool
 	mig       ref
 	event     ref   // PATH_MIG that followed a forced migration
+	stray     ref   // a PATH_MIG while the QP was not armed: evidence, not a migration
 	left      route // primary the QP left
 	commEst   ref
-	altLoad   ref // first successful alternate load in the episode
-	altSame   bool
+	altLoad   ref   // last successful alternate load in the episode
+	altAt     route // the alternate it loaded
 	altFailed int32 // errno of a refused alternate load in the episode
 	lapSent   ref
 	lapRecv   ref
 	notify    ref
 	notifyRet int32
 	rearm     ref
+	bareRearm ref    // a rearm with no load before it, judged after EpisodeLinger
 	missedID  uint64 // missed-rearm finding, for its resolution
 	done      uint16 // kinds reported in this episode (bit per kind)
 }
@@ -140,6 +172,20 @@ const (
 	dNotNotified
 	dMismatch
 )
+
+func (q *qp) ax() *aux {
+	if q.x == nil {
+		q.x = &aux{}
+	}
+	return q.x
+}
+
+func (q *qp) episode() *episode {
+	if q.x == nil {
+		return nil
+	}
+	return q.x.ep
+}
 
 func itoa(v uint64) string {
 	var b [20]byte

@@ -2,59 +2,36 @@ package apm
 
 import "github.com/apmwatch/apmwatch/event"
 
-// item is one input waiting in the reorder stage: an event, or (rarely)
-// another input. It stays three words: the stage moves items around.
-type item struct {
-	boot uint64
-	ev   *event.Event
-	in   *input
-}
-
-// input is a ground-truth reading, a CM mark or a gone QP.
-type input struct {
-	truth Truth
-	key   event.QPKey
-	op    uint8
-}
-
-const (
-	opTruth uint8 = iota
-	opMarkCM
-	opGone
-)
-
-// reorder holds inputs for a bounded window of Boot time and releases them
-// in Boot order. Inputs arrive nearly sorted (per-CPU streams interleave), so
-// it is an insertion sort from the tail over a slice used as a queue: O(1)
-// for an input already in order.
+// reorder holds events for a bounded window of Boot time and releases them
+// in Boot order. Events arrive nearly sorted (per-CPU streams interleave),
+// so it is an insertion sort from the tail over a slice used as a queue:
+// O(1) for an event already in order.
 type reorder struct {
 	window uint64
-	buf    []item
+	buf    []*event.Event
 	head   int
 	max    uint64 // largest Boot pushed
-	out    uint64 // Boot of the last released input
+	out    uint64 // Boot of the last released event
 }
 
-func (r *reorder) push(it item) {
-	if it.boot > r.max {
-		r.max = it.boot
-	}
-	r.buf = append(r.buf, it)
+func (r *reorder) push(ev *event.Event) {
+	r.max = max(r.max, ev.Boot)
+	r.buf = append(r.buf, ev)
 	i := len(r.buf) - 1
-	for i > r.head && r.buf[i-1].boot > it.boot {
+	for i > r.head && r.buf[i-1].Boot > ev.Boot {
 		r.buf[i] = r.buf[i-1]
 		i--
 	}
-	r.buf[i] = it
+	r.buf[i] = ev
 }
 
-// pop returns the oldest input whose Boot is at most limit.
-func (r *reorder) pop(limit uint64) (item, bool) {
-	if r.head == len(r.buf) || r.buf[r.head].boot > limit {
-		return item{}, false
+// pop returns the oldest event whose Boot is at most limit.
+func (r *reorder) pop(limit uint64) (*event.Event, bool) {
+	if r.head == len(r.buf) || r.buf[r.head].Boot > limit {
+		return nil, false
 	}
-	it := r.buf[r.head]
-	r.buf[r.head] = item{}
+	ev := r.buf[r.head]
+	r.buf[r.head] = nil
 	r.head++
 	if r.head == len(r.buf) {
 		r.buf = r.buf[:0]
@@ -65,15 +42,13 @@ func (r *reorder) pop(limit uint64) (item, bool) {
 		r.buf = r.buf[:n]
 		r.head = 0
 	}
-	if it.boot > r.out {
-		r.out = it.boot
-	}
-	return it, true
+	r.out = max(r.out, ev.Boot)
+	return ev, true
 }
 
 func (r *reorder) len() int { return len(r.buf) - r.head }
 
-// releaseLimit is the Boot up to which inputs can no longer be overtaken.
+// releaseLimit is the Boot up to which events can no longer be overtaken.
 func (r *reorder) releaseLimit() uint64 {
 	if r.max < r.window {
 		return 0

@@ -1,24 +1,43 @@
 package apm
 
+import "math/bits"
+
 // chunkBits sizes the slab chunks: a plain slice would waste up to a quarter
 // of its capacity on growth, chunks waste at most one chunk.
 const chunkBits = 10
 
-// store keeps the QPs in chunked slabs indexed by int32, with a free list,
-// and an index from (device, qpn) to slot. Slots of destroyed QPs are
-// reused. A stale timer for a freed or reused slot is harmless: a freed
-// slot has timerAt 0, and a wake-up for the wrong QP only re-judges it.
+const chunkLen = 1 << chunkBits
+
+// store keeps the QPs in chunked slabs indexed by int32, and an index from
+// (device, qpn) to slot. Slots are handed out lowest chunk first, so live
+// QPs stay packed in the low chunks; a chunk whose last QP is freed is given
+// back to the Go heap, and the index is rebuilt once it has shrunk to a
+// quarter of its peak (Go maps never shrink). After a million QPs come and
+// go, what is left is what the live ones need. A stale timer for a freed
+// slot is harmless: at returns nil for a released chunk, and a freed slot
+// has timerAt 0.
 type store struct {
 	index  map[uint64]int32
-	chunks [][]qp
-	free   []int32
-	n      int32 // slots handed out
+	peak   int // index size since it was last rebuilt
+	chunks []*chunk
+	hint   int // no chunk below hint has a free slot
+}
+
+type chunk struct {
+	qps  [chunkLen]qp
+	used [chunkLen / 64]uint64
+	live int
 }
 
 func newStore() *store { return &store{index: make(map[uint64]int32)} }
 
+// at returns the QP in slot, or nil when the slot's chunk was released.
 func (s *store) at(slot int32) *qp {
-	return &s.chunks[slot>>chunkBits][slot&(1<<chunkBits-1)]
+	i := int(slot >> chunkBits)
+	if slot < 0 || i >= len(s.chunks) || s.chunks[i] == nil {
+		return nil
+	}
+	return &s.chunks[i].qps[slot&(chunkLen-1)]
 }
 
 func (s *store) lookup(key uint64) (int32, bool) {
@@ -27,30 +46,59 @@ func (s *store) lookup(key uint64) (int32, bool) {
 }
 
 func (s *store) alloc(key uint64) int32 {
-	var slot int32
-	if n := len(s.free); n > 0 {
-		slot = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		slot = s.n
-		s.n++
-		if int(slot>>chunkBits) == len(s.chunks) {
-			s.chunks = append(s.chunks, make([]qp, 1<<chunkBits))
+	i := s.hint
+	for ; i < len(s.chunks); i++ {
+		if c := s.chunks[i]; c == nil || c.live < chunkLen {
+			break
 		}
 	}
-	s.index[key] = slot
-	return slot
+	if i == len(s.chunks) {
+		s.chunks = append(s.chunks, nil)
+	}
+	if s.chunks[i] == nil {
+		s.chunks[i] = &chunk{}
+	}
+	s.hint = i
+	c := s.chunks[i]
+	for w, u := range c.used {
+		if u == ^uint64(0) {
+			continue
+		}
+		b := bits.TrailingZeros64(^u)
+		c.used[w] |= 1 << b
+		c.live++
+		slot := int32(i<<chunkBits | w*64 + b)
+		s.index[key] = slot
+		s.peak = max(s.peak, len(s.index))
+		return slot
+	}
+	panic("apm: store chunk accounting is broken")
 }
 
 func (s *store) release(slot int32) {
 	q := s.at(slot)
+	if q == nil {
+		return
+	}
 	delete(s.index, q.key)
 	*q = qp{}
-	s.free = append(s.free, slot)
-	// Go maps never shrink: rebuild the index once it is mostly empty so that
-	// destroyed QPs leave no growth behind.
-	if s.live() == 0 && len(s.free) > 4096 {
-		s.index = make(map[uint64]int32)
+	i, off := int(slot>>chunkBits), int(slot&(chunkLen-1))
+	c := s.chunks[i]
+	c.used[off/64] &^= 1 << (off % 64)
+	c.live--
+	if c.live == 0 {
+		s.chunks[i] = nil
+		for len(s.chunks) > 0 && s.chunks[len(s.chunks)-1] == nil {
+			s.chunks = s.chunks[:len(s.chunks)-1]
+		}
+	}
+	s.hint = min(s.hint, i)
+	if s.peak > 4096 && len(s.index) < s.peak/4 {
+		idx := make(map[uint64]int32, len(s.index))
+		for k, v := range s.index {
+			idx[k] = v
+		}
+		s.index, s.peak = idx, len(idx)
 	}
 }
 
@@ -85,4 +133,11 @@ func (in *interner) name(id uint32) string {
 		return in.names[id]
 	}
 	return ""
+}
+
+// each calls f for every interned name with its id (not the empty one).
+func (in *interner) each(f func(id uint32, name string)) {
+	for i, n := range in.names[1:] {
+		f(uint32(i+1), n)
+	}
 }

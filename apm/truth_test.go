@@ -159,7 +159,7 @@ func TestTruthEvents(t *testing.T) {
 		read(s+1, 100, event.QPTypeRC, true)
 		read(s+1, 101, event.QPTypeUD, false)
 	}
-	m.Flush()
+	m.Finish(12 * uint64(time.Second))
 	if v, ok := m.Lookup("mlx5_0", 100); !ok || !v.CM || v.PID != 4242 || v.Comm != "ib_write_bw" || v.Mig != event.MigRearm {
 		t.Fatalf("QP 100 %+v %v: want CM-managed, owned by ib_write_bw:4242, REARM", v, ok)
 	}
@@ -171,11 +171,11 @@ func TestTruthEvents(t *testing.T) {
 	}
 	m.Handle(&event.Event{Kind: event.KindTruth, Boot: 13 * uint64(time.Second), Device: "mlx5_0", QPN: 100,
 		Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
-	m.Flush()
+	m.Finish(13 * uint64(time.Second))
 	if _, ok := m.Lookup("mlx5_0", 100); ok || m.Stats().QPs != 0 {
 		t.Errorf("QP 100 still tracked after it vanished from the table (%d QPs)", m.Stats().QPs)
 	}
-	if s := m.Stats(); s.Truths != 12 || s.Events != 0 {
-		t.Errorf("stats %+v: want 12 truths applied and no probe events", s)
+	if s := m.Stats(); s.Truths != 12 || s.Events != 25 {
+		t.Errorf("stats %+v: want 12 readings applied of 25 inputs", s)
 	}
 }

@@ -261,8 +261,7 @@ drain:
 			break drain
 		}
 	}
-	d.model.Flush()
-	d.model.Advance(d.deps.Boot())
+	d.model.Finish(d.deps.Boot())
 	d.publish()
 	if d.pending != nil {
 		d.dispatchBundle()

@@ -141,7 +141,7 @@ func TestReconcile(t *testing.T) {
 	m := newMetrics()
 	model, _ := apm.New(apm.DefaultConfig(), nil)
 	r := newReconciler()
-	feeder := rdmanl.NewFeeder(nil)
+	feeder := rdmanl.NewFeeder()
 	qp := func(dev string, qpn uint32, mig event.MigState) rdmanl.QP {
 		return rdmanl.QP{Device: dev, LQPN: qpn, Type: event.QPTypeRC, State: event.StateRTS, PathMig: mig, HasPathMig: true}
 	}
@@ -184,7 +184,7 @@ func TestReconcile(t *testing.T) {
 	if _, gone := read(rdmanl.Snapshot{Boot: 400}); len(gone) != 2 {
 		t.Fatalf("gone: %+v", gone)
 	}
-	model.Flush()
+	model.Finish(model.Now())
 	if st := model.Stats(); st.QPs != 0 {
 		t.Fatalf("the model still holds %d QPs", st.QPs)
 	}

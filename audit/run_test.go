@@ -367,8 +367,7 @@ func replayBundle(t *testing.T, path string, judge uint64) []apm.Finding {
 		}
 		m.Handle(e)
 	}
-	m.Flush()
-	m.Advance(judge)
+	m.Finish(judge)
 	if w := r.Warnings(); len(w) != 0 {
 		t.Fatalf("bundle recording warnings: %v", w)
 	}

@@ -74,7 +74,17 @@ const (
 	QPTypeRC  QPType = 2
 	QPTypeUC  QPType = 3
 	QPTypeUD  QPType = 4
+
+	QPTypeXRCIni QPType = 9  // XRC initiator
+	QPTypeXRCTgt QPType = 10 // XRC target
 )
+
+// HasAPM reports whether a QP type has a path-migration state: RC, UC and
+// the XRC initiator and target (connected transports). The special QPs,
+// UD and raw packet QPs have none.
+func (t QPType) HasAPM() bool {
+	return t == QPTypeRC || t == QPTypeUC || t == QPTypeXRCIni || t == QPTypeXRCTgt
+}
 
 func (t QPType) String() string {
 	switch t {
@@ -88,6 +98,10 @@ func (t QPType) String() string {
 		return "UC"
 	case QPTypeUD:
 		return "UD"
+	case QPTypeXRCIni:
+		return "XRC_INI"
+	case QPTypeXRCTgt:
+		return "XRC_TGT"
 	}
 	return fmt.Sprintf("TYPE(%d)", uint8(t))
 }

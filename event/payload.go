@@ -51,6 +51,14 @@ type QPEvent struct {
 	Hook   string // which hook saw it (for example "__ib_qp_event_handler")
 }
 
+// Untyped reports whether the event is a driver's copy: the driver hooks
+// (mlx5_ib_qp_event, mlx4_ib_qp_event) see only the QPN and the raw event
+// number, not the device name nor the QP type. The consumer resolves the QP
+// from its history.
+func (q *QPEvent) Untyped(ev *Event) bool {
+	return ev.Device == "" || (q.QPType == QPTypeSMI && q.Origin == OriginUnknown)
+}
+
 // PortEvent is a port or device event.
 type PortEvent struct {
 	Type EventType
@@ -151,4 +159,9 @@ type Truth struct {
 	Mig      MigState
 	RQPN     uint32 // remote QPN, 0 when the kernel does not say
 	CM       bool   // an rdma_cm id is bound to the QP: the CM drives it
+	// Span is how long the reading took: the row reflects the QP at some
+	// instant in [Boot-Span, Boot]. A dump queries one QP after another, so
+	// a source stamps the readings at the dump's end and says how long it
+	// ran; 0 means an instant reading at Boot.
+	Span uint64
 }

@@ -39,7 +39,7 @@ func Wrap(src event.Source, o Options) event.Source {
 	if o.Every <= 0 || o.Read == nil {
 		return src
 	}
-	return &source{Source: src, o: o, feeder: rdmanl.NewFeeder(nil), off: src.Meta().BootOffset, seen: map[string]bool{}}
+	return &source{Source: src, o: o, feeder: rdmanl.NewFeeder(), off: src.Meta().BootOffset, seen: map[string]bool{}}
 }
 
 type source struct {

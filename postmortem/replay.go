@@ -94,8 +94,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 		}
 	}
 	s.endBoot = s.judgedUntil()
-	m.Flush()
-	m.Advance(s.endBoot + uint64(cfg.ReorderWindow))
+	m.Finish(s.endBoot)
 	s.res.Stats = r.Stats()
 	s.res.Model = m.Stats()
 	s.res.Elapsed = time.Since(start)

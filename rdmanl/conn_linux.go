@@ -170,9 +170,11 @@ func (c *Conn) AllQPs() ([]QP, error) {
 func gone(err error) bool { return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENODEV) }
 
 // Snapshot is one reading of every QP and cm_id, stamped with
-// CLOCK_BOOTTIME (the clock of the events) taken just before the dump.
+// CLOCK_BOOTTIME (the clock of the events) taken just before the dump
+// (Boot) and just after it (End).
 type Snapshot struct {
 	Boot  uint64
+	End   uint64
 	QPs   []QP
 	CMIDs []CMID
 }
@@ -209,6 +211,10 @@ func Read() (Snapshot, error) {
 		snap.QPs = append(snap.QPs, qs...)
 		snap.CMIDs = append(snap.CMIDs, cs...)
 	}
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return Snapshot{}, fmt.Errorf("reading boot time: %w", err)
+	}
+	snap.End = uint64(ts.Nano())
 	ResolveComms(snap.QPs, ProcComm)
 	return snap, nil
 }

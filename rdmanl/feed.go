@@ -7,11 +7,6 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// Sink takes ground-truth events; *apm.Model implements it.
-type Sink interface {
-	Handle(*event.Event)
-}
-
 type qpKey struct {
 	dev string
 	qpn uint32
@@ -25,14 +20,13 @@ type qpKey struct {
 // is missing from this one, and for every QP the probes saw (Saw) before
 // the snapshot that it does not list (a destroy the probes did not see).
 type Feeder struct {
-	sink Sink
 	prev map[qpKey]struct{}
 	saw  map[qpKey]uint64 // QPs the probes saw, with the Boot of the first event
 }
 
-// NewFeeder returns a feeder into sink (nil when only Events is used).
-func NewFeeder(sink Sink) *Feeder {
-	return &Feeder{sink: sink, prev: map[qpKey]struct{}{}, saw: map[qpKey]uint64{}}
+// NewFeeder returns a feeder.
+func NewFeeder() *Feeder {
+	return &Feeder{prev: map[qpKey]struct{}{}, saw: map[qpKey]uint64{}}
 }
 
 // Saw notes the QP an event from the probes is about, so that the next
@@ -52,16 +46,12 @@ func (f *Feeder) Saw(e *event.Event) {
 	}
 }
 
-// Feed hands the events of one snapshot to the sink.
-func (f *Feeder) Feed(s Snapshot) {
-	for _, e := range f.Events(s) {
-		f.sink.Handle(e)
-	}
-}
-
-// Events returns the ground-truth events of one snapshot, stamped with its
-// Boot (Seq 0, Time zero: the caller knows the wall clock), and remembers
-// its QPs for the next call.
+// Events returns the ground-truth events of one snapshot (Seq 0, Time zero:
+// the caller knows the wall clock), and remembers its QPs for the next
+// call. A dump reads one QP after another, so every event is stamped with
+// the dump's end and a reading says how long the dump ran (event.Truth
+// Span): its row stands for some instant in between. A QP missing from the
+// table was gone by the end.
 func (f *Feeder) Events(s Snapshot) []*event.Event {
 	cm := make(map[qpKey]bool, len(s.CMIDs))
 	for _, c := range s.CMIDs {
@@ -69,6 +59,7 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 			cm[qpKey{c.Device, c.LQPN}] = true
 		}
 	}
+	end := max(s.End, s.Boot)
 	var out []*event.Event
 	cur := make(map[qpKey]struct{}, len(f.prev))
 	listed := make(map[qpKey]bool, len(s.QPs))
@@ -83,13 +74,14 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 		if q.Kernel {
 			origin = event.OriginKernel
 		}
-		out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, PID: q.PID, Comm: q.Comm,
+		out = append(out, &event.Event{Kind: event.KindTruth, Boot: end, PID: q.PID, Comm: q.Comm,
 			Device: q.Device, QPN: q.LQPN, Truth: &event.Truth{Op: event.TruthRead, Source: "netlink",
-				QPType: q.Type, Origin: origin, State: q.State, HasState: true, Mig: q.PathMig, RQPN: q.RQPN, CM: cm[k]}})
+				QPType: q.Type, Origin: origin, State: q.State, HasState: true, Mig: q.PathMig, RQPN: q.RQPN, CM: cm[k],
+				Span: end - s.Boot}})
 	}
 	reads := len(out)
 	gone := func(k qpKey) {
-		out = append(out, &event.Event{Kind: event.KindTruth, Boot: s.Boot, Device: k.dev, QPN: k.qpn,
+		out = append(out, &event.Event{Kind: event.KindTruth, Boot: end, Device: k.dev, QPN: k.qpn,
 			Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
 		delete(f.saw, k)
 	}

@@ -17,7 +17,7 @@ func TestFeederIntoModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rdmanl.NewFeeder(m)
+	f := rdmanl.NewFeeder()
 	rc := func(qpn uint32, mig event.MigState) rdmanl.QP {
 		return rdmanl.QP{Device: "mlx5_0", LQPN: qpn, Type: event.QPTypeRC, State: event.StateRTS, PathMig: mig, HasPathMig: true, PID: 9}
 	}
@@ -29,9 +29,11 @@ func TestFeederIntoModel(t *testing.T) {
 		if i < 3 {
 			s.QPs = append(s.QPs, rc(101, event.MigArmed))
 		}
-		f.Feed(s)
+		for _, e := range f.Events(s) {
+			m.Handle(e)
+		}
 	}
-	m.Advance(uint64(time.Minute))
+	m.Finish(uint64(time.Minute))
 	if len(got) != 1 || got[0].Kind != apm.StuckRearm || got[0].QP.QPN != 100 {
 		t.Errorf("findings %v: want one stuck-rearm for QP 100", got)
 	}
@@ -46,7 +48,7 @@ func TestFeederIntoModel(t *testing.T) {
 // The events of a snapshot carry the row: owner, remote QPN, CM binding,
 // kernel or user; QPs that vanished come last, in a stable order.
 func TestFeederEvents(t *testing.T) {
-	f := rdmanl.NewFeeder(nil)
+	f := rdmanl.NewFeeder()
 	rows := []rdmanl.QP{
 		{Device: "rxe0", LQPN: 17, RQPN: 18, Type: event.QPTypeRC, State: event.StateRTS, PathMig: event.MigArmed, HasPathMig: true, PID: 207, Comm: "lab-pair"},
 		{Device: "rxe0", LQPN: 19, Type: event.QPTypeRC, State: event.StateRTS, PathMig: event.MigRearm, HasPathMig: true, Kernel: true, Comm: "apmlab"},
@@ -83,7 +85,7 @@ func TestFeederEvents(t *testing.T) {
 // no snapshot listed it (its destroy was lost); one seen after the snapshot
 // was taken, or destroyed in view, is not.
 func TestFeederGoneForQPsTheProbesSaw(t *testing.T) {
-	f := rdmanl.NewFeeder(nil)
+	f := rdmanl.NewFeeder()
 	ud := rdmanl.QP{Device: "rxe0", LQPN: 5, Type: event.QPTypeUD, State: event.StateRTS}
 	f.Saw(&event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 5, Boot: 50, Life: &event.QPLife{}})
 	f.Saw(&event.Event{Kind: event.KindQPCreate, Device: "rxe0", QPN: 17, Boot: 50, Life: &event.QPLife{}})

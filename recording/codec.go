@@ -151,6 +151,7 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b = append(b, byte(t.Mig))
 		b = binary.AppendUvarint(b, uint64(t.RQPN))
 		b = appendBool(b, t.CM)
+		b = binary.AppendUvarint(b, t.Span) // added later: absent in older recordings
 		b = endLen(b, pat)
 	}
 	return endLen(b, at)
@@ -313,6 +314,9 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 			Mig:      event.MigState(p.u8()),
 			RQPN:     p.u32(),
 			CM:       p.bool(),
+		}
+		if len(p.b) > 0 {
+			e.Truth.Span = p.uvarint()
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("qp truth: %w", p.err)

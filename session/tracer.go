@@ -89,9 +89,10 @@ func (t *tracer) finish() error {
 	if t.model == nil {
 		return nil
 	}
-	t.model.Flush()
+	end := t.model.Now()
 	if t.boot != nil {
-		t.model.Advance(t.boot() + uint64(t.cfg.Model.ReorderWindow))
+		end = t.boot()
 	}
+	t.model.Finish(end)
 	return t.err
 }

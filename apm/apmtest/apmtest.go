@@ -20,19 +20,14 @@ var (
 	PathC = event.Path{Port: 1, DLID: 0x33}
 )
 
-// Step is one input: an event or a ground-truth reading.
+// Step is one input: an event, a ground-truth reading among them
+// (event.KindTruth), as every source hands them to the model.
 type Step struct {
-	Ev    *event.Event
-	Truth *apm.Truth
+	Ev *event.Event
 }
 
 // Boot is the step's time stamp.
-func (s Step) Boot() uint64 {
-	if s.Ev != nil {
-		return s.Ev.Boot
-	}
-	return s.Truth.At
-}
+func (s Step) Boot() uint64 { return s.Ev.Boot }
 
 // Builder appends steps with a running clock and sequence numbers.
 type Builder struct {
@@ -211,45 +206,36 @@ func (b *Builder) SeedSteps(qpn uint32, alt event.Path, ours uint32) {
 	b.Rearm(qpn)
 }
 
-// Truth is a ground-truth reading of the QP at the current time.
-func (b *Builder) Truth(qpn uint32, mig event.MigState, st event.QPState) *apm.Truth {
-	t := &apm.Truth{Device: b.Device, QPN: qpn, Mig: mig, State: st, HasState: true, At: b.now, Source: "netlink"}
-	b.Steps = append(b.Steps, Step{Truth: t})
+// Truth is a ground-truth reading of the QP at the current time, as a
+// netlink source puts it in the stream (Seq 0, the owner in PID and Comm).
+func (b *Builder) Truth(qpn uint32, mig event.MigState, st event.QPState) *event.Event {
+	ev := &event.Event{Kind: event.KindTruth, Boot: b.now, Device: b.Device, QPN: qpn,
+		Truth: &event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC,
+			State: st, HasState: true, Mig: mig}}
+	b.Steps = append(b.Steps, Step{Ev: ev})
 	b.now += uint64(time.Microsecond)
-	return t
+	return ev
 }
 
-// InStream returns the steps with every ground-truth reading turned into the
-// event a ground-truth source puts in the stream (event.KindTruth, Seq 0),
-// so a story can be played both ways.
-func InStream(steps []Step) []Step {
-	out := make([]Step, len(steps))
-	for i, s := range steps {
-		out[i] = s
-		if t := s.Truth; t != nil {
-			out[i] = Step{Ev: &event.Event{Kind: event.KindTruth, Boot: t.At, Device: t.Device, QPN: t.QPN,
-				PID: t.PID, Comm: t.Comm,
-				Truth: &event.Truth{Op: event.TruthRead, Source: t.Source, QPType: event.QPTypeRC,
-					State: t.State, HasState: t.HasState, Mig: t.Mig}}}
-		}
-	}
-	return out
+// Gone is a ground-truth note that the QP vanished from the kernel's table.
+func (b *Builder) Gone(qpn uint32) *event.Event {
+	ev := &event.Event{Kind: event.KindTruth, Boot: b.now, Device: b.Device, QPN: qpn,
+		Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}}
+	b.Steps = append(b.Steps, Step{Ev: ev})
+	b.now += uint64(time.Microsecond)
+	return ev
 }
 
 // Feed hands the steps to m in slice order.
 func Feed(m *apm.Model, steps []Step) {
 	for _, s := range steps {
-		if s.Ev != nil {
-			m.Handle(s.Ev)
-		} else {
-			m.Truth(*s.Truth)
-		}
+		m.Handle(s.Ev)
 	}
 }
 
-// Run feeds the steps into a new model with cfg, then advances the clock
-// settle past the last step so every deadline is judged, and returns the
-// findings in emission order.
+// Run feeds the steps into a new model with cfg, then ends the stream
+// settle past the last step (Model.Finish) so every deadline is judged, and
+// returns the findings in emission order.
 func Run(cfg apm.Config, steps []Step, settle time.Duration) ([]apm.Finding, *apm.Model, error) {
 	var out []apm.Finding
 	m, err := apm.New(cfg, func(f apm.Finding) { out = append(out, f) })
@@ -261,7 +247,7 @@ func Run(cfg apm.Config, steps []Step, settle time.Duration) ([]apm.Finding, *ap
 	for _, s := range steps {
 		last = max(last, s.Boot())
 	}
-	m.Advance(last + uint64(cfg.ReorderWindow) + uint64(settle))
+	m.Finish(last + uint64(settle))
 	return out, m, nil
 }
 
@@ -279,7 +265,7 @@ func Jitter(steps []Step, cpus int, skew time.Duration, seed uint64) []Step {
 	order := make([]arr, len(steps))
 	for i, s := range steps {
 		at := s.Boot()
-		if s.Ev != nil {
+		if s.Ev.Kind != event.KindTruth {
 			cpu := r.IntN(cpus)
 			s.Ev.CPU = uint32(cpu)
 			at = max(last[cpu], at+uint64(r.Int64N(int64(skew))))

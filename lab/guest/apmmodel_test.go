@@ -110,23 +110,28 @@ func (r *modelRun) findings(t *testing.T, dev string, qpn int64) []apm.Finding {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feeder := rdmanl.NewFeeder(m)
+	feeder := rdmanl.NewFeeder()
+	feed := func(s rdmanl.Snapshot) {
+		for _, e := range feeder.Events(s) {
+			m.Handle(e)
+		}
+	}
 	sort.SliceStable(r.snaps, func(i, j int) bool { return r.snaps[i].Boot < r.snaps[j].Boot })
 	var last uint64
 	si := 0
 	for _, ev := range evs {
 		for si < len(r.snaps) && r.snaps[si].Boot <= ev.Boot {
-			feeder.Feed(r.snaps[si])
+			feed(r.snaps[si])
 			si++
 		}
 		m.Handle(ev)
 		last = max(last, ev.Boot)
 	}
 	for ; si < len(r.snaps); si++ {
-		feeder.Feed(r.snaps[si])
+		feed(r.snaps[si])
 		last = max(last, r.snaps[si].Boot)
 	}
-	m.Advance(last + uint64(time.Minute))
+	m.Finish(last + uint64(time.Minute))
 	t.Logf("%d events, stats %+v", len(evs), m.Stats())
 	var out []apm.Finding
 	for _, f := range all {

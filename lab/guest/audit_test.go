@@ -317,8 +317,7 @@ func replayKinds(t *testing.T, path string, judge uint64) []auditLine {
 		}
 		m.Handle(e)
 	}
-	m.Flush()
-	m.Advance(judge)
+	m.Finish(judge)
 	if w := r.Warnings(); len(w) != 0 {
 		t.Errorf("bundle recording warnings: %v", w)
 	}

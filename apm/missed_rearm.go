@@ -1,0 +1,67 @@
+package apm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// missed-rearm: after a migration the QP runs on its old alternate and has
+// no alternate left. No successful rearm within RearmDeadline while the QP
+// is in RTS is a finding; a rearm after it resolves it with the unprotected
+// time. A QP in SQD or SQE keeps the deadline until it is back in RTS; ERR,
+// RESET and destroy end the episode and the rule with it.
+
+const remedyRearm = "rearm: " + stepsRemedy
+
+// checkMissed judges the rearm deadline at at; it returns the deadline while
+// it is still ahead.
+func (m *Model) checkMissed(q *qp, ep *episode, at uint64) uint64 {
+	dl := ep.mig.boot + uint64(m.cfg.RearmDeadline)
+	if ep.done&dMissed != 0 || ep.rearm.ok() {
+		return 0
+	}
+	if at < dl {
+		return dl
+	}
+	switch q.state {
+	case event.StateRTS:
+		ep.done |= dMissed
+		m.missedRearm(q, ep, max(dl, at))
+	case event.StateSQD, event.StateSQE:
+		// judged again when the QP returns to RTS
+	default:
+		ep.done |= dMissed
+	}
+	return 0
+}
+
+func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
+	f := Finding{Kind: MissedRearm, Remediation: remedyRearm, Last: last,
+		Evidence: []Evidence{evd(ep.mig, migWhat(ep))}}
+	if ep.event.ok() {
+		f.Evidence = append(f.Evidence, evd(ep.event, "PATH_MIG"))
+	}
+	if ep.stray.ok() {
+		f.Evidence = append(f.Evidence, evd(ep.stray, "PATH_MIG again, with no rearm since (not a migration)"))
+	}
+	switch {
+	case ep.altLoad.ok():
+		f.Evidence = append(f.Evidence, evd(ep.altLoad, "alternate load (no rearm followed)"))
+		f.Explanation = fmt.Sprintf("migration %d loaded a new alternate path but did not rearm within %v, so the QP in RTS has no armed alternate path", ep.n, m.cfg.RearmDeadline)
+	case ep.altFailed != 0:
+		f.Explanation = fmt.Sprintf("migration %d was not rearmed within %v (its alternate load failed with errno %d), so the QP in RTS has no armed alternate path", ep.n, m.cfg.RearmDeadline, -ep.altFailed)
+	default:
+		f.Explanation = fmt.Sprintf("migration %d was not followed by a rearm within %v, so the QP in RTS has no alternate path: the next failure of the primary breaks the connection", ep.n, m.cfg.RearmDeadline)
+	}
+	ep.missedID = m.emit(q, f)
+}
+
+func (m *Model) resolveMissed(q *qp, ep *episode, ev *event.Event) {
+	m.emit(q, Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
+		Unprotected: time.Duration(ev.Boot - ep.mig.boot), First: ep.mig.boot, Last: ev.Boot,
+		Evidence:    []Evidence{evd(ep.mig, migWhat(ep)), evd(refOf(ev), "rearm")},
+		Explanation: fmt.Sprintf("migration %d was finally rearmed after %v: the QP ran unprotected for that long", ep.n, since(ep.mig.boot, ev.Boot)),
+		Remediation: remedyRearm})
+}

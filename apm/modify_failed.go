@@ -1,0 +1,81 @@
+package apm
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// apm-modify-failed: the kernel refused a modify that touches APM
+// attributes (an alternate-path load, a rearm, a forced migration). Once
+// per class and errno per generation. A refused alternate load stays in the
+// episode as evidence (missed-rearm, rearm-without-new-alternate).
+
+// Classes of refused APM modifies, for the hint and the dedupe.
+const (
+	clsAlt uint64 = iota + 1
+	clsRearm
+	clsAltRearm
+	clsForce
+	clsOther
+)
+
+func (m *Model) modifyFailed(q *qp, ev *event.Event) {
+	md := ev.Modify
+	alt, pms := md.Has(event.AttrAltPath), md.Has(event.AttrPathMigState)
+	if !alt && !pms {
+		return
+	}
+	cls, what := clsOther, "path-migration-state modify"
+	switch {
+	case alt && pms && md.MigState == event.MigRearm:
+		cls, what = clsAltRearm, "alternate-path load with rearm"
+	case alt:
+		cls, what = clsAlt, "alternate-path load"
+	case md.MigState == event.MigRearm:
+		cls, what = clsRearm, "rearm"
+	case md.MigState == event.MigMigrated:
+		cls, what = clsForce, "forced migration"
+	}
+	x := q.ax()
+	if ep := x.ep; alt && ep != nil && !ep.rearm.ok() && ep.altFailed == 0 && ev.Boot >= ep.mig.boot {
+		ep.altFailed = md.Ret
+	}
+	d := cls<<32 | uint64(uint32(md.Ret))
+	for _, v := range x.failedDedup {
+		if v == d {
+			return
+		}
+	}
+	if len(x.failedDedup) < 8 {
+		x.failedDedup = append(x.failedDedup, d)
+	}
+	errno := -md.Ret
+	m.emit(q, Finding{Kind: APMModifyFailed, Errno: errno,
+		Evidence:    []Evidence{evd(refOf(ev), what+" refused by "+md.Hook)},
+		Explanation: fmt.Sprintf("the kernel refused the %s with errno %d (%s)", what, errno, errnoName(errno)),
+		Remediation: failHint(cls, errno)})
+}
+
+// errnoName names an errno the Linux way (EINVAL), from x/sys.
+func errnoName(e int32) string {
+	if n := unix.ErrnoName(syscall.Errno(e)); n != "" {
+		return n
+	}
+	return "errno " + itoa(uint64(uint32(e)))
+}
+
+func failHint(cls uint64, errno int32) string {
+	switch {
+	case errno == 22 && (cls == clsAlt || cls == clsAltRearm):
+		return "EINVAL on an alternate path: on a RoCE (Ethernet) port the core refuses IB_QP_ALT_PATH, APM is InfiniBand-only; on InfiniBand check alt_port_num, alt_pkey_index, alt_timeout and alt_ah_attr (and that the transition is RTR->RTS, RTS->RTS or earlier), then load the new alternate and rearm"
+	case errno == 22:
+		return "EINVAL on PATH_MIG_STATE: it is accepted only on RTR->RTS, RTS->RTS and SQD->RTS, and only REARM or MIGRATED may be written; rearm from RTS after loading a new alternate"
+	case errno == 95:
+		return "EOPNOTSUPP: the device does not support APM (ibv_devinfo -v shows AUTO_PATH_MIG when it does)"
+	}
+	return "retry the steps in order: " + stepsRemedy
+}

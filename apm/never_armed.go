@@ -1,0 +1,42 @@
+package apm
+
+import (
+	"fmt"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// never-armed: a loaded alternate does nothing until the QP is armed. A QP
+// in RTS with an alternate loaded, still MIGRATED and outside an episode,
+// for ArmDeadline: once per generation.
+
+const remedyNeverArm = "rearm (RTS->RTS IB_QP_PATH_MIG_STATE=REARM) after loading the alternate path: a loaded alternate is not used until the QP is ARMED"
+
+// armWatch schedules the never-armed check.
+func (m *Model) armWatch(slot int32, q *qp) {
+	if q.flags&fNeverArmedDone != 0 || !unarmed(q) {
+		return
+	}
+	m.wake(slot, q, max(q.altLoad.boot, q.rtsAt)+uint64(m.cfg.ArmDeadline))
+}
+
+func unarmed(q *qp) bool {
+	return q.state == event.StateRTS && q.alt.valid() && q.mig == event.MigMigrated && q.episode() == nil
+}
+
+// checkNeverArmed judges the arm deadline at at.
+func (m *Model) checkNeverArmed(q *qp, at uint64) uint64 {
+	if q.flags&fNeverArmedDone != 0 || !unarmed(q) {
+		return 0
+	}
+	from := max(q.altLoad.boot, q.rtsAt)
+	dl := from + uint64(m.cfg.ArmDeadline)
+	if at < dl {
+		return dl
+	}
+	q.flags |= fNeverArmedDone
+	m.emit(q, Finding{Kind: NeverArmed, Remediation: remedyNeverArm, Last: dl, First: from,
+		Evidence:    []Evidence{evd(q.altLoad, "alternate load (no rearm followed)")},
+		Explanation: fmt.Sprintf("the QP has been in RTS with an alternate path (%s) loaded for %v and was never rearmed, so it still reads MIGRATED and cannot fail over", q.alt, m.cfg.ArmDeadline)})
+	return 0
+}
