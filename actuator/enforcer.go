@@ -15,10 +15,10 @@ import (
 // Finding kinds the enforcer emits (audit counts findings by kind, so each
 // has its counter in the metrics).
 const (
-	KindActuated       apm.Kind = "actuated"      // the QP was rearmed and verified
-	KindWouldActuate   apm.Kind = "would-actuate" // monitor mode: what enforce would have sent
-	KindActuationSkip  apm.Kind = "actuation-skipped"
-	KindActuationError apm.Kind = "actuation-failed"
+	KindActuated       = apm.Actuated     // the QP was rearmed and verified
+	KindWouldActuate   = apm.WouldActuate // monitor mode: what enforce would have sent
+	KindActuationSkip  = apm.ActuationSkipped
+	KindActuationError = apm.ActuationFailed
 )
 
 // EnforcerStats counts what the enforcer did.

@@ -172,3 +172,55 @@ func TestLAPRaceStuckCountsFromFirstSighting(t *testing.T) {
 		t.Errorf("evidence %+v last %d: want the first LAP and its deadline", f.Evidence, f.Last)
 	}
 }
+
+// A LAP the CM refused is no race; the linger window is its own threshold;
+// a comm id reused by a new QP belongs to the new QP.
+func TestLAPRaceExactness(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "negative: the LAP arrives on the wire and cm_lap_handler refuses it",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.MAD(event.MADRecv, event.CMAttrLAP, cmID)
+				b.After(time.Millisecond).LAPHandler(0, cmID, -22)
+			},
+		},
+		{
+			name: "a load 3 s after a bare rearm is past the linger even when the notify deadline is longer",
+			cfg:  func(c *apm.Config) { c.NotifyDeadline = 10 * time.Second },
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.Rearm(qpn)
+				b.After(3*time.Second).LoadAlt(qpn, apmtest.PathC)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt},
+		},
+		{
+			name: "a comm id reused by a new QP: its unanswered LAP is the new QP's",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.Notify(qpn+1, event.EvCommEst, -106, cmID) // another QP now has the comm id
+				b.Destroy(qpn)                               // the old QP goes: the new binding stays
+				b.LAPHandler(0, cmID, 0)
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+	})
+}
+
+// The LAP of a reused comm id names the QP that has it now.
+func TestLAPRaceReusedCommID(t *testing.T) {
+	b := apmtest.New()
+	cmQP(b)
+	b.Notify(qpn+1, event.EvCommEst, -106, cmID)
+	b.Destroy(qpn)
+	b.LAPHandler(0, cmID, 0)
+	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := findOne(t, got, apm.LAPRace, false); f.QP.QPN != qpn+1 {
+		t.Errorf("lap-race on %v, want the QP that now holds the comm id (%d)", f.QP, qpn+1)
+	}
+}

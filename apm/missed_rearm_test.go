@@ -183,3 +183,101 @@ func TestMissedRearmDeadlineIsConfigurable(t *testing.T) {
 		}
 	}
 }
+
+// Only an ARMED QP can migrate (IBTA): a PATH_MIG on a QP with no rearm
+// since its last migration is evidence, never a new episode.
+func TestMissedRearmOnlyArmedMigrates(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "a second PATH_MIG with no rearm between: one missed-rearm, not two",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(5 * time.Second).PathMig(qpn)
+			},
+			want: []apm.Kind{apm.MissedRearm},
+		},
+		{
+			name: "the three steps after a stray PATH_MIG resolve the first missed-rearm",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(5 * time.Second).PathMig(qpn)
+				b.After(time.Second).SeedSteps(qpn, apmtest.PathC, 0)
+			},
+			want:     []apm.Kind{apm.MissedRearm},
+			resolved: []apm.Kind{apm.MissedRearm},
+		},
+		{
+			name: "negative: stray PATH_MIGs do not count towards flapping",
+			cfg:  func(c *apm.Config) { c.FlapCount = 2 },
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.PathMig(qpn)
+				b.SeedSteps(qpn, apmtest.PathC, 0)
+			},
+		},
+		{
+			name: "negative: forced migration, the application's rearm, then the forced migration's PATH_MIG",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.ForceMigrate(qpn)
+				b.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Millisecond).PathMig(qpn)
+			},
+		},
+		{
+			name: "negative: a QP created and never armed cannot migrate",
+			story: func(b *apmtest.Builder) {
+				b.Connect(qpn, apmtest.PathA, nil)
+				b.PathMig(qpn)
+			},
+		},
+		{
+			name: "a QP first seen at its PATH_MIG (the tool started later) gets the benefit of the doubt",
+			story: func(b *apmtest.Builder) {
+				b.PathMig(qpn)
+			},
+			want: []apm.Kind{apm.MissedRearm},
+		},
+	})
+}
+
+// A QP drained to SQD (or in SQE) keeps its pending deadline: it is judged
+// when the QP is back in RTS. Only destroy, ERR and RESET end an episode.
+func TestMissedRearmAcrossSQD(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "in SQD at the deadline, back in RTS later without a rearm",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(time.Second).ToState(qpn, event.StateSQD)
+				b.After(5*time.Second).ToState(qpn, event.StateRTS)
+			},
+			want: []apm.Kind{apm.MissedRearm},
+		},
+		{
+			name: "negative: in SQD, rearmed on the way back to RTS (SQD->RTS with PATH_MIG_STATE)",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.After(time.Second).ToState(qpn, event.StateSQD)
+				b.After(5*time.Second).Modify(qpn, event.AttrState|event.AttrPathMigState, func(m *event.Modify) {
+					m.State, m.MigState = event.StateRTS, event.MigRearm
+				})
+			},
+		},
+		{
+			name: "negative: to ERR while in SQD",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(time.Second).ToState(qpn, event.StateSQD)
+				b.After(5*time.Second).ToState(qpn, event.StateErr)
+			},
+		},
+	})
+}

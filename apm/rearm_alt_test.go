@@ -96,3 +96,49 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 		},
 	})
 }
+
+// The alternate in force at the rearm is what counts: the last load of the
+// episode, compared with the primary at that time, not the first load.
+func TestRearmWithoutNewAlternateJudgesTheLastLoad(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "negative: a load onto the primary, corrected by a second load before the rearm",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)     // primary A, alternate B
+				b.PathMig(qpn) // now on B
+				b.LoadAlt(qpn, apmtest.PathB)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.Rearm(qpn)
+			},
+		},
+		{
+			name: "a good load, then a second load onto the primary, then the rearm",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.LoadAlt(qpn, apmtest.PathB)
+				b.Rearm(qpn)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt},
+		},
+		{
+			name: "a load onto the primary and the rearm in one modify",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAltRearm(qpn, apmtest.PathB)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt},
+		},
+		{
+			name: "negative: the primary moved (a new primary path loaded) and the alternate is the old primary",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn) // now on B
+				b.LoadAlt(qpn, apmtest.PathA)
+				b.Rearm(qpn)
+			},
+		},
+	})
+}

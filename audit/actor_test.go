@@ -40,7 +40,7 @@ func TestActorSeesEventsAndFindings(t *testing.T) {
 	h.feed(b.Steps)
 	h.boot.Store(b.Now() + uint64(3*time.Second))
 	ls := h.lines(2)
-	if ls[0].Kind != "missed-rearm" || ls[1].Kind != "actuated" || ls[1].ID <= actorIDBase || ls[1].QP.QPN != 17 {
+	if ls[0].Kind != "missed-rearm" || ls[1].Kind != "actuated" || ls[1].ID == 0 || ls[1].ID == ls[0].ID || ls[1].QP.QPN != 17 {
 		t.Fatalf("lines: %+v", ls)
 	}
 	if got := testutil.ToFloat64(d.m.findings.WithLabelValues("actuated", "info")); got != 1 {

@@ -22,9 +22,6 @@ var advanceEvery = 100 * time.Millisecond
 // started, when set (tests), sees the daemon once it runs.
 var started func(*daemon)
 
-// actorIDBase numbers the actor's findings apart from the model's.
-const actorIDBase = 1 << 32
-
 // open is an unresolved finding (open_findings).
 type open struct {
 	kind apm.Kind
@@ -48,13 +45,12 @@ type daemon struct {
 	mods         *modWatch
 	attachFailed bool
 
-	model    *apm.Model
-	found    []apm.Finding // the model's output of the current call
-	flog     *findLog
-	rec      *recorder
-	recon    *reconciler
-	open     map[uint64]open
-	actorIDs uint64
+	model *apm.Model
+	found []apm.Finding // the model's output of the current call
+	flog  *findLog
+	rec   *recorder
+	recon *reconciler
+	open  map[uint64]open
 
 	pending  *bundle       // gathering findings, not yet written
 	bundles  chan *bundle  // to the bundle writer

@@ -52,8 +52,7 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 
 func (d *daemon) actorID(f apm.Finding) apm.Finding {
 	if f.ID == 0 {
-		d.actorIDs++
-		f.ID = actorIDBase + d.actorIDs
+		f.ID = d.model.IDs().Next()
 	}
 	return f
 }

@@ -13,10 +13,7 @@ import (
 // of a connection rearmed and its peer did not within the rearm deadline,
 // so the connection cannot fail over again (REARM becomes ARMED only when
 // packets with MigReq=0 come from a rearmed peer).
-const OneSidedRearm apm.Kind = "one-sided-rearm"
-
-// pairIDBase numbers the pairing layer's findings, apart from the model's.
-const pairIDBase = 1 << 32
+const OneSidedRearm = apm.OneSidedRearm
 
 // overlapSlack lets two histories pair when their recorded lifetimes miss
 // each other by this much (one side set up before its recording started).
@@ -105,7 +102,7 @@ func overlap(a, b *hist) time.Duration {
 
 // oneSided judges every migration episode of every pair and returns the
 // one-sided-rearm findings.
-func oneSided(ps []*pairing, deadline time.Duration) []finding {
+func oneSided(ps []*pairing, deadline time.Duration, ids *apm.IDs) []finding {
 	var out []finding
 	for _, p := range ps {
 		type mig struct {
@@ -160,7 +157,7 @@ func oneSided(ps []*pairing, deadline time.Duration) []finding {
 				}
 				not := 1 - did
 				ep.Verdict = fmt.Sprintf("one-sided: %s rearmed, %s did not", hs[did].name(), hs[not].name())
-				out = append(out, oneSidedFinding(len(out), hs[not], hs[did], start[not], rearmed[did], migrated[not], deadline))
+				out = append(out, oneSidedFinding(ids.Next(), hs[not], hs[did], start[not], rearmed[did], migrated[not], deadline))
 			}
 			p.episodes = append(p.episodes, ep)
 		}
@@ -176,7 +173,7 @@ func tptr(ok bool, ns int64) *time.Time {
 	return &t
 }
 
-func oneSidedFinding(n int, not, did *hist, start, rearm int64, migrated bool, deadline time.Duration) finding {
+func oneSidedFinding(id uint64, not, did *hist, start, rearm int64, migrated bool, deadline time.Duration) finding {
 	s := not.s
 	boot := func(ns int64) uint64 { return uint64(ns - int64(s.offset) - int64(s.shift)) }
 	why := "after its peer migrated"
@@ -184,7 +181,7 @@ func oneSidedFinding(n int, not, did *hist, start, rearm int64, migrated bool, d
 		why = "after migrating"
 	}
 	return finding{s: s, Finding: apm.Finding{
-		ID: pairIDBase + uint64(n) + 1, Kind: OneSidedRearm, Severity: apm.SevError,
+		ID: id, Kind: OneSidedRearm, Severity: apm.SevError,
 		QP:  apm.Key{Device: not.device, QPN: not.qpn, Gen: not.gen},
 		PID: not.pid, Comm: not.comm, First: boot(start), Last: boot(start + int64(deadline)),
 		Evidence: []apm.Evidence{

@@ -23,10 +23,15 @@ func TestOneSidedRearm(t *testing.T) {
 	if len(ep) != 1 || !strings.HasPrefix(ep[0].Verdict, "one-sided: host-a mlx5_0/100 rearmed") || ep[0].RearmedB != nil || ep[0].MigratedB == nil {
 		t.Fatalf("episode: %+v", ep)
 	}
+	ids := map[uint64]bool{}
 	for _, f := range r.Findings {
-		if f.Kind == OneSidedRearm && (f.QP.QPN != 200 || f.ID < pairIDBase || len(f.Evidence) != 3) {
+		if f.Kind == OneSidedRearm && (f.QP.QPN != 200 || len(f.Evidence) != 3) {
 			t.Fatalf("one-sided-rearm finding: %+v", f)
 		}
+		if f.ID == 0 || ids[f.ID] {
+			t.Fatalf("finding ID %d is zero or not unique across the report: %+v", f.ID, f)
+		}
+		ids[f.ID] = true
 	}
 }
 

@@ -47,7 +47,7 @@ type streamResult struct {
 // replay feeds the stream's events to a new model and files them into
 // histories. warn gets every recording warning; tick, when set, the wall
 // time of each event for a progress display.
-func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, warn func(recording.Warning), tick func(*stream, time.Time)) error {
+func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, warn func(recording.Warning), tick func(*stream, time.Time)) error {
 	start := time.Now()
 	s.h = histories{cur: map[event.QPKey]*hist{}, comms: map[commKey]*hist{}, max: maxEntries}
 	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
@@ -60,7 +60,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 		return err
 	}
 	defer r.Close()
-	m, err := apm.New(cfg, func(f apm.Finding) { s.raw = append(s.raw, finding{s, f}) })
+	m, err := apm.New(cfg, func(f apm.Finding) { s.raw = append(s.raw, finding{s, f}) }, ids)
 	if err != nil {
 		return err
 	}

@@ -137,8 +137,9 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 		}
 	}
 	p := newProgress(o.Progress, ss)
+	ids := &apm.IDs{} // one allocator: every finding of the report has its own ID
 	for _, s := range ss {
-		if err := s.replay(ctx, o.Config, o.MaxEntries, warn, p.tick); err != nil {
+		if err := s.replay(ctx, o.Config, ids, o.MaxEntries, warn, p.tick); err != nil {
 			p.done()
 			return nil, err
 		}
@@ -147,7 +148,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	p.done()
 	clocks := boundClocks(ss)
 	pairs := pairUp(ss)
-	osr := oneSided(pairs, o.Config.RearmDeadline)
+	osr := oneSided(pairs, o.Config.RearmDeadline, ids)
 	rep := build(ss, clocks, pairs, osr, o)
 	rep.Summary.Warnings = len(seen)
 	return rep, nil

@@ -1,0 +1,213 @@
+package apm_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// fault is one class of mistake an application can make after a migration.
+type fault string
+
+const (
+	noFault         fault = ""
+	skipRearm       fault = "skip the rearm"
+	loadNoRearm     fault = "load the new alternate, never rearm"
+	rearmBeforeLoad fault = "rearm before the load"
+	loadOntoPrimary fault = "load the primary as the alternate"
+	bareRearm       fault = "rearm without a new alternate"
+	lateRearm       fault = "rearm after the deadline"
+	noNotify        fault = "never notify the CM"
+	lapUnanswered   fault = "never answer a received LAP"
+	migErr          fault = "the alternate fails (PATH_MIG_ERR)"
+)
+
+// faultFindings is what each fault must give: exactly these findings and
+// resolutions, nothing else.
+var faultFindings = map[fault]struct{ want, resolved []apm.Kind }{
+	noFault:         {},
+	skipRearm:       {want: []apm.Kind{apm.MissedRearm}},
+	loadNoRearm:     {want: []apm.Kind{apm.MissedRearm}},
+	rearmBeforeLoad: {want: []apm.Kind{apm.LAPRace}},
+	loadOntoPrimary: {want: []apm.Kind{apm.RearmWithoutAlt}},
+	bareRearm:       {want: []apm.Kind{apm.RearmWithoutAlt}},
+	lateRearm:       {want: []apm.Kind{apm.MissedRearm}, resolved: []apm.Kind{apm.MissedRearm}},
+	noNotify:        {want: []apm.Kind{apm.CMNotNotified}},
+	lapUnanswered:   {want: []apm.Kind{apm.LAPRace}},
+	migErr:          {want: []apm.Kind{apm.MigrationError}},
+}
+
+// cmOnly faults need a CM-managed QP.
+var cmOnly = map[fault]bool{noNotify: true, lapUnanswered: true}
+
+// routes the generator picks paths from: two ports, each towards two LIDs.
+var routes = []event.Path{{Port: 1, DLID: 0x11}, {Port: 2, DLID: 0x22}, {Port: 1, DLID: 0x33}, {Port: 2, DLID: 0x44}}
+
+// story generates a legal life of one RC QP as a correct application on
+// both ends drives it (IBTA APM: connect with an alternate and arm; at each
+// migration, tell the CM, send the LAP, load a new alternate on another
+// route, rearm, all before COMM_EST on the migrated path; answer every LAP
+// received; readings consistent with all of it), with f injected at its
+// last migration.
+func story(seed uint64, f fault) *apmtest.Builder {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	b := apmtest.New()
+	qpn := uint32(100 + r.IntN(1<<20))
+	cm := cmOnly[f] || r.IntN(2) == 0
+	comm := uint32(0x1000 + r.IntN(1<<16))
+	ms := func(lo, hi int) time.Duration { return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond }
+	other := func(not event.Path) event.Path {
+		for {
+			if p := routes[r.IntN(len(routes))]; !p.SameRoute(not) {
+				return p
+			}
+		}
+	}
+	read := func(mig event.MigState) {
+		if r.IntN(3) == 0 {
+			b.After(ms(0, 5)).Truth(qpn, mig, event.StateRTS)
+		}
+	}
+	primary := routes[r.IntN(len(routes))]
+	alt := other(primary)
+	connAlt := alt // the event keeps a pointer: give it its own copy
+	b.Connect(qpn, primary, &connAlt)
+	if cm {
+		b.Notify(qpn, event.EvCommEst, -106, comm)
+	}
+	read(event.MigArmed)
+	n := 1 + r.IntN(4)
+	for i := range n {
+		b.After(31*time.Second + ms(0, 5000)) // never three in a flapping window
+		faulty := i == n-1 && f != noFault
+		if faulty && f == migErr {
+			b.PathMigErr(qpn)
+			break
+		}
+		if r.IntN(4) == 0 {
+			b.ForceMigrate(qpn) // software moves to the alternate; its PATH_MIG may follow
+			if r.IntN(2) == 0 {
+				b.After(ms(0, 3)).PathMig(qpn)
+			}
+		} else {
+			b.PathMig(qpn)
+		}
+		primary = alt
+		read(event.MigMigrated)
+		if cm && !(faulty && f == noNotify) {
+			b.After(ms(0, 2)).Notify(qpn, event.EvPathMig, 0, comm)
+		}
+		if cm && r.IntN(3) == 0 || faulty && f == lapUnanswered {
+			b.After(ms(0, 10)).MAD(event.MADRecv, event.CMAttrLAP, comm)
+			if !(faulty && f == lapUnanswered) {
+				b.After(ms(1, 200)).MAD(event.MADSend, event.CMAttrAPR, comm)
+			}
+		}
+		next := other(primary)
+		b.After(ms(1, 500))
+		switch {
+		case faulty && f == skipRearm:
+		case faulty && f == loadNoRearm:
+			b.LoadAlt(qpn, next)
+		case faulty && f == rearmBeforeLoad:
+			b.Rearm(qpn)
+			b.After(ms(1, 100)).LoadAlt(qpn, next)
+		case faulty && f == loadOntoPrimary:
+			b.LoadAlt(qpn, primary)
+			b.Rearm(qpn)
+			next = primary
+		case faulty && f == bareRearm:
+			b.Rearm(qpn)
+			next = event.Path{}
+		case faulty && f == lateRearm:
+			b.After(3*time.Second).SeedSteps(qpn, next, 0)
+		case r.IntN(3) == 0:
+			if cm {
+				b.MAD(event.MADSend, event.CMAttrLAP, comm)
+			}
+			b.LoadAltRearm(qpn, next) // MVAPICH2's one modify
+		default:
+			c := uint32(0)
+			if cm {
+				c = comm
+			}
+			b.SeedSteps(qpn, next, c)
+		}
+		alt = next
+		if r.IntN(2) == 0 {
+			b.After(ms(1, 20)).CommEst(qpn) // the first packet on the migrated path
+		}
+		if !faulty || f == lateRearm || f == rearmBeforeLoad || f == loadOntoPrimary || f == bareRearm {
+			read(event.MigRearm)
+			b.After(ms(100, 3000))
+			read(event.MigArmed) // the peer rearmed too and traffic flows
+		}
+	}
+	b.After(5 * time.Second)
+	if r.IntN(2) == 0 {
+		b.ToState(qpn, event.StateErr)
+	}
+	b.Destroy(qpn)
+	return b
+}
+
+// A correct application never gets a finding, and each fault class gives
+// exactly its finding, in any arrival order the per-CPU ring buffers can
+// produce within the reorder window.
+func TestPropertyLegalBehaviour(t *testing.T) {
+	runs := 3000
+	if testing.Short() {
+		runs = 300
+	}
+	faults := []fault{noFault, skipRearm, loadNoRearm, rearmBeforeLoad, loadOntoPrimary, bareRearm, lateRearm, noNotify, lapUnanswered, migErr}
+	cfg := apm.DefaultConfig()
+	for seed := range uint64(runs) {
+		f := faults[seed%uint64(len(faults))]
+		b := story(seed, f)
+		steps := apmtest.Jitter(b.Steps, 4, 30*time.Millisecond, seed)
+		got, m, err := apmtest.Run(cfg, steps, settle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := faultFindings[f]
+		if msg := kindsDiff(got, exp.want, exp.resolved); msg != "" {
+			t.Errorf("seed %d, fault %q: %s", seed, f, msg)
+			for _, x := range got {
+				t.Logf("  %s", x.String())
+			}
+			continue
+		}
+		if s := m.Stats(); s.Late != 0 || s.QPs != 0 {
+			t.Errorf("seed %d, fault %q: %d late inputs inside the window, %d QPs left after the destroy", seed, f, s.Late, s.QPs)
+		}
+	}
+}
+
+func kindsDiff(got []apm.Finding, want, resolved []apm.Kind) string {
+	var gk, gr []apm.Kind
+	for _, f := range got {
+		if f.Resolved {
+			gr = append(gr, f.Kind)
+		} else {
+			gk = append(gk, f.Kind)
+		}
+		if f.Last < f.First {
+			return fmt.Sprintf("%s ends before it starts", f.Kind)
+		}
+	}
+	slices.Sort(gk)
+	slices.Sort(gr)
+	w, r := slices.Clone(want), slices.Clone(resolved)
+	slices.Sort(w)
+	slices.Sort(r)
+	if !slices.Equal(gk, w) || !slices.Equal(gr, r) {
+		return fmt.Sprintf("findings %v resolved %v, want %v resolved %v", gk, gr, w, r)
+	}
+	return ""
+}
