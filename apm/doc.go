@@ -1,16 +1,17 @@
 // Package apm is the per-QP model of InfiniBand Automatic Path Migration
-// (IBTA vol. 1, "Automatic Path Migration") and the detectors that turn the
+// (IBTA vol. 1, "Automatic Path Migration") and the rules that turn the
 // decoded events of package event into findings.
 //
 // It is pure: no BPF, no I/O, no wall clock. Time comes from the events'
-// CLOCK_BOOTTIME stamps and from explicit Advance calls.
+// CLOCK_BOOTTIME stamps and from explicit Advance and Finish calls.
 //
 // APM in four lines:
-//   - an RC/UC QP has a primary path and may have an alternate path, and a
-//     path-migration state: MIGRATED (no armed alternate), REARM (software
-//     asked to arm), ARMED (the HCA will fail over to the alternate);
+//   - an RC/UC/XRC QP has a primary path and may have an alternate path,
+//     and a path-migration state: MIGRATED (no armed alternate), REARM
+//     (software asked to arm), ARMED (the HCA will fail over);
 //   - ARMED -> MIGRATED happens in hardware when the primary fails: the HCA
-//     swaps to the alternate and raises PATH_MIG (PATH_MIG_ERR if that fails);
+//     swaps to the alternate and raises PATH_MIG (PATH_MIG_ERR if that
+//     fails); only an ARMED QP migrates;
 //   - after that there is no valid alternate, so software must, on each side:
 //     (1) send a LAP with a new alternate path, (2) load it (modify RTS->RTS
 //     with IB_QP_ALT_PATH), (3) rearm (IB_QP_PATH_MIG_STATE=REARM);
@@ -18,13 +19,35 @@
 //     peer, so both sides must rearm and traffic must flow.
 //
 // Each QP history is keyed by (device, qpn, generation). The span from a
-// migration (a PATH_MIG event, or a successful modify that forces
-// PATH_MIG_STATE=MIGRATED) to the rearm that closes it is an episode; most
-// findings are judgements on one episode. Only successful modifies change the
-// model; failed ones are kept as evidence.
+// migration (a PATH_MIG event on an armed QP, or a successful modify that
+// forces PATH_MIG_STATE=MIGRATED) to the rearm that closes it is an
+// episode; most findings are judgements on one episode. Only successful
+// modifies change the model; failed ones are kept as evidence.
 //
-// Events are ordered by their Boot stamp within Config.ReorderWindow before
-// the model sees them, because the per-CPU streams of a source interleave
-// slightly out of order. Deadlines fire in the same timeline: a deadline that
-// falls before an event is judged before that event is applied.
+// Everything enters one way, Handle: probe events and ground-truth readings
+// (event.KindTruth) alike. Events are ordered by their Boot stamp within
+// Config.ReorderWindow before the model sees them, because the per-CPU
+// streams of a source interleave slightly out of order; an input older than
+// that is counted late and judged at its own stamp. Deadlines fire in the
+// same timeline, each at its own time. Every stream ends with Finish.
+//
+// Where each rule is decided (one file per finding kind, named like its
+// test; machine.go holds the transitions that call them):
+//
+//	kind                         file
+//	missed-rearm                 missed_rearm.go
+//	rearm-without-new-alternate  rearm_alt.go
+//	lap-race                     lap_race.go
+//	mig-state-mismatch           mismatch.go
+//	migration-error              migration_error.go
+//	flapping                     flapping.go
+//	apm-modify-failed            modify_failed.go
+//	never-armed                  never_armed.go
+//	cm-not-notified              cm_notify.go
+//	stuck-rearm                  stuck_rearm.go
+//
+// kinds.go is the one registry of finding kinds (also those of the pairing
+// of two recordings and of the actuator); ids.go the one finding-ID
+// allocator. docs/findings.md states each rule, the evidence that is
+// enough for it, and what is never reported.
 package apm

@@ -269,7 +269,13 @@ func (m *Model) byQPN(qpn uint32) (int32, *qp) {
 	return found, fq
 }
 
+// drop frees a QP history (destroy, or gone from the kernel's table).
+// What a pending judgement already knows is said first: a bare rearm
+// stays a rearm without a new alternate.
 func (m *Model) drop(slot int32, q *qp) {
+	if ep := q.episode(); ep != nil && ep.bareRearm.ok() {
+		m.emitNoAlt(q, ep, ep.bareRearm, false)
+	}
 	if q.x != nil && q.x.commID != 0 {
 		k := q.key>>32<<32 | uint64(q.x.commID)
 		if b := m.cmIDs[k]; b.key == q.key && b.gen == q.gen {
