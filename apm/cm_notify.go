@@ -21,7 +21,7 @@ func (m *Model) cmNotify(q *qp, ep *episode, ev *event.Event) {
 	switch n.Type {
 	case event.EvPathMig:
 		if ep != nil && !ep.notify.ok() && ev.Boot >= ep.mig.boot {
-			ep.notify, ep.notifyRet = refOf(ev), n.Ret
+			ep.notify = refOf(ev)
 		}
 		if n.Ret == errEINVAL {
 			m.notifyRefused(q, ep, ev)

@@ -180,7 +180,7 @@ func (m *Model) pathMig(slot int32, q *qp, ev *event.Event) {
 func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	x := q.ax()
 	m.endEpisode(q)
-	ep := &episode{n: x.prev.n + 1, forced: forced, mig: refOf(ev), left: q.primary}
+	ep := &episode{n: x.prev.n + 1, forced: forced, mig: refOf(ev)}
 	x.ep = ep
 	x.last = lastMig{at: ep.mig, forced: forced}
 	if q.alt.valid() {
@@ -285,7 +285,7 @@ func (m *Model) loadAlt(q *qp, ev *event.Event) {
 	if ep.rearm.ok() {
 		if ev.Boot < ep.rearm.boot {
 			// A late load: it was in force at the rearm.
-			ep.altLoad, ep.altAt = refOf(ev), q.alt
+			ep.altLoad = refOf(ev)
 			if ep.bareRearm.ok() {
 				r := ep.bareRearm
 				ep.bareRearm = ref{}
@@ -298,7 +298,7 @@ func (m *Model) loadAlt(q *qp, ev *event.Event) {
 		m.lapOrder(q, ep, ev)
 		return
 	}
-	ep.altLoad, ep.altAt = refOf(ev), q.alt
+	ep.altLoad = refOf(ev)
 	if ep.commEst.ok() {
 		m.lapWindow(q, ep, refOf(ev), "the new alternate path was loaded")
 	}

@@ -146,17 +146,14 @@ type episode struct {
 	n         uint32 // migration number in this generation, from 1
 	forced    bool
 	mig       ref
-	event     ref   // PATH_MIG that followed a forced migration
-	stray     ref   // a PATH_MIG while the QP was not armed: evidence, not a migration
-	left      route // primary the QP left
+	event     ref // PATH_MIG that followed a forced migration
+	stray     ref // a PATH_MIG while the QP was not armed: evidence, not a migration
 	commEst   ref
 	altLoad   ref   // last successful alternate load in the episode
-	altAt     route // the alternate it loaded
 	altFailed int32 // errno of a refused alternate load in the episode
 	lapSent   ref
 	lapRecv   ref
 	notify    ref
-	notifyRet int32
 	rearm     ref
 	bareRearm ref    // a rearm with no load before it, judged after EpisodeLinger
 	missedID  uint64 // missed-rearm finding, for its resolution

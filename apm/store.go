@@ -20,8 +20,14 @@ type store struct {
 	index  map[uint64]int32
 	peak   int // index size since it was last rebuilt
 	chunks []*chunk
-	hint   int // no chunk below hint has a free slot
+	spare  []*chunk // emptied chunks kept for reuse, at most maxSpare
+	hint   int      // no chunk below hint has a free slot
 }
+
+// maxSpare empty chunks (about 128 KiB each) are kept instead of being
+// given back at once, so that QPs coming and going around a chunk boundary
+// do not allocate a chunk every time.
+const maxSpare = 4
 
 type chunk struct {
 	qps  [chunkLen]qp
@@ -56,7 +62,11 @@ func (s *store) alloc(key uint64) int32 {
 		s.chunks = append(s.chunks, nil)
 	}
 	if s.chunks[i] == nil {
-		s.chunks[i] = &chunk{}
+		if n := len(s.spare); n > 0 {
+			s.chunks[i], s.spare = s.spare[n-1], s.spare[:n-1]
+		} else {
+			s.chunks[i] = &chunk{}
+		}
 	}
 	s.hint = i
 	c := s.chunks[i]
@@ -87,6 +97,9 @@ func (s *store) release(slot int32) {
 	c.used[off/64] &^= 1 << (off % 64)
 	c.live--
 	if c.live == 0 {
+		if len(s.spare) < maxSpare {
+			s.spare = append(s.spare, c) // every slot was zeroed on release
+		}
 		s.chunks[i] = nil
 		for len(s.chunks) > 0 && s.chunks[len(s.chunks)-1] == nil {
 			s.chunks = s.chunks[:len(s.chunks)-1]
