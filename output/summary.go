@@ -21,6 +21,7 @@ type Counts struct {
 	FindingsShown uint64
 	Resolved      uint64
 	Remedy        map[apm.Kind]string // the remediation of the first finding of a kind
+	Model         apm.Stats           // the model's counters at the end
 }
 
 // Add counts an event.
@@ -73,7 +74,21 @@ func PrintSummary(w io.Writer, c Counts, s event.Stats, hooks []event.Hook) erro
 	}
 	fmt.Fprintf(w, "lost: %d%s, decode errors: %d, unjoined exits: %d\n", s.Lost, perCPU, s.DecodeErrs, s.Unjoined)
 	printFindings(w, c)
+	if line := ModelLine(c.Model); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	return PrintHooks(w, hooks)
+}
+
+// ModelLine says what the model could not judge normally (inputs later than
+// the reorder window, second copies of one event, events it could not tie to
+// a QP, events dropped at the QP bound, new boots), or "" when nothing.
+func ModelLine(s apm.Stats) string {
+	if s.Late+s.Duplicates+s.Unattributed+s.Dropped+s.Reboots == 0 {
+		return ""
+	}
+	return fmt.Sprintf("model: %d late (judged at their own time), %d duplicate QP events, %d unattributed, %d dropped at --max-qps, %d new boots",
+		s.Late, s.Duplicates, s.Unattributed, s.Dropped, s.Reboots)
 }
 
 // printFindings writes the findings by kind and, per kind, what to do.

@@ -41,18 +41,28 @@ type Report struct {
 
 // Recording describes one replayed stream (one writer session).
 type Recording struct {
-	Side         string      `json:"side"`
-	Host         string      `json:"host"`
-	Kernel       string      `json:"kernel"`
-	Version      string      `json:"version"`
-	Files        []string    `json:"files"`
-	Bytes        int64       `json:"bytes"`
-	Events       uint64      `json:"events"`
-	Stats        event.Stats `json:"recorded_stats"`
-	MissingHooks []string    `json:"missing_hooks"`
-	Start        time.Time   `json:"start,omitzero"`
-	End          time.Time   `json:"end,omitzero"` // deadlines are judged up to here
-	Warnings     []string    `json:"warnings"`
+	Side         string       `json:"side"`
+	Host         string       `json:"host"`
+	Kernel       string       `json:"kernel"`
+	Version      string       `json:"version"`
+	Files        []string     `json:"files"`
+	Bytes        int64        `json:"bytes"`
+	Events       uint64       `json:"events"`
+	Stats        event.Stats  `json:"recorded_stats"`
+	MissingHooks []string     `json:"missing_hooks"`
+	Start        time.Time    `json:"start,omitzero"`
+	End          time.Time    `json:"end,omitzero"` // deadlines are judged up to here
+	Warnings     []string     `json:"warnings"`
+	Model        *ModelCounts `json:"model,omitempty"` // set when the model met any of these
+}
+
+// ModelCounts are what the model could not judge the ordinary way.
+type ModelCounts struct {
+	Late         uint64 `json:"late"`         // inputs older than the reorder window, judged at their own time
+	Duplicates   uint64 `json:"duplicates"`   // second copies of one QP event
+	Unattributed uint64 `json:"unattributed"` // CM and driver events tied to no QP
+	Dropped      uint64 `json:"dropped"`      // events for new QPs past --max-qps
+	Reboots      uint64 `json:"new_boots"`
 }
 
 // Summary counts everything replayed, before the display filters.
@@ -306,6 +316,9 @@ func (s *stream) recording() Recording {
 	}
 	if s.res.Events > 0 {
 		r.Start, r.End = s.wall(s.firstBoot()), s.wall(s.endBoot)
+	}
+	if m := s.res.Model; m.Late+m.Duplicates+m.Unattributed+m.Dropped+m.Reboots > 0 {
+		r.Model = &ModelCounts{Late: m.Late, Duplicates: m.Duplicates, Unattributed: m.Unattributed, Dropped: m.Dropped, Reboots: m.Reboots}
 	}
 	return r
 }

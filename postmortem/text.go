@@ -76,6 +76,10 @@ func writeSummary(w *errWriter, r *Report) {
 		if len(rec.MissingHooks) > 0 {
 			w.f("; hooks missing: %s", strings.Join(rec.MissingHooks, ", "))
 		}
+		if m := rec.Model; m != nil {
+			w.f("\n    model: %d late (judged at their own time), %d duplicate QP events, %d unattributed, %d dropped at --max-qps, %d new boots",
+				m.Late, m.Duplicates, m.Unattributed, m.Dropped, m.Reboots)
+		}
 		w.f("\n")
 	}
 	for _, c := range r.Clocks {

@@ -94,5 +94,6 @@ func (t *tracer) finish() error {
 		end = t.boot()
 	}
 	t.model.Finish(end)
+	t.counts.Model = t.model.Stats()
 	return t.err
 }
