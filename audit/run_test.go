@@ -44,6 +44,9 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
 		hup: make(chan struct{}, 1), stderr: &syncBuffer{}}
+	// The host's clock starts where apmtest's stories start: a clock behind
+	// the events by more than the reorder window would be a new boot.
+	h.boot.Store(uint64(time.Second))
 	h.cfg = DefaultConfig()
 	h.cfg.Findings = filepath.Join(dir, "findings.jsonl")
 	h.cfg.MetricsAddr = ""
