@@ -15,6 +15,7 @@ import (
 func newPostmortemCmd() *cobra.Command {
 	o := postmortem.Options{Config: apm.DefaultConfig()}
 	var out postmortem.Output
+	var format string
 	var devices, qpns []string
 	var since, until string
 	cmd := &cobra.Command{
@@ -38,8 +39,13 @@ func newPostmortemCmd() *cobra.Command {
 			if o.Until, err = postmortem.ParseBound(until); err != nil {
 				return usageError{err}
 			}
-			if err := postmortem.CheckFormat(out.Format); err != nil {
-				return usageError{err}
+			asJSON, err := outputJSON(cmd, format)
+			if err != nil {
+				return err
+			}
+			out.Format = "text"
+			if asJSON {
+				out.Format = "json"
 			}
 			if err := o.Config.Validate(); err != nil {
 				return usageError{err}
@@ -54,7 +60,7 @@ func newPostmortemCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&out.Format, "output", "o", "text", "text or json")
+	addOutputFlag(cmd, &format, "")
 	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
 	fl.StringSliceVar(&devices, "device", nil, "show only these devices' QPs, pairs and findings")
 	fl.StringSliceVar(&qpns, "qpn", nil, "show only these QP numbers")

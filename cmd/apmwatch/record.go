@@ -20,12 +20,12 @@ func newRecordCmd() *cobra.Command {
 	var devices, qpns, pids, comms, kinds []string
 	var opts collector.Options
 	cmd := &cobra.Command{
-		Use:   "record -o FILE",
+		Use:   "record -w FILE",
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Path == "" {
-				return usageError{errors.New("no output file: give -o FILE")}
+				return usageError{errors.New("no recording file: give -w FILE")}
 			}
 			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
 			if err != nil {
@@ -44,7 +44,10 @@ func newRecordCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file (with --rotate-size: the prefix of FILE.000000, ...)")
+	fl.StringVarP(&cfg.Path, "write", "w", "", "the recording file (with --rotate-size: the prefix of FILE.000000, ...)")
+	// The old spelling: -o names a format everywhere else.
+	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file")
+	deprecatedAlias(cmd, "output", "use -w/--write FILE")
 	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices")
 	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
 	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")

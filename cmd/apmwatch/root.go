@@ -33,5 +33,8 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	root.AddCommand(newAuditCmd())
 	root.AddCommand(newQPCmd(), newActuateCmd())
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCompletionCmd())
+	usageConvention(root)
 	return root
 }

@@ -29,8 +29,13 @@ func newTraceCmd() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if _, err := output.NewWriter(cfg.Output, nil); err != nil {
-				return usageError{err}
+			asJSON, err := outputJSON(cmd, cfg.Output)
+			if err != nil {
+				return err
+			}
+			cfg.Output = "table"
+			if asJSON {
+				cfg.Output = "json"
 			}
 			if err := cfg.Model.Validate(); err != nil {
 				return usageError{err}
@@ -54,7 +59,7 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&cfg.Output, "output", "o", "table", "table or json (one object per line)")
+	addOutputFlag(cmd, &cfg.Output, " (one object per line)")
 	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices (events and findings)")
 	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers (events and findings)")
 	fl.StringSliceVar(&pids, "pid", nil, "only events raised by, and findings about QPs of, these processes")

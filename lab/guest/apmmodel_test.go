@@ -40,7 +40,7 @@ func startModelRun(t *testing.T) *modelRun {
 	dir := t.TempDir()
 	r := &modelRun{file: filepath.Join(dir, "run.rec")}
 	ready := filepath.Join(dir, "ready")
-	r.rec = exec.Command("apmwatch", "record", "-o", r.file, "--ready-file", ready)
+	r.rec = exec.Command("apmwatch", "record", "-w", r.file, "--ready-file", ready)
 	r.rec.Stdout, r.rec.Stderr = &r.out, &r.out
 	if err := r.rec.Start(); err != nil {
 		t.Fatal(err)

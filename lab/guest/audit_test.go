@@ -263,7 +263,7 @@ func TestAuditErrors(t *testing.T) {
 	}{
 		{[]string{"audit", "--reconcile-interval", "1ms", "--findings", "/tmp/x"}, 2, "--reconcile-interval"},
 		{[]string{"audit", "--metrics-addr", "nonsense", "--findings", "/tmp/x"}, 2, "--metrics-addr"},
-		{[]string{"audit", "--metrics-addr", ""}, 2, "no output"},
+		{[]string{"audit", "--findings", "/tmp/x", "extra"}, 2, "takes no arguments"},
 	} {
 		cmd := exec.Command("apmwatch", c.args...)
 		out, err := cmd.CombinedOutput()

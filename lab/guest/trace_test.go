@@ -303,13 +303,13 @@ func TestTracePortEvent(t *testing.T) {
 
 func TestProbesCommand(t *testing.T) {
 	userHook, _ := qpEventHooks(t)
-	out, err := exec.Command("apmwatch", "probes", "--json").Output()
+	out, err := exec.Command("apmwatch", "probes", "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("apmwatch probes: %v", err)
 	}
 	var hooks []event.Hook
 	if err := json.Unmarshal(out, &hooks); err != nil {
-		t.Fatalf("apmwatch probes --json: %v\n%s", err, out)
+		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 	}
 	got := map[string]event.Hook{}
 	for _, h := range hooks {

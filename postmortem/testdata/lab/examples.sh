@@ -10,7 +10,7 @@ mkdir -p "$out"
 # start_rec NAME [apmwatch record flags]: record in the background until stop_recs
 start_rec() {
 	name=$1; shift
-	apmwatch record -o "$out/$name.rec" --ready-file "$out/$name.ready" "$@" 2>"$out/$name.log" &
+	apmwatch record -w "$out/$name.rec" --ready-file "$out/$name.ready" "$@" 2>"$out/$name.log" &
 	echo $! >>"$out/recs"
 	i=0
 	while [ ! -e "$out/$name.ready" ]; do
