@@ -32,7 +32,7 @@ func startAudit(t *testing.T, dir string, args ...string) *Proc {
 	ready := filepath.Join(dir, "ready")
 	args = append([]string{"audit", "--findings", filepath.Join(dir, "findings.jsonl"),
 		"--metrics-addr", auditMetrics, "--recorder-dir", filepath.Join(dir, "rec"),
-		"--bundle-after", "1s", "--reconcile-interval", "1s", "--ready-file", ready}, args...)
+		"--bundle-after", "1s", "--reconcile-interval", "1s", "--ready-file", ready}, append(args, labHooks(t)...)...)
 	p := Start(t, "apmwatch", args...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -19,7 +19,7 @@ import (
 func startApmwatch(t *testing.T, args ...string) *Proc {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
-	p := Start(t, "apmwatch", append(args, "--ready-file", ready)...)
+	p := Start(t, "apmwatch", append(append(args, labHooks(t)...), "--ready-file", ready)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(ready); err == nil {
