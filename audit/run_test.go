@@ -253,7 +253,7 @@ func TestRunMissedRearmEndToEnd(t *testing.T) {
 }
 
 // rdma netlink readings come in the probes' stream: the model judges them
-// (the seed's symptom: PATH_MIG seen, the QP still reads ARMED), the flight
+// (PATH_MIG seen while the QP still reads ARMED: mig-state-mismatch), the flight
 // recorder and the bundle keep them (the bundle replays to the same
 // finding), a QP the probes never saw is reported once, the qps gauge
 // follows the table.

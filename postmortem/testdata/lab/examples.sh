@@ -82,7 +82,7 @@ pair rearm-then-alt
 lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
 sleep 3; endpair; stop_recs
 
-# the seed's symptom: PATH_MIG while the QP is still armed (no migrate),
+# PATH_MIG while the QP is still armed (no migrate),
 # twice, without a rearm in between
 start_rec mig-state-mismatch
 pair never-rearm
