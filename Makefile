@@ -48,3 +48,4 @@ include recording/recording.mk
 include postmortem/postmortem.mk
 include audit/audit.mk
 include deploy/prometheus/prometheus.mk
+include deploy/package/package.mk

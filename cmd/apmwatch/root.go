@@ -20,6 +20,9 @@ func exitCode(err error) int {
 	return 1
 }
 
+// extraCommands are added by build-tagged files (gendocs.go).
+var extraCommands []func() *cobra.Command
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "apmwatch",
@@ -35,6 +38,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newQPCmd(), newActuateCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
 	usageConvention(root)
 	return root
 }
