@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apmwatch/apmwatch/internal/boottime"
 	"golang.org/x/sys/unix"
 )
 
@@ -180,9 +181,9 @@ type Snapshot struct {
 // Read dials, reads every QP and cm_id, fills the comm of user QPs from
 // /proc/PID/comm (as the rdma tool does), and closes.
 func Read() (Snapshot, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return Snapshot{}, fmt.Errorf("reading boot time: %w", err)
+	boot, err := boottime.Read()
+	if err != nil {
+		return Snapshot{}, err
 	}
 	c, err := Dial()
 	if err != nil {
@@ -193,7 +194,7 @@ func Read() (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	snap := Snapshot{Boot: uint64(ts.Nano())}
+	snap := Snapshot{Boot: boot}
 	for _, d := range devs {
 		qs, err := c.QPs(d)
 		if gone(err) {
