@@ -112,3 +112,27 @@ func TestCompletionCompletesSubcommands(t *testing.T) {
 		t.Fatalf("completion bash: %v", err)
 	}
 }
+
+// The filter flags come from one helper: the commands that filter take the
+// same flags, and a bad value is a usage error on each.
+func TestFilterFlags(t *testing.T) {
+	for path, flags := range map[string][]string{
+		"trace":      {"device", "qpn", "pid", "comm", "kind"},
+		"record":     {"device", "qpn", "pid", "comm", "kind"},
+		"postmortem": {"device", "qpn"},
+	} {
+		cmd, _, _ := newRootCmd().Find([]string{path})
+		for _, f := range flags {
+			if cmd.Flags().Lookup(f) == nil {
+				t.Errorf("%s has no --%s", path, f)
+			}
+		}
+		args := []string{path, "--qpn", "x"}
+		if path == "postmortem" {
+			args = append(args, "a.rec")
+		}
+		if _, _, err := runErr(args...); err == nil || exitCode(err) != 2 {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
