@@ -47,3 +47,5 @@ include lab/lab.mk
 include recording/recording.mk
 include postmortem/postmortem.mk
 include audit/audit.mk
+include deploy/prometheus/prometheus.mk
+include deploy/package/package.mk

@@ -9,7 +9,7 @@ import (
 )
 
 // Actor is the extension point for a policy that acts on what the audit
-// sees (the actuator, issue 7). The daemon calls it from its one loop
+// sees (the actuator). The daemon calls it from its one loop
 // goroutine, never concurrently:
 //
 //   - Observe for every event, in the order the source delivered them

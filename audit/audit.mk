@@ -1,5 +1,5 @@
-# apmwatch audit: the soak benchmark (owned by audit/). Include from the
-# top-level Makefile: `include audit/audit.mk`. Not part of `make test`.
+# apmwatch audit: the soak benchmark. Included by the top-level Makefile.
+# Not part of `make test`.
 AUDIT_SOAK_KERNEL  ?= 6.12
 AUDIT_SOAK_MINUTES ?= 5
 

@@ -14,7 +14,8 @@ type Config struct {
 	// Findings is the finding log (JSON lines, appended); "" for none.
 	Findings string
 	// Stdout also writes the finding lines to standard output (journald,
-	// container logs).
+	// container logs). Without Findings they go there anyway
+	// (FindingsToStdout).
 	Stdout bool
 	// MetricsAddr is where /metrics is served; "" for no metrics.
 	MetricsAddr string
@@ -65,6 +66,11 @@ func DefaultConfig() Config {
 const minRecorderBytes = 1 << 20
 
 // Validate reports the first bad option in one lowercase line.
+// FindingsToStdout says whether the finding lines go to standard output:
+// when asked (--stdout), and when there is no findings file, so that a
+// daemon never drops them silently (under systemd they reach the journal).
+func (c Config) FindingsToStdout() bool { return c.Stdout || c.Findings == "" }
+
 func (c Config) Validate() error {
 	var errs []error
 	if c.MetricsAddr != "" {
@@ -89,9 +95,6 @@ func (c Config) Validate() error {
 	}
 	if c.ModuleCheck < 0 {
 		errs = append(errs, fmt.Errorf("module check interval must not be negative: %v", c.ModuleCheck))
-	}
-	if c.Findings == "" && !c.Stdout && c.MetricsAddr == "" {
-		errs = append(errs, errors.New("no output: give --findings FILE, --stdout or --metrics-addr"))
 	}
 	if err := c.Model.Validate(); err != nil {
 		errs = append(errs, err)

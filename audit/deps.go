@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/boottime"
 	"github.com/apmwatch/apmwatch/rdmanl"
-	"golang.org/x/sys/unix"
 )
 
 // Deps are the daemon's connections to the system; Main fills the ones
@@ -31,7 +31,7 @@ func (d *Deps) fill() {
 		d.Snapshot = rdmanl.Read
 	}
 	if d.Boot == nil {
-		d.Boot = bootNow
+		d.Boot = boottime.Now
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -51,12 +51,4 @@ func (d *Deps) fill() {
 	if d.Create == nil {
 		d.Create = createRecording
 	}
-}
-
-func bootNow() uint64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
 }

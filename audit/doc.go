@@ -8,7 +8,7 @@
 //	                        |          |-> finding log (JSON lines)
 //	                        |          |-> metrics (Prometheus)
 //	                        |          |-> incident bundles
-//	                        |          `-> Actor (optional, issue 7)
+//	                        |          `-> Actor (optional: the actuator)
 //	                        `-> flight recorder (raw events, rotated)
 //	rdma netlink snapshots -> loop -> apm.Model.Truth / Gone
 //

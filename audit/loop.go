@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	d.model = model
 	var out io.Writer
-	if cfg.Stdout {
+	if cfg.FindingsToStdout() {
 		out = deps.Stdout
 	}
 	if d.flog, err = newFindLog(cfg.Findings, deps.OpenFile, out, d.m, d.log.Warn); err != nil {

@@ -234,7 +234,6 @@ func TestConfigErrorsAreOneLine(t *testing.T) {
 		func(c *Config) { c.MetricsAddr = "nonsense" },
 		func(c *Config) { c.ReconcileInterval = time.Millisecond },
 		func(c *Config) { c.RecorderDir, c.RecorderMaxBytes = "/x", 10 },
-		func(c *Config) { c.MetricsAddr = "" },
 		func(c *Config) { c.Model.RearmDeadline = 0 },
 	} {
 		c := DefaultConfig()

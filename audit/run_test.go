@@ -34,6 +34,7 @@ type harness struct {
 	cancel context.CancelFunc
 	hup    chan struct{}
 	stderr *syncBuffer
+	stdout *syncBuffer
 }
 
 func newHarness(t *testing.T, edit func(*Config)) *harness {
@@ -43,7 +44,7 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 	t.Cleanup(func() { tickEvery, advanceEvery, started = oldTick, oldAdv, nil })
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
-		hup: make(chan struct{}, 1), stderr: &syncBuffer{}}
+		hup: make(chan struct{}, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
 	// The host's clock starts where apmtest's stories start: a clock behind
 	// the events by more than the reorder window would be a new boot.
 	h.boot.Store(uint64(time.Second))
@@ -72,6 +73,7 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 			},
 			Boot:   h.boot.Load,
 			Stderr: h.stderr,
+			Stdout: h.stdout,
 			Reopen: h.hup,
 		})
 	}()
@@ -254,7 +256,7 @@ func TestRunMissedRearmEndToEnd(t *testing.T) {
 }
 
 // rdma netlink readings come in the probes' stream: the model judges them
-// (the seed's symptom: PATH_MIG seen, the QP still reads ARMED), the flight
+// (PATH_MIG seen while the QP still reads ARMED: mig-state-mismatch), the flight
 // recorder and the bundle keep them (the bundle replays to the same
 // finding), a QP the probes never saw is reported once, the qps gauge
 // follows the table.
@@ -405,4 +407,38 @@ func TestRunSIGHUPReopensFindingLog(t *testing.T) {
 		t.Fatalf("after SIGHUP the new file has %+v", ls)
 	}
 	h.stop()
+}
+
+// Neither --findings nor --stdout: the finding lines go to standard output
+// (never dropped); with a file and no --stdout, standard output stays empty.
+func TestFindingsToStdout(t *testing.T) {
+	for _, c := range []struct {
+		findings bool
+		want     bool
+	}{{false, true}, {true, false}} {
+		h := newHarness(t, func(cfg *Config) {
+			if !c.findings {
+				cfg.Findings = ""
+			}
+			cfg.RecorderDir = ""
+		})
+		h.daemon()
+		b := apmtest.New()
+		b.Device = "rxe0"
+		missedRearm(b)
+		h.boot.Store(b.Now())
+		h.feed(b.Steps)
+		h.boot.Store(b.Now() + uint64(3*time.Second))
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(h.stdout.String(), `"kind":"missed-rearm"`) && time.Now().Before(deadline) {
+			if c.findings && len(readLines(t, h.cfg.Findings)) > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		h.stop()
+		if got := strings.Contains(h.stdout.String(), `"kind":"missed-rearm"`); got != c.want {
+			t.Errorf("findings file %v: finding line on stdout %v, want %v: %q", c.findings, got, c.want, h.stdout.String())
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/boottime"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -107,7 +108,7 @@ func Open(opts Options) (*Collector, error) {
 		l.close()
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
-	offset, err := bootOffset()
+	offset, err := boottime.Offset()
 	if err != nil {
 		rd.Close()
 		l.close()
@@ -133,22 +134,7 @@ func Open(opts Options) (*Collector, error) {
 
 // Boot is CLOCK_BOOTTIME now in nanoseconds: the clock of the events'
 // Boot stamps (0 if it cannot be read).
-func Boot() uint64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
-}
-
-// bootOffset is the wall clock minus CLOCK_BOOTTIME, now.
-func bootOffset() (time.Duration, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0, fmt.Errorf("reading CLOCK_BOOTTIME: %w", err)
-	}
-	return time.Duration(time.Now().UnixNano() - ts.Nano()), nil
-}
+func Boot() uint64 { return boottime.Now() }
 
 func kernelRelease() string {
 	var u unix.Utsname

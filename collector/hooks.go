@@ -42,11 +42,6 @@ func qpEventHook(name, module, signal string, r role) hookDef {
 		Fentry: "fentry_qp_event", Kprobe: "kprobe_qp_event"}
 }
 
-// LabEventHandler is the QP event handler of the lab's test module (apmlab,
-// lab/kmod/ulp.c: static void qp_event(struct ib_event *, void *)),
-// a kernel ULP with the (struct ib_event *, void *) signature.
-const LabEventHandler = "qp_event"
-
 func modifyHook(name, signal string) hookDef {
 	// fexit alone sees arguments and return code; kprobes need the join.
 	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
@@ -67,7 +62,9 @@ func tpHook(name, module, signal, btfProg, rawProg string) hookDef {
 	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookTracepoint, TPBTF: btfProg, RawTP: rawProg}
 }
 
-// defaultHooks is every hook apmwatch knows, in display order.
+// defaultHooks is every hook apmwatch knows, in display order: functions
+// and tracepoints of the kernel and its drivers and ULPs. Any other handler
+// (a test module's) is added with --event-hook.
 func defaultHooks() []hookDef {
 	return []hookDef{
 		modifyHook("ib_modify_qp", "qp modify, kernel ULP QPs"),
@@ -85,7 +82,6 @@ func defaultHooks() []hookDef {
 		qpEventHook("iser_qp_event_callback", "ib_iser", "qp async events, iSER initiator", roleFallback),
 		qpEventHook("isert_qp_event_callback", "ib_isert", "qp async events, iSER target", roleFallback),
 		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
-		qpEventHook(LabEventHandler, "apmlab", "qp async events, lab test module", roleFallback),
 		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
 			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
 		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc,

@@ -81,7 +81,7 @@ func TestPlan612UsesCoreEventHandler(t *testing.T) {
 	for name, want := range map[string]event.HookMethod{
 		"ib_modify_qp": event.HookFentry, "ib_modify_qp_with_udata": event.HookFentry,
 		"__ib_qp_event_handler": event.HookFentry, "ib_uverbs_qp_event_handler": event.HookSkipped,
-		"qp_event": event.HookSkipped, "mlx5_ib_qp_event": event.HookMissing, "cm_apr_handler": event.HookMissing,
+		"mlx5_ib_qp_event": event.HookMissing, "cm_apr_handler": event.HookMissing,
 		"ib_cm_notify": event.HookFentry, "cm_lap_handler": event.HookFentry,
 		"ib_mad:ib_mad_ib_send_mad": event.HookTracepoint, "ib_umad:ib_umad_write": event.HookTracepoint,
 		"ib_destroy_qp_user": event.HookFentry,
@@ -90,12 +90,22 @@ func TestPlan612UsesCoreEventHandler(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", name, got[name].method, got[name].reason, want)
 		}
 	}
+	if _, ok := got["qp_event"]; ok {
+		t.Error("the lab module's handler is in the default hooks")
+	}
 	withFlag := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{"qp_event"}})
-	if n := len(withFlag); n != len(defaultHooks()) {
+	if n := len(withFlag); n != len(defaultHooks())+1 {
+		t.Errorf("--event-hook qp_event: %d hooks, want %d", n, len(defaultHooks())+1)
+	}
+	if g := byName(withFlag)["qp_event"]; g.method != event.HookKprobe || g.module != "apmlab" {
+		t.Errorf("--event-hook qp_event with __ib_qp_event_handler present: %s %q in %q, want attached in apmlab", g.method, g.reason, g.module)
+	}
+	known := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{"ib_uverbs_qp_event_handler"}})
+	if n := len(known); n != len(defaultHooks()) {
 		t.Errorf("--event-hook of a known handler added a hook: %d, want %d", n, len(defaultHooks()))
 	}
-	if g := byName(withFlag)["qp_event"]; g.method != event.HookKprobe {
-		t.Errorf("--event-hook qp_event with __ib_qp_event_handler present: %s %q, want attached", g.method, g.reason)
+	if g := byName(known)["ib_uverbs_qp_event_handler"]; g.method != event.HookFentry {
+		t.Errorf("--event-hook ib_uverbs_qp_event_handler with __ib_qp_event_handler present: %s %q, want attached", g.method, g.reason)
 	}
 	if r := got["mlx5_ib_qp_event"].reason; r != "module mlx5_ib not loaded" {
 		t.Errorf("mlx5 reason %q", r)
@@ -113,7 +123,7 @@ func TestPlan61FallsBackPerHook(t *testing.T) {
 			funcs = append(funcs, f)
 		}
 	}
-	got := byName(plan(newFake(t, k61, funcs...), defaultHooks(), planOptions{EventHooks: []string{"my_handler"}}))
+	got := byName(plan(newFake(t, k61, funcs...), defaultHooks(), planOptions{EventHooks: []string{"my_handler", "qp_event"}}))
 	if g := got["__ib_qp_event_handler"]; g.method != event.HookMissing || !strings.Contains(g.reason, "instead") {
 		t.Errorf("primary: %s %q", g.method, g.reason)
 	}
@@ -134,7 +144,7 @@ func TestPlan61FallsBackPerHook(t *testing.T) {
 
 func TestPlanForceKprobeAndAmbiguous(t *testing.T) {
 	k := strings.Replace(kallsyms612, "ffffffffc0001200 t __ib_qp_event_handler	[ib_core]\n", "", 1) +
-		"ffffffffc0007000 t qp_event	[other]\nffffffffc0007100 t qp_event	[other2]\n"
+		"ffffffffc0007000 t cm_lap_handler	[other]\nffffffffc0007100 t cm_lap_handler	[other2]\n"
 	got := byName(plan(newFake(t, k, btf612...), defaultHooks(), planOptions{ForceKprobe: true}))
 	if g := got["ib_modify_qp"]; g.method != event.HookKprobe || g.btf {
 		t.Errorf("forced: %s btf=%v", g.method, g.btf)
@@ -142,7 +152,7 @@ func TestPlanForceKprobeAndAmbiguous(t *testing.T) {
 	if g := got["ib_mad:ib_mad_recv_done_handler"]; g.method != event.HookTracepoint || g.btf {
 		t.Errorf("forced tracepoint: %s btf=%v %q", g.method, g.btf, g.reason)
 	}
-	if g := got["qp_event"]; g.method != event.HookKprobe || g.kprobeSymbol() != "apmlab:qp_event" ||
+	if g := got["cm_lap_handler"]; g.method != event.HookKprobe || g.kprobeSymbol() != "ib_cm:cm_lap_handler" ||
 		!strings.Contains(g.reason, "also in other, other2") {
 		t.Errorf("ambiguous: %s %q %q", g.method, g.reason, g.kprobeSymbol())
 	}

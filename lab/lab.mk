@@ -1,4 +1,4 @@
-# Lab targets (owned by lab/): a qemu guest per Debian kernel with soft-RoCE.
+# Lab targets: a qemu guest per Debian kernel with soft-RoCE.
 # See docs/lab.md. Included by the top-level Makefile (CACHE, BUILD exported).
 
 LAB_KERNELS := 6.1 6.12
@@ -7,16 +7,14 @@ LABVM       := $(BUILD)/lab/labvm
 # Host-side lab checks run only where the lab is (make test sets it).
 export APMWATCH_LAB ?=
 
-# The other engineers' lab pieces, when they exist: lab-progs builds
+# What the guest image holds besides apmwatch: lab-progs builds
 # $(BUILD)/lab/bin/* and $(BUILD)/lab/<kernel>/*.ko; lab-guest-test builds
 # $(BUILD)/lab/guest.test.
--include lab/progs/progs.mk
--include lab/guest/guest.mk
-LAB_PREREQS := build $(if $(wildcard lab/progs/progs.mk),lab-progs) $(if $(wildcard lab/guest/guest.mk),lab-guest-test)
+include lab/progs/progs.mk
+include lab/guest/guest.mk
+LAB_PREREQS := build lab-progs lab-guest-test
 # The module builds against the headers that setup installs: keep the order under -j too.
-ifneq ($(wildcard lab/progs/progs.mk),)
 lab-progs: setup
-endif
 
 # Bad input fails at once, with one line, before anything is built.
 ifneq ($(filter lab-assets lab-run lab-shell,$(MAKECMDGOALS)),)
@@ -50,9 +48,8 @@ lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERN
 	@$(LABVM) shell -kernel $(KERNEL) -extra "$(LAB_EXTRA)"
 
 # LAB_TIMEOUT above the tests' own 15m, so a hung test dies with its goroutine dump.
-lab-test: $(if $(wildcard lab/guest/guest.mk),lab-guest-test) ## the guest tests (guest.test) on both kernels
-	@[ -e $(BUILD)/lab/guest.test ] || { echo "lab-test: no guest test binary $(BUILD)/lab/guest.test" >&2; exit 1; }; \
-	failed=; for k in $(LAB_KERNELS); do \
+lab-test: lab-guest-test ## the guest tests (guest.test) on both kernels
+	@failed=; for k in $(LAB_KERNELS); do \
 		LAB_TIMEOUT=$${LAB_TIMEOUT:-1080} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
 			CMD='guest.test -test.v -test.timeout 15m' || failed="$$failed $$k"; \
 	done; \
@@ -67,7 +64,7 @@ test: setup unit lint lab-host-test lab-test ## every test: unit, lint, lab runn
 demo: setup build ## boot the 6.12 lab and show rxe, a QP pair, an injected migration, apmwatch
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'
 
-lab-bench: $(if $(wildcard lab/guest/guest.mk),lab-guest-test) ## lab benchmarks (probe overhead on the control path) on both kernels; figures in docs/performance.md
+lab-bench: lab-guest-test ## lab benchmarks (probe overhead on the control path) on both kernels; figures in docs/performance.md
 	@for k in $(LAB_KERNELS); do \
 		$(MAKE) --no-print-directory lab-run KERNEL=$$k \
 			CMD='guest.test -test.run "^$$" -test.bench . -test.benchtime 1x -test.v' || exit 1; \

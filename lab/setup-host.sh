@@ -70,7 +70,11 @@ done
 pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-dev
 	iproute2 rdma-core ibverbs-utils rdmacm-utils libibverbs-dev librdmacm-dev
 	libibumad-dev ibverbs-providers libibverbs1 librdmacm1 libibumad3 kmod
-	chromium)  # chromium: the postmortem HTML report is rendered headless in make test
+	chromium   # the postmortem HTML report is rendered headless in make test
+	prometheus # promtool and the server: the alerting rules are tested against a live audit
+	man-db     # the packaged man pages are rendered in make test
+	rpm        # and the .rpm's file list is read
+	bash-completion)  # and the packaged bash completion is run
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # Optional: installed when this Debian has them.
 for p in bpftool infiniband-diags; do

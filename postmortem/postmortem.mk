@@ -1,4 +1,4 @@
-# Postmortem targets (owned by postmortem/). Included by the top-level Makefile.
+# Postmortem targets. Included by the top-level Makefile.
 EXAMPLE_KERNEL ?= 6.12
 
 .PHONY: html-test

@@ -52,7 +52,7 @@ func TestProgressBar(t *testing.T) {
 
 // Ground-truth readings recorded in the stream (qp-truth) are replayed
 // like the live trace applied them: a PATH_MIG after which the QP still
-// reads REARM is the seed's mig-state-mismatch; the readings join the QP's
+// reads REARM is a mig-state-mismatch; the readings join the QP's
 // timeline when they change, and readings of QPs no event named make no
 // history.
 func TestReplayedTruth(t *testing.T) {

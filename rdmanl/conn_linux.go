@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apmwatch/apmwatch/internal/boottime"
 	"golang.org/x/sys/unix"
 )
 
@@ -182,9 +183,9 @@ type Snapshot struct {
 // Read dials, reads every QP and cm_id, fills the comm of user QPs from
 // /proc/PID/comm (as the rdma tool does), and closes.
 func Read() (Snapshot, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return Snapshot{}, fmt.Errorf("reading boot time: %w", err)
+	boot, err := boottime.Read()
+	if err != nil {
+		return Snapshot{}, err
 	}
 	c, err := Dial()
 	if err != nil {
@@ -195,7 +196,7 @@ func Read() (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	snap := Snapshot{Boot: uint64(ts.Nano())}
+	snap := Snapshot{Boot: boot}
 	for _, d := range devs {
 		qs, err := c.QPs(d)
 		if gone(err) {
@@ -211,10 +212,9 @@ func Read() (Snapshot, error) {
 		snap.QPs = append(snap.QPs, qs...)
 		snap.CMIDs = append(snap.CMIDs, cs...)
 	}
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return Snapshot{}, fmt.Errorf("reading boot time: %w", err)
+	if snap.End, err = boottime.Read(); err != nil {
+		return Snapshot{}, err
 	}
-	snap.End = uint64(ts.Nano())
 	ResolveComms(snap.QPs, ProcComm)
 	return snap, nil
 }

@@ -1,4 +1,4 @@
-# Recording targets (owned by recording/). Included by the top-level Makefile.
+# Recording targets. Included by the top-level Makefile.
 FUZZTIME ?= 20s
 
 .PHONY: fuzz-short

@@ -47,7 +47,7 @@ type Result struct {
 // recording until ctx is done, the duration passes or the source ends.
 func Record(ctx context.Context, cfg Config, d Deps) (Result, error) {
 	if cfg.Path == "" {
-		return Result{}, errors.New("no output file: give -o FILE")
+		return Result{}, errors.New("no recording file: give -w FILE")
 	}
 	if d.Check != nil {
 		if err := d.Check(); err != nil {

@@ -135,7 +135,7 @@ func TestRecordDuration(t *testing.T) {
 
 func TestRecordErrors(t *testing.T) {
 	_, err := Record(context.Background(), Config{}, Deps{})
-	if err == nil || err.Error() != "no output file: give -o FILE" {
+	if err == nil || err.Error() != "no recording file: give -w FILE" {
 		t.Fatalf("got %v", err)
 	}
 	_, err = Record(context.Background(), Config{Path: "/nonexistent/dir/a.rec"},

@@ -52,7 +52,7 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 		return err
 	}
 	if cfg.DryRun {
-		return dryRun(d)
+		return dryRun(cfg, d)
 	}
 	if d.Check != nil {
 		if err := d.Check(); err != nil {
@@ -98,17 +98,10 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 	return errors.Join(werr, cerr)
 }
 
-func dryRun(d TraceDeps) error {
-	if d.CheckRDMA != nil {
-		if err := d.CheckRDMA(); err != nil {
-			return err
-		}
-	}
-	hooks, err := d.Plan()
-	if err != nil {
-		return err
-	}
-	return output.PrintHooks(d.Stdout, hooks)
+// dryRun is `apmwatch probes`: the same plan, printed the same way (a
+// JSON array with -o json).
+func dryRun(cfg TraceConfig, d TraceDeps) error {
+	return output.RunProbes(cfg.Output == "json", output.ProbesDeps{Plan: d.Plan, Check: d.CheckRDMA, Stdout: d.Stdout})
 }
 
 // withTruth returns open with ground-truth readings merged into its

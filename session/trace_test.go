@@ -176,6 +176,20 @@ func TestRunTraceSummaryAndErrors(t *testing.T) {
 	if err := RunTrace(context.Background(), TraceConfig{DryRun: true}, deps); err != nil || !strings.Contains(dry.String(), "ib_modify_qp") {
 		t.Errorf("dry run: %v\n%s", err, dry.String())
 	}
+	// trace --dry-run prints what apmwatch probes prints, in both formats.
+	for _, format := range []string{"table", "json"} {
+		var tr, pr bytes.Buffer
+		deps.Stdout = &tr
+		if err := RunTrace(context.Background(), TraceConfig{DryRun: true, Output: format}, deps); err != nil {
+			t.Fatal(err)
+		}
+		if err := output.RunProbes(format == "json", output.ProbesDeps{Plan: deps.Plan, Stdout: &pr}); err != nil {
+			t.Fatal(err)
+		}
+		if tr.String() != pr.String() || tr.Len() == 0 {
+			t.Errorf("-o %s: trace --dry-run printed\n%s\nprobes printed\n%s", format, tr.String(), pr.String())
+		}
+	}
 }
 
 type syncBuffer struct {

@@ -21,13 +21,13 @@ func newActuateCmd() *cobra.Command {
 		Long: "Borrows the owner's /dev/infiniband/uverbsN (pidfd_getfd: needs ptrace access) and runs\n" +
 			"QUERY_QP / MODIFY_QP on its QP handle. Every operation checks the QP before and after and\n" +
 			"logs each step on stderr (or --log). --dry-run shows the exact command and changes nothing.",
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := actuator.ParseOp(args[0])
 			if err != nil {
 				return usageError{err}
 			}
-			asJSON, err := jsonOutput(output)
+			asJSON, err := outputJSON(cmd, output)
 			if err != nil {
 				return err
 			}
@@ -61,13 +61,13 @@ func newActuateCmd() *cobra.Command {
 	fl.Uint32Var(&req.QPN, "qpn", 0, "the QP number")
 	fl.StringVar(&req.Device, "device", "", "the RDMA device (needed when the QPN exists on several)")
 	fl.BoolVar(&req.DryRun, "dry-run", false, "show the exact command, send nothing")
-	fl.StringVarP(&output, "output", "o", "text", "text or json")
 	fl.StringVar(&logFile, "log", "", "append the action log to this file as JSON lines (default: text on stderr)")
+	addOutputFlag(cmd, &output, "")
 	alt.Register(fl)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "policy-check FILE",
 		Short: "Validate an audit enforcement policy file (no root needed)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := actuator.LoadPolicy(args[0])
 			if err != nil {

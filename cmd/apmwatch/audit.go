@@ -13,7 +13,7 @@ func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Run as a daemon: findings as JSON lines, Prometheus metrics, a flight recorder and incident bundles",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
@@ -28,7 +28,7 @@ func newAuditCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Findings, "findings", "", "append findings as JSON lines to this file (SIGHUP reopens it)")
-	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output")
+	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output (always without --findings)")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
 	fl.StringVar(&cfg.RecorderDir, "recorder-dir", "", "keep the flight recorder and incident bundles here (\"\": off)")
 	fl.DurationVar(&cfg.RecorderMaxAge, "recorder-max-age", cfg.RecorderMaxAge, "keep this much recent history in the flight recorder")

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/postmortem"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,7 +14,8 @@ import (
 func newPostmortemCmd() *cobra.Command {
 	o := postmortem.Options{Config: apm.DefaultConfig()}
 	var out postmortem.Output
-	var devices, qpns []string
+	var format string
+	var filters filterFlags
 	var since, until string
 	cmd := &cobra.Command{
 		Use:   "postmortem FILE...",
@@ -27,9 +27,9 @@ func newPostmortemCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := output.ParseFilter(devices, qpns, nil, nil, nil)
+			f, err := filters.filter()
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			o.Devices, o.QPNs = f.Devices, f.QPNs
 			if o.Since, err = postmortem.ParseBound(since); err != nil {
@@ -38,8 +38,13 @@ func newPostmortemCmd() *cobra.Command {
 			if o.Until, err = postmortem.ParseBound(until); err != nil {
 				return usageError{err}
 			}
-			if err := postmortem.CheckFormat(out.Format); err != nil {
-				return usageError{err}
+			asJSON, err := outputJSON(cmd, format)
+			if err != nil {
+				return err
+			}
+			out.Format = "text"
+			if asJSON {
+				out.Format = "json"
 			}
 			if err := o.Config.Validate(); err != nil {
 				return usageError{err}
@@ -54,10 +59,9 @@ func newPostmortemCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&out.Format, "output", "o", "text", "text or json")
+	addOutputFlag(cmd, &format, "")
 	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
-	fl.StringSliceVar(&devices, "device", nil, "show only these devices' QPs, pairs and findings")
-	fl.StringSliceVar(&qpns, "qpn", nil, "show only these QP numbers")
+	addFilterFlags(fl, &filters, filterQP)
 	fl.StringVar(&since, "since", "", "show from this time (RFC 3339, or an offset from the first event: 30s)")
 	fl.StringVar(&until, "until", "", "show up to this time (as --since)")
 	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")

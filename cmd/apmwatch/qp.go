@@ -11,7 +11,7 @@ func newQPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "qp",
 		Short: "List and show RC/UC QPs: mig state, owner, uverbs handle",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 	}
 	var o actuator.ListOptions
 	var output string
@@ -19,9 +19,9 @@ func newQPCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Every RC/UC QP from rdma netlink with its mig state, owner and handle",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := jsonOutput(output)
+			asJSON, err := outputJSON(cmd, output)
 			if err != nil {
 				return err
 			}
@@ -35,7 +35,7 @@ func newQPCmd() *cobra.Command {
 	}
 	list.Flags().IntVar(&o.PID, "pid", 0, "only QPs of this process")
 	list.Flags().StringVar(&o.Device, "device", "", "only QPs on this RDMA device")
-	list.Flags().StringVarP(&output, "output", "o", "table", "table or json (one object per line)")
+	addOutputFlag(list, &output, " (one object per line)")
 	list.Flags().BoolVar(&noHandles, "no-handles", false, "do not borrow the owners' files to find handles")
 
 	var device, showOut string
@@ -43,9 +43,9 @@ func newQPCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "One QP: the rdma netlink row and the owner's view through QUERY_QP",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := jsonOutput(showOut)
+			asJSON, err := outputJSON(cmd, showOut)
 			if err != nil {
 				return err
 			}
@@ -67,17 +67,7 @@ func newQPCmd() *cobra.Command {
 	}
 	show.Flags().Uint32Var(&qpn, "qpn", 0, "the QP number")
 	show.Flags().StringVar(&device, "device", "", "the RDMA device (needed when the QPN exists on several)")
-	show.Flags().StringVarP(&showOut, "output", "o", "text", "text or json")
+	addOutputFlag(show, &showOut, "")
 	cmd.AddCommand(list, show)
 	return cmd
-}
-
-func jsonOutput(s string) (bool, error) {
-	switch s {
-	case "json":
-		return true, nil
-	case "table", "text":
-		return false, nil
-	}
-	return false, usageError{fmt.Errorf("--output must be table, text or json, not %q", s)}
 }

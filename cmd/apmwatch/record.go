@@ -9,7 +9,6 @@ import (
 
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/session"
 	"github.com/spf13/cobra"
@@ -17,19 +16,19 @@ import (
 
 func newRecordCmd() *cobra.Command {
 	var cfg session.Config
-	var devices, qpns, pids, comms, kinds []string
+	var filters filterFlags
 	var opts collector.Options
 	cmd := &cobra.Command{
-		Use:   "record -o FILE",
+		Use:   "record -w FILE",
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Path == "" {
-				return usageError{errors.New("no output file: give -o FILE")}
+				return usageError{errors.New("no recording file: give -w FILE")}
 			}
-			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
+			f, err := filters.filter()
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			cfg.Filter = f
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -44,12 +43,11 @@ func newRecordCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file (with --rotate-size: the prefix of FILE.000000, ...)")
-	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices")
-	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers")
-	fl.StringSliceVar(&pids, "pid", nil, "only events raised by these processes")
-	fl.StringSliceVar(&comms, "comm", nil, "only events raised by these commands")
-	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy, qp-truth)")
+	fl.StringVarP(&cfg.Path, "write", "w", "", "the recording file (with --rotate-size: the prefix of FILE.000000, ...)")
+	// The old spelling: -o names a format everywhere else.
+	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file")
+	deprecatedAlias(cmd, "output", "use -w/--write FILE")
+	addFilterFlags(fl, &filters, filterEvents)
 	fl.DurationVar(&cfg.Reconcile, "reconcile-interval", time.Second, "record every QP's state from rdma netlink this often (qp-truth; 0: never)")
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once recording has started")

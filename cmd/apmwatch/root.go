@@ -20,6 +20,9 @@ func exitCode(err error) int {
 	return 1
 }
 
+// extraCommands are added by build-tagged files (gendocs.go).
+var extraCommands []func() *cobra.Command
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "apmwatch",
@@ -33,5 +36,11 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	root.AddCommand(newAuditCmd())
 	root.AddCommand(newQPCmd(), newActuateCmd())
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCompletionCmd())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
+	usageConvention(root)
 	return root
 }

@@ -8,19 +8,22 @@ import (
 )
 
 func TestVersionJSON(t *testing.T) {
-	cmd := newRootCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"version", "--json"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	var v struct{ Version, Commit, Go string }
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
-		t.Fatalf("version --json is not JSON: %v: %q", err, out.String())
-	}
-	if v.Go != runtime.Version() || v.Version == "" || v.Commit == "" {
-		t.Fatalf("incomplete version info: %+v", v)
+	for _, args := range [][]string{{"version", "-o", "json"}, {"version", "--json"}} {
+		cmd := newRootCmd()
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		var v struct{ Version, Commit, Go string }
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			t.Fatalf("%v is not JSON: %v: %q", args, err, out.String())
+		}
+		if v.Go != runtime.Version() || v.Version == "" || v.Commit == "" {
+			t.Fatalf("incomplete version info: %+v", v)
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/session"
 	"github.com/spf13/cobra"
@@ -17,7 +16,7 @@ import (
 
 func newTraceCmd() *cobra.Command {
 	cfg := session.TraceConfig{Model: apm.DefaultConfig()}
-	var devices, qpns, pids, comms, kinds []string
+	var filters filterFlags
 	var opts collector.Options
 	var verbose bool
 	cmd := &cobra.Command{
@@ -25,12 +24,17 @@ func newTraceCmd() *cobra.Command {
 		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen, with the APM findings they prove",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
+			f, err := filters.filter()
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			if _, err := output.NewWriter(cfg.Output, nil); err != nil {
-				return usageError{err}
+			asJSON, err := outputJSON(cmd, cfg.Output)
+			if err != nil {
+				return err
+			}
+			cfg.Output = "table"
+			if asJSON {
+				cfg.Output = "json"
 			}
 			if err := cfg.Model.Validate(); err != nil {
 				return usageError{err}
@@ -54,12 +58,8 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&cfg.Output, "output", "o", "table", "table or json (one object per line)")
-	fl.StringSliceVar(&devices, "device", nil, "only these RDMA devices (events and findings)")
-	fl.StringSliceVar(&qpns, "qpn", nil, "only these QP numbers (events and findings)")
-	fl.StringSliceVar(&pids, "pid", nil, "only events raised by, and findings about QPs of, these processes")
-	fl.StringSliceVar(&comms, "comm", nil, "only events raised by, and findings about QPs of, these commands")
-	fl.StringSliceVar(&kinds, "kind", nil, "only these kinds: event kinds (modify, qp-event, port-event, cm-notify, cm-handler, mad, qp-create, qp-destroy, qp-truth), finding kinds (missed-rearm, ...), or finding for every finding")
+	addOutputFlag(cmd, &cfg.Output, " (one object per line)")
+	addFilterFlags(fl, &filters, filterFindings)
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")

@@ -3,7 +3,7 @@
 // The APM model on real kernel events: `apmwatch record` captures a lab
 // scenario, the recording is replayed into apm.Model together with rdma
 // netlink ground truth (rdmanl), and the findings for the QP the scenario
-// is about are checked. These are issue 4's lab proofs.
+// is about are checked.
 package guest
 
 import (
@@ -40,7 +40,7 @@ func startModelRun(t *testing.T) *modelRun {
 	dir := t.TempDir()
 	r := &modelRun{file: filepath.Join(dir, "run.rec")}
 	ready := filepath.Join(dir, "ready")
-	r.rec = exec.Command("apmwatch", "record", "-o", r.file, "--ready-file", ready)
+	r.rec = exec.Command("apmwatch", append([]string{"record", "-w", r.file, "--ready-file", ready}, labHooks(t)...)...)
 	r.rec.Stdout, r.rec.Stderr = &r.out, &r.out
 	if err := r.rec.Start(); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestModelAltThenRearm(t *testing.T) {
 	}
 }
 
-// The seed's symptom: PATH_MIG without the HCA's move. Ground truth still
+// PATH_MIG without the HCA's move (the event arrives, nothing migrated). Ground truth still
 // reads REARM: mig-state-mismatch (and, as nobody rearms, missed-rearm).
 func TestModelMismatch(t *testing.T) {
 	r, q := pairScenario(t, "never-rearm", "path_mig", false)
@@ -258,7 +258,7 @@ func TestModelFlapping(t *testing.T) {
 	}
 }
 
-// The seed's kernel ULP that never rearms: missed-rearm for a kernel QP.
+// A kernel ULP that never rearms: missed-rearm for a kernel QP.
 func TestModelKernelULPNoRearm(t *testing.T) {
 	r := startModelRun(t)
 	ls := MustRun(t, "lab-ulp", "start", "--behavior", "no-rearm")

@@ -29,7 +29,7 @@ func startAuditCLI(t *testing.T, mode string, extra ...string) string {
 	ready := filepath.Join(dir, "ready")
 	args := append([]string{"audit", "--findings", findings, "--metrics-addr", "",
 		"--reconcile-interval", "0", "--rearm-deadline", enforceDeadline.String(),
-		"--ready-file", ready, "--policy", policy}, extra...)
+		"--ready-file", ready, "--policy", policy}, append(extra, labHooks(t)...)...)
 	a := Start(t, "apmwatch", args...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -32,7 +32,7 @@ func startAudit(t *testing.T, dir string, args ...string) *Proc {
 	ready := filepath.Join(dir, "ready")
 	args = append([]string{"audit", "--findings", filepath.Join(dir, "findings.jsonl"),
 		"--metrics-addr", auditMetrics, "--recorder-dir", filepath.Join(dir, "rec"),
-		"--bundle-after", "1s", "--reconcile-interval", "1s", "--ready-file", ready}, args...)
+		"--bundle-after", "1s", "--reconcile-interval", "1s", "--ready-file", ready}, append(args, labHooks(t)...)...)
 	p := Start(t, "apmwatch", args...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -263,7 +263,7 @@ func TestAuditErrors(t *testing.T) {
 	}{
 		{[]string{"audit", "--reconcile-interval", "1ms", "--findings", "/tmp/x"}, 2, "--reconcile-interval"},
 		{[]string{"audit", "--metrics-addr", "nonsense", "--findings", "/tmp/x"}, 2, "--metrics-addr"},
-		{[]string{"audit", "--metrics-addr", ""}, 2, "no output"},
+		{[]string{"audit", "--findings", "/tmp/x", "extra"}, 2, "takes no arguments"},
 	} {
 		cmd := exec.Command("apmwatch", c.args...)
 		out, err := cmd.CombinedOutput()

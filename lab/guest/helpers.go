@@ -378,3 +378,20 @@ func Inject(t testing.TB, dev string, qpn int64, event string, migrate bool) Lin
 	}
 	return ls[0]
 }
+
+// labHooks are the flags that make apmwatch watch the lab module's QP
+// event handler (apmlab's qp_event, a kernel ULP's handler that no real host
+// has) on kernels without __ib_qp_event_handler (6.1), where nothing else
+// sees the kernel ULP's QP events. On 6.12 the core handler sees them, and
+// a second hook would report each event twice.
+func labHooks(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(string(b), "6.12") {
+		return nil
+	}
+	return []string{"--event-hook", "qp_event"}
+}

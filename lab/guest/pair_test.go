@@ -37,7 +37,7 @@ func TestPairReachesRTSArmed(t *testing.T) {
 	}
 }
 
-// The seed's symptom: the event arrives but mig_state is not MIGRATED,
+// The event arrives but mig_state is not MIGRATED,
 // because nothing migrated. Without --migrate the state stays REARM.
 func TestInjectedPathMigReachesApp(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "never-rearm")

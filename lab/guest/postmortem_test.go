@@ -19,7 +19,7 @@ import (
 func startApmwatch(t *testing.T, args ...string) *Proc {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
-	p := Start(t, "apmwatch", append(args, "--ready-file", ready)...)
+	p := Start(t, "apmwatch", append(append(args, labHooks(t)...), "--ready-file", ready)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(ready); err == nil {
@@ -84,7 +84,7 @@ func TestPostmortemMatchesLive(t *testing.T) {
 	dir := t.TempDir()
 	recFile, traceFile := filepath.Join(dir, "rec.rec"), filepath.Join(dir, "trace.rec")
 	// no readings, no findings: the trace prints exactly the recorded events
-	rec := startApmwatch(t, "record", "-o", recFile, "--reconcile-interval", "0")
+	rec := startApmwatch(t, "record", "-w", recFile, "--reconcile-interval", "0")
 	tr := startApmwatch(t, "trace", "-o", "json", "--record", traceFile, "--reconcile-interval", "0", "--no-findings")
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	q := QPN(t, ready, "rxe0")
@@ -123,8 +123,8 @@ func TestPostmortemMatchesLive(t *testing.T) {
 func TestPostmortemTwoSides(t *testing.T) {
 	dir := t.TempDir()
 	f0, f1 := filepath.Join(dir, "rxe0.rec"), filepath.Join(dir, "rxe1.rec")
-	r0 := startApmwatch(t, "record", "-o", f0, "--device", "rxe0")
-	r1 := startApmwatch(t, "record", "-o", f1, "--device", "rxe1")
+	r0 := startApmwatch(t, "record", "-w", f0, "--device", "rxe0")
+	r1 := startApmwatch(t, "record", "-w", f1, "--device", "rxe1")
 	p, ready := startPair(t, "--behavior", "rearm")
 	q0, q1 := QPN(t, ready, "rxe0"), QPN(t, ready, "rxe1")
 	Inject(t, "rxe0", q0, "path_mig", true)

@@ -108,8 +108,8 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 }
 
 // The ground truth the APM model needs: after an injected PATH_MIG with the
-// HCA's move (--migrate) the QP reads MIGRATED; after one without it (the
-// seed's symptom) it still reads REARM.
+// HCA's move (--migrate) the QP reads MIGRATED; after one without it (an
+// event without a migration) it still reads REARM.
 func TestRdmanlSeesMigration(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	defer p.Stop(t)

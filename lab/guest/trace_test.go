@@ -1,6 +1,6 @@
 //go:build labguest
 
-// Issue 3's lab proofs: `apmwatch trace --output json` beside the lab
+// `apmwatch trace --output json` beside the lab
 // programs shows every APM step with the right device, qpn, pid and comm,
 // on both kernels; QP events come from __ib_qp_event_handler on 6.12 and
 // from the fallbacks (ib_uverbs_qp_event_handler, the ULP's handler) on 6.1.
@@ -34,6 +34,9 @@ func startTrace(t *testing.T, args ...string) *trace {
 	t.Helper()
 	ready := filepath.Join(t.TempDir(), "ready")
 	start := time.Now()
+	if !slices.Contains(args, "--event-hook") {
+		args = append(args, labHooks(t)...)
+	}
 	p := Start(t, "apmwatch", append([]string{"trace", "--output", "json", "--ready-file", ready}, args...)...)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		b, err := os.ReadFile(ready)
@@ -71,7 +74,7 @@ func (tr *trace) method(name string) event.HookMethod {
 }
 
 // qpEventHooks are the hooks that must report QP events on this kernel:
-// for user QPs and for the kernel ULP's QPs.
+// for user QPs and for the kernel ULP's QPs (on 6.1 through labHooks).
 func qpEventHooks(t *testing.T) (user, ulp string) {
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
 	if err != nil {
@@ -303,13 +306,13 @@ func TestTracePortEvent(t *testing.T) {
 
 func TestProbesCommand(t *testing.T) {
 	userHook, _ := qpEventHooks(t)
-	out, err := exec.Command("apmwatch", "probes", "--json").Output()
+	out, err := exec.Command("apmwatch", "probes", "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("apmwatch probes: %v", err)
 	}
 	var hooks []event.Hook
 	if err := json.Unmarshal(out, &hooks); err != nil {
-		t.Fatalf("apmwatch probes --json: %v\n%s", err, out)
+		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 	}
 	got := map[string]event.Hook{}
 	for _, h := range hooks {
@@ -324,6 +327,9 @@ func TestProbesCommand(t *testing.T) {
 	}
 	if got["mlx5_ib_qp_event"].Reason == "" {
 		t.Error("a missing hook without a reason")
+	}
+	if _, ok := got["qp_event"]; ok {
+		t.Error("apmwatch probes lists the lab module's handler without --event-hook")
 	}
 }
 

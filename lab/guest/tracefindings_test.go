@@ -3,7 +3,7 @@
 // The APM model inside `apmwatch trace`: the findings it prints (JSON lines
 // with "kind":"finding") for the lab's scenarios, with ground truth read
 // from rdma netlink into the stream, and the same findings from a
-// postmortem of what `trace --record` wrote. Issue 4's lab proofs, live.
+// postmortem of what `trace --record` wrote.
 package guest
 
 import (
@@ -87,7 +87,7 @@ func TestTraceFindingsMigrationError(t *testing.T) {
 	wantTrace(t, traceFindings(t, tr, "rxe0", q), "migration-error")
 }
 
-// The seed's symptom: PATH_MIG while the QP does not move. Only the netlink
+// PATH_MIG while the QP does not move. Only the netlink
 // readings in the stream can tell: mig-state-mismatch (and missed-rearm).
 // The trace's recording replays to the same findings.
 func TestTraceFindingsMismatchAndPostmortem(t *testing.T) {
@@ -132,7 +132,7 @@ func TestTraceFindingsFlapping(t *testing.T) {
 	}
 }
 
-// The seed's kernel ULP that never rearms: missed-rearm for a kernel QP.
+// A kernel ULP that never rearms: missed-rearm for a kernel QP.
 func TestTraceFindingsKernelULP(t *testing.T) {
 	tr := startApmwatch(t, "trace", "-o", "json")
 	ls := MustRun(t, "lab-ulp", "start", "--behavior", "no-rearm")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The kernel ULP of the seed thread: a kernel RC QP pair (dev0 <-> dev1,
+ * A kernel ULP that uses APM: a kernel RC QP pair (dev0 <-> dev1,
  * port 1, RoCE v2 GIDs) made through ib_verbs, armed with
  * PATH_MIG_STATE=REARM, whose QP event handler reacts to PATH_MIG.
  *

@@ -1,4 +1,4 @@
-# Lab programs and the apmlab module (owned by lab/progs and lab/kmod).
+# Lab programs and the apmlab module (sources in lab/progs and lab/kmod).
 # Included by lab/lab.mk. Outputs: $(BUILD)/lab/bin/lab-*, and
 # $(BUILD)/lab/<kernel>/apmlab.ko built against that kernel's Debian headers.
 
@@ -16,7 +16,7 @@ PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
 lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
 lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko)
 
-# $(call lab_prog,SOURCES,LIBS). Other engineers run make in the same tree at
+# $(call lab_prog,SOURCES,LIBS). Several makes may run in the same tree at
 # the same time: write to a temporary name, then rename into place.
 define lab_prog
 	@mkdir -p $(LAB_BIN)

@@ -10,7 +10,7 @@ mkdir -p "$out"
 # start_rec NAME [apmwatch record flags]: record in the background until stop_recs
 start_rec() {
 	name=$1; shift
-	apmwatch record -o "$out/$name.rec" --ready-file "$out/$name.ready" "$@" 2>"$out/$name.log" &
+	apmwatch record -w "$out/$name.rec" --ready-file "$out/$name.ready" "$@" 2>"$out/$name.log" &
 	echo $! >>"$out/recs"
 	i=0
 	while [ ! -e "$out/$name.ready" ]; do
@@ -82,7 +82,7 @@ pair rearm-then-alt
 lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
 sleep 3; endpair; stop_recs
 
-# the seed's symptom: PATH_MIG while the QP is still armed (no migrate),
+# PATH_MIG while the QP is still armed (no migrate),
 # twice, without a rearm in between
 start_rec mig-state-mismatch
 pair never-rearm

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/output"
+	"github.com/spf13/pflag"
+)
+
+// filterFlags are the --device, --qpn, --pid, --comm and --kind flags that
+// pick events (and, where the model runs, findings). Every command that
+// filters registers them with addFilterFlags and reads them with filter.
+type filterFlags struct {
+	devices, qpns, pids, comms, kinds []string
+}
+
+// Which flags a command takes, and whether they pick findings too.
+const (
+	filterQP       = iota // --device, --qpn
+	filterEvents          // and --pid, --comm, --kind (event kinds)
+	filterFindings        // as filterEvents; they pick findings too, and --kind takes finding kinds
+)
+
+func addFilterFlags(fl *pflag.FlagSet, f *filterFlags, set int) {
+	scope := ""
+	if set != filterEvents {
+		scope = " (events and findings)"
+	}
+	fl.StringSliceVar(&f.devices, "device", nil, "only these RDMA devices"+scope)
+	fl.StringSliceVar(&f.qpns, "qpn", nil, "only these QP numbers"+scope)
+	if set == filterQP {
+		return
+	}
+	var kinds []string
+	for _, k := range event.Kinds() {
+		kinds = append(kinds, k.String())
+	}
+	eventKinds := strings.Join(kinds, ", ")
+	who, kindUsage := "only events raised by", "only these event kinds ("+eventKinds+")"
+	if set == filterFindings {
+		who = "only events raised by, and findings about QPs of,"
+		kindUsage = "only these kinds: event kinds (" + eventKinds + "), finding kinds (missed-rearm, ...), or finding for every finding"
+	}
+	fl.StringSliceVar(&f.pids, "pid", nil, who+" these processes")
+	fl.StringSliceVar(&f.comms, "comm", nil, who+" these commands")
+	fl.StringSliceVar(&f.kinds, "kind", nil, kindUsage)
+}
+
+// filter parses the flags; a bad value is a usage error.
+func (f *filterFlags) filter() (output.Filter, error) {
+	flt, err := output.ParseFilter(f.devices, f.qpns, f.pids, f.comms, f.kinds)
+	if err != nil {
+		return flt, usageError{err}
+	}
+	return flt, nil
+}
