@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
@@ -102,7 +103,7 @@ func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
 		if r.PID != 0 {
 			pid = fmt.Sprint(r.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Device, r.QPN, r.RQPN, r.Type, r.State, r.Mig, pid, r.Comm, h)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", escape.Text(r.Device), r.QPN, r.RQPN, r.Type, r.State, r.Mig, pid, escape.Text(r.Comm), h)
 	}
 	return tw.Flush()
 }
@@ -144,7 +145,7 @@ func WriteResult(w io.Writer, res *Result, asJSON bool) error {
 		return json.NewEncoder(w).Encode(res)
 	}
 	t := res.Target
-	fmt.Fprintf(w, "%s qp %d on %s: pid %d (%s), %s fd %d, handle %d (%s)\n", res.Op, t.QPN, t.Device, t.PID, t.Comm, t.File.Uverbs, t.File.FD, t.Handle, t.How)
+	fmt.Fprintf(w, "%s qp %d on %s: pid %d (%s), %s fd %d, handle %d (%s)\n", res.Op, t.QPN, escape.Text(t.Device), t.PID, escape.Text(t.Comm), t.File.Uverbs, t.File.FD, t.Handle, t.How)
 	if res.Before != nil {
 		writeAttr(w, "before", res.Before)
 	}
@@ -191,7 +192,7 @@ func WriteLog(w io.Writer, e LogEntry, asJSON bool) {
 		_ = json.NewEncoder(w).Encode(e)
 		return
 	}
-	fmt.Fprintf(w, "actuator: %s %s pid %d %s/%d handle %d: %s: %s\n", e.Time.Format("15:04:05.000000"), e.Op, e.PID, e.Device, e.QPN, e.Handle, e.Step, strings.TrimSpace(e.Detail))
+	fmt.Fprintf(w, "actuator: %s %s pid %d %s/%d handle %d: %s: %s\n", e.Time.Format("15:04:05.000000"), e.Op, e.PID, escape.Text(e.Device), e.QPN, e.Handle, e.Step, escape.Text(strings.TrimSpace(e.Detail)))
 }
 
 // DevRows is a convenience for tests: netlink rows from a fixed slice.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
 )
@@ -90,7 +92,7 @@ func (b *bundle) has(id uint64) bool {
 // It writes into DIR.tmp and renames, so a bundle directory is complete.
 func writeBundle(ctx context.Context, b *bundle) (err error) {
 	tmp := b.dir + ".tmp"
-	if err := os.MkdirAll(tmp, 0o750); err != nil {
+	if err := outfile.MkdirAll(tmp); err != nil {
 		return fmt.Errorf("creating bundle: %w", err)
 	}
 	defer func() {
@@ -105,14 +107,14 @@ func writeBundle(ctx context.Context, b *bundle) (err error) {
 	var fl strings.Builder
 	ids := []uint64{}
 	for _, l := range b.lines {
-		line, _ := json.Marshal(l)
+		line, _ := json.Marshal(escape.Value(l))
 		fl.Write(line)
 		fl.WriteByte('\n')
 		if l.Type == TypeFinding {
 			ids = append(ids, l.ID)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, BundleFindings), []byte(fl.String()), 0o640); err != nil {
+	if err := outfile.WriteFile(filepath.Join(tmp, BundleFindings), []byte(fl.String())); err != nil {
 		return fmt.Errorf("writing bundle findings: %w", err)
 	}
 	var boot uint64
@@ -135,11 +137,11 @@ func writeBundle(ctx context.Context, b *bundle) (err error) {
 }
 
 func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := json.MarshalIndent(escape.Value(v), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o640); err != nil {
+	if err := outfile.WriteFile(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 )
 
 // Line is one line of the finding log: an apm.Finding (its fields inline,
@@ -38,7 +40,7 @@ const maxPending = 10000
 type fileOpener func(path string) (io.WriteCloser, error)
 
 func openAppend(path string) (io.WriteCloser, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	return outfile.Create(path, os.O_APPEND)
 }
 
 // findLog writes finding lines to a file and/or a stream. Lines the file
@@ -72,8 +74,8 @@ func newFindLog(path string, open fileOpener, stdout io.Writer, m *metrics, warn
 // write appends one line. It never fails the daemon: errors are logged and
 // counted, and file lines are kept for a retry.
 func (l *findLog) write(line Line) {
-	b, err := json.Marshal(line)
-	if err != nil { // cannot happen for these types; say so anyway
+	b, err := json.Marshal(escape.Value(line)) // host strings escaped, valid UTF-8
+	if err != nil {                            // cannot happen for these types; say so anyway
 		l.warn("cannot encode a finding", "id", line.ID, "err", err)
 		return
 	}

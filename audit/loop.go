@@ -161,18 +161,7 @@ func (d *daemon) item(it item) {
 
 // handle takes one event through every output.
 func (d *daemon) handle(e *event.Event) {
-	dev := e.Device
-	if dev == "" {
-		dev = "none"
-	}
-	d.m.events.WithLabelValues(e.Kind.String(), dev).Inc()
-	if e.QP != nil && (e.QP.Type == event.EvPathMig || e.QP.Type == event.EvPathMigErr) {
-		res := "ok"
-		if e.QP.Type == event.EvPathMigErr {
-			res = "error"
-		}
-		d.m.migrations.WithLabelValues(dev, res).Inc()
-	}
+	d.m.countEvent(e)
 	if d.rec != nil {
 		d.rec.write(e, d.now())
 	}

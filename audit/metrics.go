@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,6 +123,30 @@ func (m *metrics) setHooks(hooks []event.Hook) {
 	}
 }
 
+// countEvent counts one event by kind and device, and a migration by
+// result.
+func (m *metrics) countEvent(e *event.Event) {
+	dev := deviceLabel(e.Device)
+	m.events.WithLabelValues(e.Kind.String(), dev).Inc()
+	if e.QP != nil && (e.QP.Type == event.EvPathMig || e.QP.Type == event.EvPathMigErr) {
+		res := "ok"
+		if e.QP.Type == event.EvPathMigErr {
+			res = "error"
+		}
+		m.migrations.WithLabelValues(dev, res).Inc()
+	}
+}
+
+// deviceLabel is a device name as a label value: escaped (internal/escape),
+// since client_golang panics on a label value that is not UTF-8 and the
+// name comes from the kernel as bytes.
+func deviceLabel(dev string) string {
+	if dev == "" {
+		return "none"
+	}
+	return escape.Text(dev)
+}
+
 // reading counts one rdma netlink reading and publishes its QPs by
 // path-migration state. The ground-truth source calls it from the reader
 // goroutine: it touches only the metrics.
@@ -134,7 +159,7 @@ func (m *metrics) reading(snap rdmanl.Snapshot, err error) {
 	m.qps.Reset()
 	for _, q := range snap.QPs {
 		if q.HasPathMig {
-			m.qps.WithLabelValues(q.Device, q.PathMig.String()).Inc()
+			m.qps.WithLabelValues(deviceLabel(q.Device), q.PathMig.String()).Inc()
 		}
 	}
 }

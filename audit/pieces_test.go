@@ -280,3 +280,21 @@ func mustLint(t *testing.T, m *metrics) []string {
 	}
 	return out
 }
+
+// A device name is bytes from the kernel: one that is not UTF-8 is counted
+// under its escaped name instead of panicking the metrics.
+func TestMetricsDeviceNotUTF8(t *testing.T) {
+	m := newMetrics()
+	bad := "mlx\xff\xfe_0"
+	m.countEvent(&event.Event{Kind: event.KindQPEvent, Device: bad, QP: &event.QPEvent{Type: event.EvPathMig}})
+	m.reading(rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: bad, HasPathMig: true}}}, nil)
+	if got := testutil.ToFloat64(m.events.WithLabelValues("qp-event", `mlx\xff\xfe_0`)); got != 1 {
+		t.Fatalf("events{device=escaped} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.migrations.WithLabelValues(`mlx\xff\xfe_0`, "ok")); got != 1 {
+		t.Fatalf("migrations{device=escaped} = %v", got)
+	}
+	if _, err := m.reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -61,7 +62,7 @@ type recorder struct {
 }
 
 func newRecorder(dir string, maxAge time.Duration, maxBytes int64, create writerFactory, m *metrics, warn func(string, ...any)) (*recorder, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("creating the recorder directory: %w", err)
 	}
 	return &recorder{dir: dir, maxAge: maxAge, maxBytes: maxBytes, create: create, m: m, warn: warn}, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // jsonFinding is a finding or a resolution as one line of --output json,
@@ -42,7 +43,8 @@ func wallText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// FindingJSON is the JSON form of a finding or resolution.
+// FindingJSON is the JSON form of a finding or resolution. Its strings are
+// escaped (internal/escape): valid UTF-8, the original bytes recoverable.
 func FindingJSON(f *apm.Finding) any {
 	j := jsonFinding{Kind: "finding", Time: wallText(f.LastTime), BootNS: f.Last, Finding: f.Kind, ID: f.ID,
 		Severity: f.Severity, PID: f.PID, Comm: f.Comm, Device: f.QP.Device, QPN: f.QP.QPN, Gen: f.QP.Gen,
@@ -58,7 +60,7 @@ func FindingJSON(f *apm.Finding) any {
 	if j.Evidence == nil {
 		j.Evidence = []apm.Evidence{}
 	}
-	return j
+	return escape.Value(j)
 }
 
 // WriteFinding writes f as one line.
@@ -75,7 +77,8 @@ func FindingRow(f *apm.Finding) []string {
 	if !f.LastTime.IsZero() {
 		ts = f.LastTime.Format("15:04:05.000000")
 	}
-	return []string{ts, kind, fmt.Sprintf("%s:%d", f.Comm, f.PID), f.QP.Device, fmt.Sprint(f.QP.QPN), FindingDetail(f)}
+	return []string{ts, kind, fmt.Sprintf("%s:%d", escape.Text(f.Comm), f.PID), escape.Text(f.QP.Device),
+		fmt.Sprint(f.QP.QPN), escape.Text(FindingDetail(f))}
 }
 
 // FindingDetail is the human summary of a finding: severity, kind,

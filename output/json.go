@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // The JSON schema (docs/events.md): common fields, then the fields of the
 // event's kind at the same level. Conditional fields are omitted when the
-// kernel did not carry them.
+// kernel did not carry them. Strings from the host (comm, device, hook,
+// source) are escaped (internal/escape): valid UTF-8 whatever the kernel
+// or a recording held, and escape.Unescape gives back the original bytes.
 
 type jsonCommon struct {
 	Seq    uint64 `json:"seq"`
@@ -134,7 +137,7 @@ type jsonTruth struct {
 func common(e *event.Event) jsonCommon {
 	return jsonCommon{
 		Seq: e.Seq, Kind: e.Kind.String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
-		BootNS: e.Boot, CPU: e.CPU, PID: e.PID, TID: e.TID, Comm: e.Comm, Device: e.Device, QPN: e.QPN,
+		BootNS: e.Boot, CPU: e.CPU, PID: e.PID, TID: e.TID, Comm: escape.Text(e.Comm), Device: escape.Text(e.Device), QPN: e.QPN,
 	}
 }
 
@@ -156,7 +159,7 @@ func JSONValue(e *event.Event) any {
 	switch {
 	case e.Modify != nil:
 		m := e.Modify
-		j := jsonModify{jsonCommon: c, Hook: m.Hook, QPType: m.QPType.String(), Origin: m.Origin.String(),
+		j := jsonModify{jsonCommon: c, Hook: escape.Text(m.Hook), QPType: m.QPType.String(), Origin: m.Origin.String(),
 			AttrMask: m.AttrMask, Attrs: AttrNames(m.AttrMask), Ret: m.Ret, Errno: Errno(m.Ret),
 			Primary: pathJSON(m.Primary, false), Alt: pathJSON(m.Alt, true)}
 		if m.Origin == event.OriginUser {
@@ -176,7 +179,7 @@ func JSONValue(e *event.Event) any {
 		return j
 	case e.QP != nil:
 		j := jsonQPEvent{jsonCommon: c, Event: e.QP.Type.String(), Type: uint8(e.QP.Type),
-			Origin: e.QP.Origin.String(), Hook: e.QP.Hook}
+			Origin: e.QP.Origin.String(), Hook: escape.Text(e.QP.Hook)}
 		if e.QP.Origin != event.OriginUnknown {
 			j.QPType = e.QP.QPType.String()
 		}
@@ -202,7 +205,7 @@ func JSONValue(e *event.Event) any {
 			Ret: e.Life.Ret, Errno: Errno(e.Life.Ret)}
 	case e.Truth != nil:
 		t := e.Truth
-		j := jsonTruth{jsonCommon: c, Truth: t.Op.String(), Source: t.Source}
+		j := jsonTruth{jsonCommon: c, Truth: t.Op.String(), Source: escape.Text(t.Source)}
 		if t.Op == event.TruthRead {
 			j.QPType, j.Origin, j.MigState, j.RQPN, j.CM = t.QPType.String(), t.Origin.String(), t.Mig.String(), t.RQPN, t.CM
 			if t.HasState {

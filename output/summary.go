@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/olekukonko/tablewriter"
 )
 
@@ -111,7 +112,7 @@ func printFindings(w io.Writer, c Counts) {
 	fmt.Fprintf(w, "findings: %d (%d resolved; %d lines shown): %s\n", total, c.Resolved, c.FindingsShown, strings.Join(kinds, " "))
 	for _, k := range apm.Kinds() {
 		if c.Findings[k] > 0 {
-			fmt.Fprintf(w, "  %s: %s\n", k, c.Remedy[k])
+			fmt.Fprintf(w, "  %s: %s\n", k, escape.Text(c.Remedy[k]))
 		}
 	}
 }
@@ -127,7 +128,8 @@ func PrintHooks(w io.Writer, hooks []event.Hook) error {
 		if h.Method == event.HookMissing {
 			present = "no"
 		}
-		if err := t.Append([]string{h.Name, h.Module, present, string(h.Method), h.Reason, h.Signal}); err != nil {
+		if err := t.Append([]string{escape.Text(h.Name), escape.Text(h.Module), present, escape.Text(string(h.Method)),
+			escape.Text(h.Reason), escape.Text(h.Signal)}); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
@@ -68,15 +69,16 @@ func (tw *TableWriter) Close() error {
 	return tw.t.Close()
 }
 
-// Row is the table row of an event.
+// Row is the table row of an event. Host strings (comm, device, hook
+// names) are escaped: they are data, never terminal control.
 func Row(e *event.Event) []string {
 	qpn := ""
 	if e.QPN != 0 {
 		qpn = fmt.Sprint(e.QPN)
 	}
 	return []string{
-		e.Time.Format("15:04:05.000000"), e.Kind.String(), fmt.Sprintf("%s:%d", e.Comm, e.PID),
-		e.Device, qpn, Detail(e),
+		e.Time.Format("15:04:05.000000"), e.Kind.String(), fmt.Sprintf("%s:%d", escape.Text(e.Comm), e.PID),
+		escape.Text(e.Device), qpn, escape.Text(Detail(e)),
 	}
 }
 

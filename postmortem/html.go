@@ -72,6 +72,7 @@ type svgMark struct {
 // WriteHTML writes the report as one self-contained HTML page: no network,
 // no external assets; inline SVG timelines with hover details.
 func WriteHTML(w io.Writer, r *Report) error {
+	r = escaped(r)
 	v := htmlView{R: r}
 	for _, k := range slices.Sorted(maps.Keys(r.Summary.Findings)) {
 		v.Kinds = append(v.Kinds, kindCount{k, r.Summary.Findings[k]})

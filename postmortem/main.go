@@ -5,7 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/apmwatch/apmwatch/internal/outfile"
 )
 
 // Output says where a report goes.
@@ -37,7 +38,7 @@ func Main(ctx context.Context, paths []string, o Options, out Output) error {
 		if err := WriteHTML(&b, rep); err != nil {
 			return fmt.Errorf("rendering html: %w", err)
 		}
-		if err := os.WriteFile(out.HTML, b.Bytes(), 0o644); err != nil {
+		if err := outfile.WriteFile(out.HTML, b.Bytes()); err != nil {
 			return fmt.Errorf("writing html: %w", err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // progress draws a one-line bar on a terminal while streams replay. The
@@ -40,7 +42,7 @@ func (p *progress) tick(s *stream, t time.Time) {
 	if span := s.mtime.Sub(s.hdr.Created); span > 0 {
 		frac = min(1, max(0, float64(t.Sub(s.hdr.Created))/float64(span)))
 	}
-	p.draw(s.label, float64(p.past)+frac*float64(s.size))
+	p.draw(escape.Text(s.label), float64(p.past)+frac*float64(s.size))
 }
 
 func (p *progress) draw(label string, at float64) {

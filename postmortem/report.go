@@ -10,6 +10,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -142,7 +143,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 		if s := w.String(); !seen[s] {
 			seen[s] = true
 			if o.Warn != nil {
-				o.Warn("warning: " + s)
+				o.Warn("warning: " + escape.Text(s))
 			}
 		}
 	}

@@ -9,20 +9,33 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 const stamp = "15:04:05.000000"
 
-// WriteJSON writes the report as one indented JSON document.
+// WriteJSON writes the report as one indented JSON document. Strings from
+// the recordings are escaped (internal/escape): the document is valid UTF-8
+// and escape.Unescape gives back the recorded bytes.
 func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(escaped(r))
+}
+
+// escaped is a copy of the report with every string escaped, for the
+// outputs: host and process names in a recording are data, never terminal
+// (or page) control. The report itself keeps the recorded bytes.
+func escaped(r *Report) *Report {
+	e := escape.Value(*r)
+	return &e
 }
 
 // WriteText writes the report for people: summary, clocks, findings, then
 // the pair timelines and the timelines of unpaired QPs.
 func WriteText(w io.Writer, r *Report) error {
+	r = escaped(r)
 	ew := &errWriter{w: w}
 	writeSummary(ew, r)
 	writeFindings(ew, r)
@@ -67,7 +80,7 @@ func writeSummary(w *errWriter, r *Report) {
 	s := r.Summary
 	w.f("recordings: %d\n", s.Recordings)
 	for _, rec := range r.Recordings {
-		w.f("  %s: host %q kernel %s apmwatch %s, %d file(s) %d bytes, %d events", rec.Side, rec.Host,
+		w.f("  %s: host \"%s\" kernel %s apmwatch %s, %d file(s) %d bytes, %d events", rec.Side, rec.Host,
 			rec.Kernel, rec.Version, len(rec.Files), rec.Bytes, rec.Events)
 		if !rec.Start.IsZero() {
 			w.f(", %s to %s", rec.Start.Format(time.RFC3339Nano), rec.End.Format(stamp))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/apmwatch/apmwatch/internal/outfile"
 )
 
 func segmentPath(prefix string, seg uint32) string { return fmt.Sprintf("%s.%06d", prefix, seg) }
@@ -25,7 +27,7 @@ func (w *Writer) rotate() error {
 	}
 	seg := w.hdr.Segment + 1
 	name := segmentPath(w.prefix, seg)
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := outfile.Create(name, os.O_TRUNC)
 	if err != nil {
 		w.err = fmt.Errorf("rotating recording: %w", err)
 		return w.err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -94,7 +95,7 @@ func Create(path string, meta event.Meta, opts Options) (*Writer, error) {
 	if opts.rotates() {
 		name = segmentPath(path, 0)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := outfile.Create(name, os.O_TRUNC)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/actuator"
 	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -41,7 +42,7 @@ func newActuateCmd() *cobra.Command {
 			var logw io.Writer = cmd.ErrOrStderr()
 			logJSON := false
 			if logFile != "" {
-				f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				f, err := outfile.Create(logFile, os.O_APPEND)
 				if err != nil {
 					return err
 				}

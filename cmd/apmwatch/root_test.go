@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"testing"
 )
@@ -35,5 +36,14 @@ func TestWrongFlagIsUsageError(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || exitCode(err) != 2 {
 		t.Fatalf("want a usage error with exit code 2, got %v", err)
+	}
+}
+
+// An error quoting a host string stays one line without control bytes.
+func TestFailIsOneEscapedLine(t *testing.T) {
+	var b bytes.Buffer
+	code := fail(&b, usageError{errors.New("bad --comm \"\x1b[2J\r\nforged\"")})
+	if code != 2 || b.String() != "apmwatch: bad --comm \"\\x1b[2J\\x0d\\x0aforged\"\n" {
+		t.Fatalf("exit %d, %q", code, b.String())
 	}
 }

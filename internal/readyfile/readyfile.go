@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 )
 
 // Write writes meta as JSON to path (through path.tmp and a rename).
@@ -19,7 +20,7 @@ func Write(path string, meta event.Meta) error {
 		return fmt.Errorf("writing the ready file: %w", err)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := outfile.WriteFile(tmp, append(b, '\n')); err != nil {
 		return fmt.Errorf("writing the ready file: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

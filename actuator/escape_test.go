@@ -1,0 +1,33 @@
+package actuator
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A process name any local user sets: `qp list`, `actuate` and the action
+// log print it escaped, so it cannot forge a line or drive the terminal.
+func TestTextOutputEscapesHostStrings(t *testing.T) {
+	const hostile = "\x1b[2J\r\nactuator: forged"
+	var b bytes.Buffer
+	if err := WriteRows(&b, []Row{{Device: "rxe\xff", QPN: 17, Comm: hostile, PID: 7}}, false); err != nil {
+		t.Fatal(err)
+	}
+	WriteLog(&b, LogEntry{Op: OpRearm, Device: hostile, Step: "resolve", Detail: "owner " + hostile}, false)
+	if err := WriteResult(&b, &Result{Op: OpQuery, Target: Target{Comm: hostile, Device: hostile}}, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\r\xff") {
+		t.Fatalf("raw control bytes in the output:\n%q", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "actuator: forged") {
+			t.Fatalf("a host string forged a line:\n%s", out)
+		}
+	}
+	if !strings.Contains(out, `\x1b[2J\x0d\x0aactuator: forged`) || !strings.Contains(out, `rxe\xff`) {
+		t.Fatalf("not shown escaped:\n%s", out)
+	}
+}
