@@ -117,6 +117,7 @@ func TestMonitorModeSendsNothing(t *testing.T) {
 	p := enforcePolicy()
 	p.Mode = ModeMonitor
 	e, fd, _ := newTestEnforcer(p)
+	e.Observe(pathMig(1, 17))
 	out := e.Act(context.Background(), missed(17, 1, 1))
 	if len(out) != 1 || out[0].Kind != KindWouldActuate || len(fd.reqs) != 1 || !fd.reqs[0].DryRun {
 		t.Fatalf("monitor: %+v, requests %+v", out, fd.reqs)
@@ -132,6 +133,9 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	p.Grace = Duration(5 * time.Second)
 	p.RateLimit = RateLimit{Max: 1, Per: Duration(time.Minute)}
 	e, fd, c := newTestEnforcer(p)
+	for _, q := range []uint32{17, 18, 19, 20} {
+		e.Observe(pathMig(1, q))
+	}
 	if out := e.Act(context.Background(), missed(17, 1, 1)); len(out) != 0 || len(fd.reqs) != 0 {
 		t.Fatalf("acted before the grace period: %+v", out)
 	}
