@@ -12,8 +12,9 @@ import (
 )
 
 type fakeDo struct {
-	reqs []Request
-	errs []error // popped per call; nil: success
+	reqs   []Request
+	errs   []error // popped per call; nil: success
+	before *Attr   // the QP as checked (default RTS, MIGRATED)
 }
 
 func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
@@ -24,6 +25,9 @@ func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
 	}
 	res := &Result{Op: r.Op, DryRun: r.DryRun, Target: Target{Handle: 2, How: "probes"},
 		Before: &Attr{State: 3, PathMigState: 0}}
+	if f.before != nil {
+		res.Before = f.before
+	}
 	if err == nil && !r.DryRun {
 		res.After = &Attr{State: 3, PathMigState: 1}
 		res.Changes = []string{"path_mig_state: MIGRATED -> REARM"}
