@@ -8,8 +8,12 @@ package guest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,5 +121,110 @@ func TestActuatorQPDestroyedDuringGrace(t *testing.T) {
 	stop()
 	if s := e.Stats(); s.Dropped != 1 || s.Actuated != 1 || s.Failed+s.Skipped != 0 {
 		t.Errorf("enforcer stats %+v, want the destroyed qp's action dropped and the new one's taken", s)
+	}
+}
+
+// recreateRxe0 deletes rxe0 and adds it again on veth0: a fresh device
+// numbers its QPs from the start again, which is how a QP number is reused
+// here (rxe allocates them cyclically within one device's life). Every
+// uverbs file of rxe0 must be closed first: rxe cannot disassociate them.
+func recreateRxe0(t *testing.T) {
+	t.Helper()
+	for _, args := range [][]string{{"link", "delete", "rxe0"}, {"link", "add", "rxe0", "type", "rxe", "netdev", "veth0"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, "rdma", args...).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("rdma %v: %v: %s", args, err, out)
+		}
+	}
+	zero := "0000:0000:0000:0000:0000:0000:0000:0000"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, _ := os.ReadFile("/sys/class/infiniband/rxe0/ports/1/state")
+		gid, _ := os.ReadFile("/sys/class/infiniband/rxe0/ports/1/gids/1")
+		if strings.Contains(string(st), "ACTIVE") && len(gid) > 0 && strings.TrimSpace(string(gid)) != zero {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rxe0 not ACTIVE with its GID 30s after re-adding it: %q %q", st, gid)
+		}
+	}
+}
+
+type genLine struct {
+	enfLine
+	ID uint64 `json:"id"`
+	QP struct {
+		QPN int64  `json:"qpn"`
+		Gen uint32 `json:"gen"`
+	} `json:"qp"`
+}
+
+func genLines(t *testing.T, path string, qpn int64) []genLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []genLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l genLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.QP.QPN == qpn && l.Type == "finding" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// The owner of a migrated QP exits during the grace period and another
+// process's new QP gets the same QP number (rxe0 re-created in between) and
+// migrates too: the old action must not rearm it; the new QP is acted on
+// for its own missed rearm, after its own grace.
+func TestActuatorQPNReusedByAnotherProcess(t *testing.T) {
+	recreateRxe0(t) // the next QP on rxe0 is its first
+	p := labPolicy(actuator.ModeEnforce)
+	p.Grace = actuator.Duration(10 * time.Second)
+	e := actuator.NewEnforcer(p, actuator.New(nil))
+	log, stop := runEnforcer(t, e)
+	a, pidA, qpn := migratedPair(t)
+	fa := waitKind(t, log, "missed-rearm", qpn, 1)
+	var first genLine
+	for _, l := range genLines(t, log, qpn) {
+		if l.Kind == "missed-rearm" {
+			first = l
+			break
+		}
+	}
+	if err := a.Stop(t); err != nil {
+		t.Fatalf("lab-pair %d: %v", pidA, err)
+	}
+	recreateRxe0(t)
+	b, readyB := startPair(t, "--behavior", "never-rearm")
+	qpnB := QPN(t, readyB, "rxe0")
+	pidB := int(readyB[0].Int("pid"))
+	if qpnB != qpn {
+		t.Fatalf("re-created rxe0 gave the new qp number %d, not %d: no reuse to test", qpnB, qpn)
+	}
+	Inject(t, "rxe0", qpn, "path_mig", true)
+	t.Logf("qp %d of pid %d judged (finding %d, gen %d: %s); pid %d's new qp %d migrated during its grace",
+		qpn, pidA, first.ID, first.QP.Gen, fa.Explanation, pidB, qpnB)
+	waitKind(t, log, string(actuator.KindActuated), qpn, 1)
+	if got := ownerView(t, b, pidB, qpn); got != "REARM" {
+		t.Errorf("the new qp reads %s, want REARM", got)
+	}
+	stop()
+	ref := fmt.Sprintf("finding %d (missed-rearm)", first.ID)
+	for _, l := range genLines(t, log, qpn) {
+		if !strings.HasPrefix(l.Kind, "actuat") && l.Kind != string(actuator.KindWouldActuate) {
+			continue
+		}
+		if len(l.Evidence) > 0 && l.Evidence[0].What == ref || l.QP.Gen == first.QP.Gen {
+			t.Errorf("the old generation's action reached the new qp: %s %s (gen %d, evidence %v)", l.Kind, l.Explanation, l.QP.Gen, l.Evidence)
+		}
+	}
+	if s := e.Stats(); s.Dropped != 1 || s.Actuated != 1 || s.Failed+s.Skipped != 0 {
+		t.Errorf("enforcer stats %+v, want the old action dropped and the new qp's own taken", s)
 	}
 }
