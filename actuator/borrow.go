@@ -123,19 +123,13 @@ func (b *Borrowed) Close() error {
 	return err
 }
 
-// borrow duplicates one of the owner's fds with pidfd_open + pidfd_getfd
-// (kernel/pid.c: needs PTRACE_MODE_ATTACH_REALCREDS on the owner) and finds
-// the device's driver id.
-func (r roots) borrow(pid int, f OwnerFile) (*Borrowed, error) {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return nil, fmt.Errorf("%w: process %d", ErrNoProcess, pid)
-		}
-		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
-	}
-	defer unix.Close(pfd)
-	fd, err := unix.PidfdGetfd(pfd, f.FD, 0)
+// borrow duplicates one of the owner's fds through its pidfd
+// (pidfd_getfd, kernel/pid.c: needs PTRACE_MODE_ATTACH_REALCREDS on the
+// owner), checks it is the uverbs device it should be (checkUverbs) and
+// finds the device's driver id.
+func (r roots) borrow(p *process, f OwnerFile) (*Borrowed, error) {
+	pid := p.pid
+	fd, err := unix.PidfdGetfd(p.pfd, f.FD, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, permissionError(pid, "pidfd_getfd", err)
@@ -145,6 +139,12 @@ func (r roots) borrow(pid int, f OwnerFile) (*Borrowed, error) {
 		}
 		return nil, fmt.Errorf("pidfd_getfd %d fd %d: %w", pid, f.FD, err)
 	}
+	node, err := r.checkUverbs(fd, f.Device)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("fd %d of process %d: %w", f.FD, pid, err)
+	}
+	f.Uverbs = node
 	id, err := probeDriverID(fd, r.driverGuess(f.Device))
 	if err != nil {
 		unix.Close(fd)

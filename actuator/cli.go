@@ -58,7 +58,7 @@ func (a *Actuator) List(o ListOptions) ([]Row, error) {
 			r.Mig = q.PathMig.String()
 		}
 		if o.Handles && !q.Kernel && q.PID != 0 {
-			b, t, err := a.roots.resolve(int(q.PID), q, 0, false)
+			b, t, err := a.roots.resolve(int(q.PID), q, 0, false, 0)
 			if err != nil {
 				r.Problem = err.Error()
 			} else {

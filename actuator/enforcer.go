@@ -21,15 +21,18 @@ const (
 	KindActuationError = apm.ActuationFailed
 )
 
-// EnforcerStats counts what the enforcer did.
+// EnforcerStats counts what the enforcer did. Dropped counts the pending
+// actions given up without a finding: their QP generation ended, or the
+// owner rearmed during the grace period.
 type EnforcerStats struct {
-	Actuated, WouldActuate, Skipped, Failed uint64
+	Actuated, WouldActuate, Skipped, Failed, Dropped uint64
 }
 
 // Enforcer is the audit daemon's actor (audit.Actor): on a missed-rearm
 // finding, after the grace period, it rearms the QP through the owner's
 // borrowed file under a Policy, verifies, and reports an "actuated"
-// finding. It is called from one goroutine (the audit loop).
+// finding. It acts only on the QP generation the finding judged. It is
+// called from one goroutine (the audit loop).
 type Enforcer struct {
 	Policy Policy
 	// Do runs an operation (Actuator.Do).
@@ -40,55 +43,24 @@ type Enforcer struct {
 	Now func() time.Time
 	// PortState reads a port's state ("ACTIVE", ...).
 	PortState func(device string, port uint8) string
-	// Owner finds a QP's owner in rdma netlink: a finding's pid and comm
-	// are whoever last touched the QP (a kernel module, another tool), so
-	// the allowlist and the actuator use the owner instead.
+	// Owner finds a QP's owner in rdma netlink and /proc: a finding's pid
+	// and comm are whoever last touched the QP (a kernel module, another
+	// tool), so the allowlist and the actuator use the owner instead.
 	Owner func(device string, qpn uint32) (Owner, error)
+	// Log, when set, receives what produces no finding (a pending action
+	// dropped), slog style.
+	Log func(msg string, args ...any)
 
 	handles *Handles
 	qps     map[event.QPKey]*qpTrack
 	pending []pendingAct
-	recent  []time.Time
+	recent  []rateMark
 	stats   EnforcerStats
-}
-
-// Owner is a QP's owner as rdma netlink reports it.
-type Owner struct {
-	PID    uint32
-	Comm   string
-	Kernel bool
-}
-
-// netlinkOwner reads the owner from the actuator's netlink rows.
-func netlinkOwner(a *Actuator) func(string, uint32) (Owner, error) {
-	return func(device string, qpn uint32) (Owner, error) {
-		rows, err := a.Rows()
-		if err != nil {
-			return Owner{}, fmt.Errorf("reading rdma netlink: %w", err)
-		}
-		for _, r := range rows {
-			if r.Device == device && r.LQPN == qpn {
-				return Owner{PID: r.PID, Comm: r.Comm, Kernel: r.Kernel}, nil
-			}
-		}
-		return Owner{}, fmt.Errorf("%w: no qp %d on %s in rdma netlink", ErrNotFound, qpn, device)
-	}
-}
-
-type qpTrack struct {
-	primary, alt, prev *event.Path
-	acted              bool   // actuated since its last migration
-	migratedAt         uint64 // boot ns of the last PATH_MIG
-}
-
-type pendingAct struct {
-	f   apm.Finding
-	due time.Time
 }
 
 // NewEnforcer returns an enforcer acting through a.
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Do: a.Do, Boot: bootNow, Now: time.Now, PortState: a.roots.portState, Owner: netlinkOwner(a)}
+	return &Enforcer{Policy: p, Do: a.Do, Boot: bootNow, Now: time.Now, PortState: a.roots.portState, Owner: a.roots.netlinkOwner(a)}
 }
 
 func bootNow() uint64 {
@@ -102,69 +74,51 @@ func bootNow() uint64 {
 // Stats returns the counters.
 func (e *Enforcer) Stats() EnforcerStats { return e.stats }
 
-func (e *Enforcer) track(k event.QPKey) *qpTrack {
-	if e.qps == nil {
-		e.qps = map[event.QPKey]*qpTrack{}
-		e.handles = NewHandles()
-	}
-	t := e.qps[k]
-	if t == nil {
-		t = &qpTrack{}
-		e.qps[k] = t
-	}
-	return t
-}
-
-// Observe follows the paths and migrations of every QP and the handles of
-// user QPs. No I/O.
-func (e *Enforcer) Observe(ev *event.Event) {
-	if ev.QPN == 0 {
-		return
-	}
-	t := e.track(ev.Key())
-	e.handles.Observe(ev)
-	switch {
-	case ev.Kind == event.KindModify && ev.Modify != nil && ev.Modify.Ret == 0:
-		if p := ev.Modify.Primary; p != nil {
-			c := *p
-			t.primary = &c
-		}
-		if p := ev.Modify.Alt; p != nil {
-			c := *p
-			t.alt = &c
-		}
-	case ev.Kind == event.KindQPEvent && ev.QP != nil && ev.QP.Type == event.EvPathMig:
-		t.prev, t.primary, t.alt = t.primary, t.alt, nil
-		t.acted, t.migratedAt = false, ev.Boot
-	case ev.Kind == event.KindQPDestroy:
-		delete(e.qps, ev.Key())
-	}
-}
-
 // Act takes a new finding: a missed-rearm is scheduled after the grace
-// period (acted on at once when the grace is zero).
+// period (acted on at once when the grace is zero), keyed by the QP
+// generation it judged; a later one for the same generation replaces it.
 func (e *Enforcer) Act(ctx context.Context, f apm.Finding) []apm.Finding {
 	if f.Kind != apm.MissedRearm || f.Resolved {
 		return nil
 	}
-	e.pending = append(e.pending, pendingAct{f: f, due: e.Now().Add(time.Duration(e.Policy.Grace))})
+	e.init()
+	since := f.First
+	if since == 0 {
+		since = f.Last
+	}
+	p := pendingAct{key: f.QP, f: f, since: since, due: e.Now().Add(time.Duration(e.Policy.Grace))}
+	if why := e.stale(&p); why != "" {
+		e.dropped(p, why)
+		return nil
+	}
+	keep := e.pending[:0]
+	for _, q := range e.pending {
+		if q.key != p.key {
+			keep = append(keep, q)
+		}
+	}
+	e.pending = append(keep, p)
 	return e.Tick(ctx, e.Now())
 }
 
 // Tick runs the scheduled actions that are due.
 func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 	var out []apm.Finding
+	var due []pendingAct
 	keep := e.pending[:0]
 	for _, p := range e.pending {
 		if now.Before(p.due) {
 			keep = append(keep, p)
-			continue
-		}
-		if f, ok := e.run(ctx, p.f); ok {
-			out = append(out, f)
+		} else {
+			due = append(due, p)
 		}
 	}
 	e.pending = keep
+	for i := range due {
+		if f, ok := e.run(ctx, &due[i]); ok {
+			out = append(out, f)
+		}
+	}
 	return out
 }
 
@@ -180,10 +134,17 @@ func (e *Enforcer) skip(src apm.Finding, why string) (apm.Finding, bool) {
 	return f, true
 }
 
-// run decides and, in enforce mode, acts on one missed-rearm.
-func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool) {
-	key := event.QPKey{Device: src.QP.Device, QPN: src.QP.QPN}
-	t := e.track(key)
+// run decides and, in enforce mode, acts on one missed-rearm, right after
+// checking that the generation it judged is still the one alive. ok false:
+// the action was dropped without a finding.
+func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
+	src := p.f
+	key := event.QPKey{Device: p.key.Device, QPN: p.key.QPN}
+	if why := e.stale(p); why != "" {
+		e.dropped(*p, why)
+		return apm.Finding{}, false
+	}
+	t := e.qps[key]
 	own, err := e.Owner(key.Device, key.QPN)
 	if err != nil {
 		return e.skip(src, err.Error())
@@ -191,30 +152,26 @@ func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool)
 	if own.Kernel {
 		return e.skip(src, fmt.Sprintf("kernel ulp qp (%s): cannot be changed from userspace, not trying", own.Comm))
 	}
+	if t.owner != 0 && own.PID != t.owner {
+		e.dropped(*p, fmt.Sprintf("the qp number now belongs to pid %d, not %d", own.PID, t.owner))
+		return apm.Finding{}, false
+	}
 	src.PID, src.Comm = own.PID, own.Comm
-	if ok, why := e.Policy.allows(key.Device, own.Comm, own.PID); !ok {
+	if ok, why := e.Policy.allows(key.Device, own); !ok {
 		return e.skip(src, why)
 	}
 	if t.acted {
 		return e.skip(src, "already actuated since its last migration (never twice in a row)")
 	}
 	now := e.Now()
-	per := time.Duration(e.Policy.RateLimit.Per)
-	recent := e.recent[:0]
-	for _, at := range e.recent {
-		if now.Sub(at) < per {
-			recent = append(recent, at)
-		}
-	}
-	e.recent = recent
-	if len(e.recent) >= e.Policy.RateLimit.Max {
-		return e.skip(src, fmt.Sprintf("rate limit: %d actions in %v", len(e.recent), per))
+	if why := e.rateLimited(now, own); why != "" {
+		return e.skip(src, why)
 	}
 	alt, altFrom := e.pickAlternate(key.Device, t)
 	if alt == nil && !e.Policy.RearmWithoutAlternate {
 		return e.skip(src, "no new alternate path ("+altFrom+") and the policy does not allow a rearm without one")
 	}
-	req := Request{Op: OpRearm, PID: int(src.PID), QPN: key.QPN, Device: key.Device, Alt: alt}
+	req := Request{Op: OpRearm, PID: int(own.PID), QPN: key.QPN, Device: key.Device, Alt: alt, Start: own.Start}
 	req.Handle, req.HaveHandle = e.handles.Lookup(key.Device, key.QPN)
 	if e.Policy.Mode != ModeEnforce {
 		req.DryRun = true
@@ -228,13 +185,18 @@ func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool)
 		f.Evidence = append(f.Evidence, resultEvidence(res)...)
 		return f, true
 	}
-	e.recent = append(e.recent, now)
+	e.recent = append(e.recent, rateMark{at: now, owner: own.id()})
 	res, err := e.Do(ctx, req)
 	note := ""
 	if err != nil && alt != nil && (errors.Is(err, ErrRoCE) || errors.Is(err, ErrRefused)) && e.Policy.RearmWithoutAlternate {
 		note = fmt.Sprintf("the new alternate (%s) was refused (%v); rearmed without a new alternate as the policy allows: the QP is armed onto the alternate it already holds", altFrom, err)
 		req.Alt = nil
 		res, err = e.Do(ctx, req)
+	}
+	if err != nil && nothingSent(res) {
+		if why := notNeeded(err, res); why != "" {
+			return e.skip(src, why)
+		}
 	}
 	if err != nil {
 		e.stats.Failed++
@@ -261,6 +223,33 @@ func (e *Enforcer) run(ctx context.Context, src apm.Finding) (apm.Finding, bool)
 		f.Unprotected = time.Duration(f.Last - mig)
 	}
 	return f, true
+}
+
+// nothingSent reports whether no MODIFY_QP reached the kernel.
+func nothingSent(res *Result) bool {
+	if res == nil {
+		return true
+	}
+	for _, c := range res.Commands {
+		if c.Sent {
+			return false
+		}
+	}
+	return true
+}
+
+// notNeeded says why an operation that sent nothing was not a failure: the
+// QP was already rearmed (by its owner, after the last events the enforcer
+// saw), or the judged QP is gone. "" otherwise.
+func notNeeded(err error, res *Result) string {
+	switch {
+	case errors.Is(err, ErrWrongState) && res != nil && res.Before != nil &&
+		(event.MigState(res.Before.PathMigState) == event.MigRearm || event.MigState(res.Before.PathMigState) == event.MigArmed):
+		return fmt.Sprintf("the qp reads %s already: rearmed by its owner meanwhile, nothing sent", event.MigState(res.Before.PathMigState))
+	case errors.Is(err, ErrGone), errors.Is(err, ErrNoProcess):
+		return "the judged qp is gone, nothing sent: " + err.Error()
+	}
+	return ""
 }
 
 // pickAlternate chooses the new alternate: the configured table, else the

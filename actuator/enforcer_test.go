@@ -12,8 +12,9 @@ import (
 )
 
 type fakeDo struct {
-	reqs []Request
-	errs []error // popped per call; nil: success
+	reqs   []Request
+	errs   []error // popped per call; nil: success
+	before *Attr   // the QP as checked (default RTS, MIGRATED)
 }
 
 func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
@@ -24,6 +25,9 @@ func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
 	}
 	res := &Result{Op: r.Op, DryRun: r.DryRun, Target: Target{Handle: 2, How: "probes"},
 		Before: &Attr{State: 3, PathMigState: 0}}
+	if f.before != nil {
+		res.Before = f.before
+	}
 	if err == nil && !r.DryRun {
 		res.After = &Attr{State: 3, PathMigState: 1}
 		res.Changes = []string{"path_mig_state: MIGRATED -> REARM"}
@@ -117,6 +121,7 @@ func TestMonitorModeSendsNothing(t *testing.T) {
 	p := enforcePolicy()
 	p.Mode = ModeMonitor
 	e, fd, _ := newTestEnforcer(p)
+	e.Observe(pathMig(1, 17))
 	out := e.Act(context.Background(), missed(17, 1, 1))
 	if len(out) != 1 || out[0].Kind != KindWouldActuate || len(fd.reqs) != 1 || !fd.reqs[0].DryRun {
 		t.Fatalf("monitor: %+v, requests %+v", out, fd.reqs)
@@ -132,6 +137,9 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	p.Grace = Duration(5 * time.Second)
 	p.RateLimit = RateLimit{Max: 1, Per: Duration(time.Minute)}
 	e, fd, c := newTestEnforcer(p)
+	for _, q := range []uint32{17, 18, 19, 20} {
+		e.Observe(pathMig(1, q))
+	}
 	if out := e.Act(context.Background(), missed(17, 1, 1)); len(out) != 0 || len(fd.reqs) != 0 {
 		t.Fatalf("acted before the grace period: %+v", out)
 	}

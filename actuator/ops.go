@@ -51,6 +51,10 @@ type Request struct {
 	// Handle from the probes, when known (HaveHandle).
 	Handle     uint32
 	HaveHandle bool
+	// Start is the owner's start time as judged (Owner.Start, clock ticks
+	// after boot); when not 0, a process with another one under the same
+	// pid is refused.
+	Start uint64
 }
 
 // Command is one MODIFY_QP the actuator sends (or would send).
@@ -151,7 +155,7 @@ func (a *Actuator) do(ctx context.Context, r *Request, res *Result) error {
 	if err != nil {
 		return err
 	}
-	b, t, err := a.roots.resolve(r.PID, row, r.Handle, r.HaveHandle)
+	b, t, err := a.roots.resolve(r.PID, row, r.Handle, r.HaveHandle, r.Start)
 	res.Target = t
 	if err != nil {
 		return err
@@ -175,7 +179,7 @@ func (a *Actuator) Open(pid int, device string, qpn uint32) (*Borrowed, Target, 
 	if err != nil {
 		return nil, Target{}, err
 	}
-	return a.roots.resolve(pid, row, 0, false)
+	return a.roots.resolve(pid, row, 0, false, 0)
 }
 
 // act checks, sends and verifies.
@@ -186,7 +190,17 @@ func (a *Actuator) act(r *Request, b *Borrowed, t *Target, res *Result) error {
 	}
 	res.Before = &before
 	mig := event.MigState(before.PathMigState)
-	a.log(r, t, "check", "state %s, mig %s, alt port %d", event.QPState(before.State), mig, before.AltPortNum)
+	if d := sameQP(before, t.Row); d != "" {
+		return fmt.Errorf("%w: handle %d of pid %d does not name qp %d: %s (handle ids are reused)", ErrGone, t.Handle, t.PID, t.QPN, d)
+	}
+	row, err := a.confirm(t, before, "before")
+	if err != nil {
+		return err
+	}
+	if row.HasPathMig && row.PathMig != mig {
+		return fmt.Errorf("%w: qp %d changed while it was checked (rdma netlink reads %s, the handle %s): nothing sent", ErrWrongState, t.QPN, row.PathMig, mig)
+	}
+	a.log(r, t, "check", "state %s, mig %s, alt port %d; rdma netlink agrees (owner pid %d, remote qpn %d)", event.QPState(before.State), mig, before.AltPortNum, row.PID, row.RQPN)
 	if r.Op == OpQuery {
 		return nil
 	}
@@ -248,8 +262,15 @@ func (a *Actuator) act(r *Request, b *Borrowed, t *Target, res *Result) error {
 	}
 	res.After = &after
 	res.Changes = Diff(before, after)
-	a.log(r, t, "verify", "mig %s -> %s; %d fields changed", mig, event.MigState(after.PathMigState), len(res.Changes))
-	return verify(r, t, after)
+	row, err = a.confirm(t, after, "after")
+	if err != nil {
+		return fmt.Errorf("verifying: %w", err)
+	}
+	a.log(r, t, "verify", "mig %s -> %s; %d fields changed; rdma netlink reads qp %d as %s", mig, event.MigState(after.PathMigState), len(res.Changes), t.QPN, row.PathMig)
+	if err := verify(r, t, after); err != nil {
+		return err
+	}
+	return verifyNetlink(r, t, row)
 }
 
 // verify checks that the QP reads as the operation meant.

@@ -23,6 +23,24 @@ type fakeQP struct {
 	altErr   error // returned for IB_QP_ALT_PATH
 	modifies []Modify
 	buffers  map[uint64][]byte
+	// rows, when set, replaces the netlink table derived from the QP.
+	rows func() []rdmanl.QP
+}
+
+// row is rdma netlink's row of the fake QP (owner pid 42, QPN 17).
+func (f *fakeQP) row() rdmanl.QP {
+	return rdmanl.QP{Device: "rxe0", LQPN: 17, RQPN: f.attr.DestQPN, Type: event.QPTypeRC, State: event.QPState(f.attr.State),
+		Port: uint32(f.attr.PortNum), PathMig: event.MigState(f.attr.PathMigState), HasPathMig: true, HasRemote: true, PID: 42, Comm: "app"}
+}
+
+func (f *fakeQP) netlink() ([]rdmanl.QP, error) {
+	if f.rows != nil {
+		return f.rows(), nil
+	}
+	if f.gone {
+		return nil, nil
+	}
+	return []rdmanl.QP{f.row()}, nil
 }
 
 func (f *fakeQP) ioctl(object, method uint16, build func(ptr func([]byte) uint64) []attr) error {
@@ -112,9 +130,9 @@ func fixtureRoots(t *testing.T, linkLayer string) roots {
 func setup(t *testing.T, mig event.MigState, ll string) (*Actuator, *Borrowed, *Target, *fakeQP, *[]LogEntry) {
 	f := &fakeQP{handle: 2, attr: Attr{State: uint8(event.StateRTS), PathMigState: uint8(mig), PortNum: 1, DestQPN: 17}}
 	var log []LogEntry
-	a := &Actuator{Log: func(e LogEntry) { log = append(log, e) }, Now: nowFixed, roots: fixtureRoots(t, ll)}
+	a := &Actuator{Log: func(e LogEntry) { log = append(log, e) }, Now: nowFixed, roots: fixtureRoots(t, ll), Rows: f.netlink}
 	b := &Borrowed{FD: -1, DriverID: 14, io: f}
-	return a, b, &Target{Device: "rxe0", QPN: 17, Handle: 2}, f, &log
+	return a, b, &Target{PID: 42, Device: "rxe0", QPN: 17, Handle: 2, Row: f.row()}, f, &log
 }
 
 func TestRearmChecksSendsVerifies(t *testing.T) {

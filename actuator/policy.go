@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -15,14 +16,16 @@ import (
 // empty allowlist allows nothing. docs/actuator.md documents every field.
 type Policy struct {
 	// Mode is "monitor" (default: say what would be done, send nothing) or
-	// "enforce". The --enforce flag overrides it to "enforce".
+	// "enforce". On the command line the --enforce flag is the one switch:
+	// "enforce" in the file without it stays monitor, with a warning
+	// (Effective).
 	Mode string `json:"mode"`
 	// Grace is added to the model's rearm deadline before acting: the
 	// owner gets this much more time to rearm itself.
 	Grace Duration `json:"grace"`
 	// Allow lists what may be touched; every non-empty list must match.
 	Allow Allow `json:"allow"`
-	// RateLimit bounds the actions (all QPs together).
+	// RateLimit bounds the actions (all QPs together, and per owner).
 	RateLimit RateLimit `json:"rate_limit"`
 	// Alternates is the configured table of new alternate paths, tried
 	// first; the first entry that matches the QP is used.
@@ -36,18 +39,52 @@ type Policy struct {
 	RearmWithoutAlternate bool `json:"rearm_without_alternate"`
 }
 
-// Allow is the allowlist. At least one list must be non-empty.
+// Allow is the allowlist, matched against the QP's owner. At least one
+// list must be non-empty; every non-empty list must match. Comms and pids
+// are weak (any process sets its comm, pids are reused): prefer uids and
+// cgroups (cgroups, units, pods).
 type Allow struct {
 	Devices []string `json:"devices"`
 	Comms   []string `json:"comms"`
 	PIDs    []uint32 `json:"pids"`
+	// UIDs: the owner's real, effective and saved uids must all be listed.
+	UIDs []uint32 `json:"uids"`
+	// Cgroups: absolute cgroup paths; the owner's cgroup must be one of
+	// them or below one.
+	Cgroups []string `json:"cgroups"`
+	// Units: systemd unit names (myapp.service); one must be a component
+	// of the owner's cgroup path.
+	Units []string `json:"units"`
+	// Pods: Kubernetes pod UIDs; the owner's cgroup must be in one of
+	// these pods (cgroupfs "pod<uid>" or systemd "...-pod<uid_with_underscores>.slice").
+	Pods []string `json:"pods"`
 }
 
-// RateLimit allows Max actions per Per.
+// RateLimit allows Max actions per Per, and OwnerMax of them per owner
+// (a process). OwnerMax 0 means half of Max, rounded up.
 type RateLimit struct {
-	Max int      `json:"max"`
-	Per Duration `json:"per"`
+	Max      int      `json:"max"`
+	Per      Duration `json:"per"`
+	OwnerMax int      `json:"owner_max,omitempty"`
 }
+
+// ownerMax is the per-owner limit in effect.
+func (r RateLimit) ownerMax() int {
+	if r.OwnerMax > 0 {
+		return r.OwnerMax
+	}
+	return (r.Max + 1) / 2
+}
+
+// Bounds of a policy (Validate).
+const (
+	maxRate      = 10000
+	minRatePer   = time.Second
+	maxRatePer   = 24 * time.Hour
+	maxGrace     = time.Hour
+	maxListItems = 1024
+	maxPolicy    = 1 << 20 // bytes of a policy file
+)
 
 // AltRule gives the new alternate path for QPs on a device (and, when
 // Port is not 0, whose primary is on that port).
@@ -124,17 +161,30 @@ func DefaultPolicy() Policy {
 	return Policy{Mode: ModeMonitor, RateLimit: RateLimit{Max: 1, Per: Duration(time.Minute)}}
 }
 
-// LoadPolicy reads and validates a policy file (unknown fields are errors).
+// LoadPolicy reads and validates a policy file (at most 1 MiB).
 func LoadPolicy(path string) (Policy, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Policy{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicy+1))
+	if err != nil {
+		return Policy{}, fmt.Errorf("reading policy %s: %w", path, err)
+	}
+	if len(b) > maxPolicy {
+		return Policy{}, fmt.Errorf("policy %s: larger than %d bytes", path, maxPolicy)
 	}
 	return ParsePolicy(b)
 }
 
-// ParsePolicy decodes and validates a policy.
+// ParsePolicy decodes and validates a policy. The JSON is strict: one
+// object, no trailing data, no duplicate keys (a later key would silently
+// win), no unknown fields.
 func ParsePolicy(b []byte) (Policy, error) {
+	if err := strictJSON(b); err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
 	p := DefaultPolicy()
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
@@ -144,20 +194,43 @@ func ParsePolicy(b []byte) (Policy, error) {
 	return p, p.Validate()
 }
 
+// Effective applies the --enforce flag, the one switch to enforce mode:
+// with it the mode is enforce; without it, monitor, and a file that asks
+// for enforce gets a warning to log.
+func (p Policy) Effective(enforceFlag bool) (Policy, string) {
+	if enforceFlag {
+		p.Mode = ModeEnforce
+		return p, ""
+	}
+	if p.Mode == ModeEnforce {
+		p.Mode = ModeMonitor
+		return p, `the policy file says "mode": "enforce" but --enforce was not given: monitor mode (nothing is changed); --enforce is the one switch`
+	}
+	return p, ""
+}
+
 // Validate reports every problem in one line.
 func (p Policy) Validate() error {
 	var errs []string
 	if p.Mode != ModeMonitor && p.Mode != ModeEnforce {
 		errs = append(errs, fmt.Sprintf("mode must be monitor or enforce, not %q", p.Mode))
 	}
-	if p.Grace < 0 {
-		errs = append(errs, "grace must not be negative")
+	if p.Grace < 0 || time.Duration(p.Grace) > maxGrace {
+		errs = append(errs, fmt.Sprintf("grace must be between 0 and %v", maxGrace))
 	}
-	if len(p.Allow.Devices)+len(p.Allow.Comms)+len(p.Allow.PIDs) == 0 {
-		errs = append(errs, "allow needs at least one device, comm or pid (an empty allowlist allows nothing)")
+	errs = append(errs, p.Allow.validate()...)
+	rl := p.RateLimit
+	if rl.Max < 1 || rl.Max > maxRate {
+		errs = append(errs, fmt.Sprintf("rate_limit.max must be between 1 and %d", maxRate))
 	}
-	if p.RateLimit.Max < 1 || p.RateLimit.Per <= 0 {
-		errs = append(errs, "rate_limit needs max >= 1 and a positive per")
+	if d := time.Duration(rl.Per); d < minRatePer || d > maxRatePer {
+		errs = append(errs, fmt.Sprintf("rate_limit.per must be between %v and %v", minRatePer, maxRatePer))
+	}
+	if rl.OwnerMax < 0 || rl.OwnerMax > rl.Max {
+		errs = append(errs, "rate_limit.owner_max must be between 0 (half of max) and max")
+	}
+	if len(p.Alternates) > maxListItems {
+		errs = append(errs, fmt.Sprintf("alternates: more than %d", maxListItems))
 	}
 	for i, r := range p.Alternates {
 		if r.Device == "" {
@@ -171,25 +244,6 @@ func (p Policy) Validate() error {
 		return errors.New("policy: " + strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// allows checks the allowlist; the reason says what did not match.
-func (p Policy) allows(device, comm string, pid uint32) (bool, string) {
-	if len(p.Allow.Devices) > 0 && !contains(p.Allow.Devices, device) {
-		return false, fmt.Sprintf("device %s not in allow.devices", device)
-	}
-	if len(p.Allow.Comms) > 0 && !contains(p.Allow.Comms, comm) {
-		return false, fmt.Sprintf("comm %q not in allow.comms", comm)
-	}
-	if len(p.Allow.PIDs) > 0 {
-		for _, x := range p.Allow.PIDs {
-			if x == pid {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("pid %d not in allow.pids", pid)
-	}
-	return true, ""
 }
 
 // alternate picks the configured alternate for a QP on device whose

@@ -32,10 +32,10 @@ func TestParsePolicy(t *testing.T) {
 	if _, ok := p.alternate("mlx5_0", 2); ok {
 		t.Error("rule for port 1 matched port 2")
 	}
-	if ok, why := p.allows("mlx5_0", "other", 5); ok || !strings.Contains(why, "comm") {
+	if ok, why := p.allows("mlx5_0", Owner{Comm: "other", PID: 5}); ok || !strings.Contains(why, "comm") {
 		t.Errorf("comm not allowed: %v %q", ok, why)
 	}
-	if ok, _ := p.allows("mlx5_0", "app", 5); !ok {
+	if ok, _ := p.allows("mlx5_0", Owner{Comm: "app", PID: 5}); !ok {
 		t.Error("allowed device and comm refused")
 	}
 }
@@ -47,6 +47,23 @@ func TestPolicyErrors(t *testing.T) {
 		"bad mode":      {`{"mode":"yolo","allow":{"pids":[1]}}`, "mode must be"},
 		"bad duration":  {`{"grace":"soon","allow":{"pids":[1]}}`, "duration"},
 		"bad rate":      {`{"allow":{"pids":[1]},"rate_limit":{"max":0,"per":"1s"}}`, "rate_limit"},
+		"rate too high": {`{"allow":{"pids":[1]},"rate_limit":{"max":1000000,"per":"1m"}}`, "rate_limit.max must be between 1 and 10000"},
+		"period short":  {`{"allow":{"pids":[1]},"rate_limit":{"max":5,"per":"1ms"}}`, "rate_limit.per must be between 1s and 24h0m0s"},
+		"period long":   {`{"allow":{"pids":[1]},"rate_limit":{"max":5,"per":"720h"}}`, "rate_limit.per"},
+		"owner > max":   {`{"allow":{"pids":[1]},"rate_limit":{"max":5,"per":"1m","owner_max":6}}`, "owner_max"},
+		"grace long":    {`{"allow":{"pids":[1]},"grace":"100h"}`, "grace must be between"},
+		"trailing":      {`{"allow":{"pids":[1]}} {"mode":"enforce"}`, "data after the policy object"},
+		"trailing junk": {`{"allow":{"pids":[1]}}x`, "data after"},
+		"duplicate":     {`{"allow":{"pids":[1]},"mode":"monitor","mode":"enforce"}`, `duplicate key "mode" in the policy`},
+		"dup folded":    {`{"allow":{"pids":[1]},"mode":"monitor","MODE":"enforce"}`, `duplicate key "MODE"`},
+		"dup nested":    {`{"allow":{"pids":[1],"comms":["a"],"pids":[2]}}`, `duplicate key "pids" in allow`},
+		"dup in list":   {`{"allow":{"pids":[1]},"alternates":[{"device":"d","device":"e","alt":{"port":1,"dlid":2}}]}`, `duplicate key "device" in alternates[]`},
+		"not object":    {`[1]`, "cannot unmarshal"},
+		"empty":         {``, "empty policy"},
+		"deep":          {strings.Repeat("[", 40) + strings.Repeat("]", 40), "nested deeper"},
+		"cgroup rel":    {`{"allow":{"cgroups":["system.slice"]}}`, "not an absolute cgroup path"},
+		"unit slash":    {`{"allow":{"units":["a/b.service"]}}`, "not a systemd unit name"},
+		"pod bad":       {`{"allow":{"pods":["../x"]}}`, "not a pod uid"},
 		"alt no port":   {`{"allow":{"pids":[1]},"alternates":[{"device":"d","alt":{"dlid":3}}]}`, "alt.port"},
 		"alt bad gid":   {`{"allow":{"pids":[1]},"alternates":[{"device":"d","alt":{"port":1,"dgid":"x"}}]}`, "bad gid"},
 	} {
@@ -76,5 +93,63 @@ func TestExamplePolicy(t *testing.T) {
 	ex, _ := os.ReadFile("testdata/policy-example.json")
 	if !strings.Contains(string(doc), string(ex)) {
 		t.Error("docs/actuator.md does not show testdata/policy-example.json verbatim")
+	}
+}
+
+// The --enforce flag is the one switch: "enforce" in the file alone stays
+// monitor and says so.
+func TestEffectiveMode(t *testing.T) {
+	p, err := ParsePolicy([]byte(goodPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, warn := p.Effective(false)
+	if got.Mode != ModeMonitor || !strings.Contains(warn, "--enforce was not given") {
+		t.Errorf("file enforce, no flag: mode %s, warning %q", got.Mode, warn)
+	}
+	if got, warn = p.Effective(true); got.Mode != ModeEnforce || warn != "" {
+		t.Errorf("with the flag: mode %s, warning %q", got.Mode, warn)
+	}
+	p.Mode = ModeMonitor
+	if got, warn = p.Effective(true); got.Mode != ModeEnforce || warn != "" {
+		t.Errorf("monitor file with the flag: mode %s, warning %q", got.Mode, warn)
+	}
+	if got, warn = p.Effective(false); got.Mode != ModeMonitor || warn != "" {
+		t.Errorf("monitor file, no flag: mode %s, warning %q", got.Mode, warn)
+	}
+}
+
+func TestAllowOwnerUIDAndCgroup(t *testing.T) {
+	svc := Owner{PID: 7, Comm: "app", UIDs: []uint32{1000, 1000, 1000}, Cgroup: "/system.slice/app.service"}
+	pod := Owner{PID: 8, Comm: "app", UIDs: []uint32{0, 0, 0},
+		Cgroup: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_0000_4000_8000_000000000001.slice/cri-containerd-ab12.scope"}
+	podfs := Owner{PID: 9, Comm: "app", Cgroup: "/kubepods/besteffort/pod1b2c3d4e-0000-4000-8000-000000000001/ab12"}
+	setuid := Owner{PID: 10, Comm: "app", UIDs: []uint32{1000, 0, 0}, Cgroup: "/user.slice/user-1000.slice/session-1.scope"}
+	for _, tc := range []struct {
+		allow Allow
+		o     Owner
+		ok    bool
+		why   string
+	}{
+		{Allow{UIDs: []uint32{1000}}, svc, true, ""},
+		{Allow{UIDs: []uint32{1000}}, setuid, false, "not all in allow.uids"},
+		{Allow{UIDs: []uint32{1000}}, Owner{PID: 1}, false, "uid unknown"},
+		{Allow{Cgroups: []string{"/system.slice/app.service"}}, svc, true, ""},
+		{Allow{Cgroups: []string{"/system.slice"}}, svc, true, ""},
+		{Allow{Cgroups: []string{"/system.slice/app"}}, svc, false, "allow.cgroups"},
+		{Allow{Units: []string{"app.service"}}, svc, true, ""},
+		{Allow{Units: []string{"app.service"}}, pod, false, "allow.units"},
+		{Allow{Pods: []string{"1B2C3D4E-0000-4000-8000-000000000001"}}, pod, true, ""},
+		{Allow{Pods: []string{"1b2c3d4e-0000-4000-8000-000000000001"}}, podfs, true, ""},
+		{Allow{Pods: []string{"1b2c3d4e-0000-4000-8000-000000000002"}}, pod, false, "allow.pods"},
+		{Allow{Pods: []string{"1b2c3d4e-0000-4000-8000-000000000001"}}, svc, false, "allow.pods"},
+		// Every list must match: the right comm in the wrong unit is refused.
+		{Allow{Comms: []string{"app"}, Units: []string{"app.service"}}, setuid, false, "allow.units"},
+	} {
+		p := Policy{Allow: tc.allow}
+		ok, why := p.allows("mlx5_0", tc.o)
+		if ok != tc.ok || !strings.Contains(why, tc.why) {
+			t.Errorf("allow %+v owner %+v: %v %q, want %v %q", tc.allow, tc.o, ok, why, tc.ok, tc.why)
+		}
 	}
 }

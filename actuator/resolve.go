@@ -155,9 +155,16 @@ func candidates(b *Borrowed) ([]candidate, error) {
 }
 
 // resolve finds the owner's file and handle of a QP and returns the file
-// borrowed. known is a handle from the probes (ok false: none).
-func (r roots) resolve(pid int, row rdmanl.QP, known uint32, haveKnown bool) (*Borrowed, Target, error) {
+// borrowed. known is a handle from the probes (ok false: none); start, when
+// not 0, the owner's start time as judged. The pidfd is opened first and
+// the process checked again after the borrow (pid reuse).
+func (r roots) resolve(pid int, row rdmanl.QP, known uint32, haveKnown bool, start uint64) (*Borrowed, Target, error) {
 	t := Target{PID: pid, Comm: row.Comm, Device: row.Device, QPN: row.LQPN, Row: row, Type: row.Type}
+	proc, err := r.pin(pid, start)
+	if err != nil {
+		return nil, t, err
+	}
+	defer proc.close()
 	files, err := r.ownerFiles(pid, row.Device)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -177,7 +184,7 @@ func (r roots) resolve(pid int, row rdmanl.QP, known uint32, haveKnown bool) (*B
 	}
 	var hits []hit
 	for _, f := range files {
-		b, err := r.borrow(pid, f)
+		b, err := r.borrow(proc, f)
 		if err != nil {
 			for _, h := range hits {
 				h.b.Close()
@@ -211,6 +218,10 @@ func (r roots) resolve(pid int, row rdmanl.QP, known uint32, haveKnown bool) (*B
 		}
 		return nil, t, fmt.Errorf("%w: no qp handle of process %d on %s matches qp %d (remote qpn %d, %s)", ErrNotFound, pid, row.Device, row.LQPN, row.RQPN, row.State)
 	case 1:
+		if err := r.same(proc); err != nil {
+			hits[0].b.Close()
+			return nil, t, err
+		}
 		t.Handle, t.File = hits[0].c.handle, hits[0].b.File
 		t.How = "netlink-match"
 		if haveKnown {

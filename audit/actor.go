@@ -29,3 +29,11 @@ type Actor interface {
 	Act(ctx context.Context, f apm.Finding) []apm.Finding
 	Tick(ctx context.Context, now time.Time) []apm.Finding
 }
+
+// Resolver is an Actor that also takes the model's resolutions (Resolved
+// set, Resolves naming the finding closed), for example to drop an action
+// it scheduled on a finding that no longer holds. Called from the loop
+// goroutine like Observe: no I/O, return quickly.
+type Resolver interface {
+	Resolve(f apm.Finding)
+}

@@ -62,3 +62,38 @@ func TestActorSeesEventsAndFindings(t *testing.T) {
 		t.Fatalf("Act %d times, Tick %d times", len(act.acted), act.ticks.Load())
 	}
 }
+
+// resolvingActor also takes the model's resolutions.
+type resolvingActor struct {
+	recordingActor
+	resolved []apm.Finding
+}
+
+func (a *resolvingActor) Resolve(f apm.Finding) { a.resolved = append(a.resolved, f) }
+
+// An actor that is a Resolver gets the resolution of a finding it was
+// given, so it can drop what it scheduled on it.
+func TestActorResolverGetsResolutions(t *testing.T) {
+	act := &resolvingActor{}
+	h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
+	h.daemon()
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(b.Steps)
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	h.lines(2) // missed-rearm, the actor's answer
+	from := len(b.Steps)
+	b.After(3 * time.Second)
+	b.LoadAltRearm(17, apmtest.PathA)
+	h.feed(b.Steps[from:])
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	ls := h.lines(3) // and the resolution
+	h.stop()
+	if ls[2].Type != TypeResolution || ls[2].Resolves != act.acted[0].ID {
+		t.Fatalf("lines %+v", ls)
+	}
+	if len(act.resolved) != 1 || !act.resolved[0].Resolved || act.resolved[0].Resolves != act.acted[0].ID {
+		t.Fatalf("resolutions given to the actor: %+v (finding %d)", act.resolved, act.acted[0].ID)
+	}
+}

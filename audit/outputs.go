@@ -32,6 +32,9 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 			d.pending.lines = append(d.pending.lines, line)
 		}
 		d.flog.write(line)
+		if r, ok := d.cfg.Actor.(Resolver); ok && fromModel {
+			r.Resolve(f)
+		}
 		return
 	}
 	d.m.findings.WithLabelValues(string(f.Kind), f.Severity.String()).Inc()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -84,8 +85,9 @@ func newActuateCmd() *cobra.Command {
 
 // enforceAudit adds --policy and --enforce to `apmwatch audit` and sets the
 // audit's actor to the policy enforcer. Without --policy nothing acts;
-// without --enforce the policy's mode decides (default monitor: the
-// findings say what would be done). Called from newAuditCmd.
+// without --enforce it monitors (the findings say what would be done): the
+// flag is the one switch, "enforce" in the file alone stays monitor with a
+// warning. Called from newAuditCmd.
 func enforceAudit(cmd *cobra.Command, cfg *audit.Config) {
 	var policy string
 	var enforce bool
@@ -108,11 +110,15 @@ func enforceAudit(cmd *cobra.Command, cfg *audit.Config) {
 		if err != nil {
 			return usageError{err}
 		}
-		if enforce {
-			p.Mode = actuator.ModeEnforce
+		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
+		p, warning := p.Effective(enforce)
+		if warning != "" {
+			log.Warn(warning, "policy", policy)
 		}
 		a := actuator.New(func(e actuator.LogEntry) { actuator.WriteLog(c.ErrOrStderr(), e, false) })
-		cfg.Actor = actuator.NewEnforcer(p, a)
+		e := actuator.NewEnforcer(p, a)
+		e.Log = log.Info
+		cfg.Actor = e
 		return nil
 	}
 }

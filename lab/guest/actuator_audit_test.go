@@ -44,6 +44,14 @@ type enfLine struct {
 // ends; it returns the finding log's path.
 func runAudit(t *testing.T, p actuator.Policy) string {
 	t.Helper()
+	path, _ := runEnforcer(t, actuator.NewEnforcer(p, actuator.New(nil)))
+	return path
+}
+
+// runEnforcer runs audit.Run with e as actor; stop ends it (also at the
+// end of the test) and waits, after which e may be read.
+func runEnforcer(t *testing.T, e *actuator.Enforcer) (path string, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := audit.DefaultConfig()
 	cfg.Findings = filepath.Join(dir, "findings.jsonl")
@@ -51,7 +59,7 @@ func runAudit(t *testing.T, p actuator.Policy) string {
 	cfg.ReadyFile = filepath.Join(dir, "ready")
 	cfg.ReconcileInterval = 0
 	cfg.Model.RearmDeadline = enforceDeadline
-	cfg.Actor = actuator.NewEnforcer(p, actuator.New(nil))
+	cfg.Actor = e
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	var mu sync.Mutex
@@ -64,18 +72,22 @@ func runAudit(t *testing.T, p actuator.Policy) string {
 			Stderr: &lockedWriter{mu: &mu, w: &stderr},
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("audit did not stop")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("audit did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(cfg.ReadyFile); err == nil {
-			return cfg.Findings
+			return cfg.Findings, stop
 		}
 		select {
 		case err := <-done:

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,12 @@ import (
 )
 
 func startAuditCLI(t *testing.T, mode string, extra ...string) string {
+	t.Helper()
+	path, _ := startAuditCLIProc(t, mode, extra...)
+	return path
+}
+
+func startAuditCLIProc(t *testing.T, mode string, extra ...string) (string, *Proc) {
 	t.Helper()
 	dir := t.TempDir()
 	pol, err := json.Marshal(labPolicy(mode))
@@ -34,7 +41,7 @@ func startAuditCLI(t *testing.T, mode string, extra ...string) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := os.Stat(ready); err == nil {
-			return findings
+			return findings, a
 		}
 		if time.Now().After(deadline) || a.exited() {
 			t.Fatalf("apmwatch audit not ready:\n%s", a.Dump())
@@ -59,5 +66,19 @@ func TestAuditCLIPolicyWithoutEnforceOnlyMonitors(t *testing.T) {
 	waitKind(t, log, string(actuator.KindWouldActuate), qpn, 1)
 	if got := ownerView(t, p, pid, qpn); got != "MIGRATED" {
 		t.Fatalf("monitor mode changed the QP: the owner reads %s, want MIGRATED", got)
+	}
+}
+
+// --enforce is the one switch: a policy file saying "enforce" without it
+// only monitors, and apmwatch says so.
+func TestActuatorCLIPolicyFileCannotEnforce(t *testing.T) {
+	log, a := startAuditCLIProc(t, actuator.ModeEnforce)
+	p, pid, qpn := migratedPair(t)
+	waitKind(t, log, string(actuator.KindWouldActuate), qpn, 1)
+	if got := ownerView(t, p, pid, qpn); got != "MIGRATED" {
+		t.Fatalf("a policy file saying enforce changed the QP without --enforce: the owner reads %s, want MIGRATED", got)
+	}
+	if !strings.Contains(a.Stderr(), "--enforce was not given: monitor mode") {
+		t.Errorf("no warning on stderr:\n%s", a.Stderr())
 	}
 }
