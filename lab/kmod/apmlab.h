@@ -49,7 +49,8 @@ struct apmlab_side {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
-	int gid_index;		/* IPv4-mapped RoCE v2 GID on APMLAB_PORT */
+	bool ib;		/* InfiniBand port: LID addressing, alternate on port 2 */
+	int gid_index;		/* RoCE: IPv4-mapped RoCE v2 GID on APMLAB_PORT */
 	union ib_gid gid;
 	u8 mac[ETH_ALEN];	/* the GID's netdev address */
 	struct apmlab_side *peer;
@@ -59,7 +60,8 @@ int apmlab_side_create(struct apmlab_side *s, const char *name,
 		       void (*handler)(struct ib_event *, void *));
 int apmlab_side_connect(struct apmlab_side *s);	/* to RTS, armed */
 void apmlab_side_destroy(struct apmlab_side *s);
-int apmlab_load_alt_path(struct apmlab_side *s);	/* -EINVAL on RoCE */
+/* -EINVAL on RoCE; on IB the alternate is the port the QP does not run on */
+int apmlab_load_alt_path(struct apmlab_side *s);
 int apmlab_rearm(struct apmlab_side *s);
 /* Query a QP's state and path-migration state (-1 each on error). */
 int apmlab_query(struct ib_qp *qp, int *qp_state, int *mig);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The kernel ULP of the seed thread: a kernel RC QP pair (dev0 <-> dev1,
- * port 1, RoCE v2 GIDs) made through ib_verbs, armed with
+ * port 1; RoCE v2 GIDs on rxe, LIDs on ibsim with the alternate on port 2)
+ * made through ib_verbs, armed with
  * PATH_MIG_STATE=REARM, whose QP event handler reacts to PATH_MIG.
  *
  * The event handler only logs and queues work: drivers may call QP event
