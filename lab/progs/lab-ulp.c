@@ -23,8 +23,10 @@ static void usage(void)
 	       "handler reacts to PATH_MIG from a workqueue.\n"
 	       "\n"
 	       "commands:\n"
-	       "  start [--behavior B] [--dev0 D --dev1 D]\n"
-	       "                 make the pair, then print the status lines\n"
+	       "  start [--behavior B] [--dev0 D --dev1 D | --ib]\n"
+	       "                 make the pair, then print the status lines; --ib is\n"
+	       "                 --dev0 ibsim0 --dev1 ibsim1 (InfiniBand: primary port 1,\n"
+	       "                 alternate port 2 loaded at connect, then rearmed)\n"
 	       "  status         {\"running\":..,\"behavior\":..} then one JSON line per QP\n"
 	       "                 (dev, qpn, peer_qpn, qp_state, path_mig_state)\n"
 	       "  log [--clear]  events seen and modifies done, one JSON line each\n"
@@ -32,8 +34,9 @@ static void usage(void)
 	       "  behavior B     change the behaviour of a running pair\n"
 	       "  stop           destroy the pair\n"
 	       "\n"
-	       "behaviours: correct (default: try a new alternate path, which RoCE\n"
-	       "rejects with EINVAL, then rearm) | no-rearm | rearm-no-alt\n"
+	       "behaviours: correct (default: load a new alternate path, which RoCE\n"
+	       "rejects with EINVAL and InfiniBand takes on the other port, then rearm)\n"
+	       "| no-rearm | rearm-no-alt\n"
 	       "\n"
 	       "  --control DIR  the module's debugfs dir (default /sys/kernel/debug/apmlab)\n"
 	       "  --help         this text\n");
@@ -88,6 +91,7 @@ int main(int argc, char **argv)
 		{ "behavior", required_argument, NULL, 'b' },
 		{ "dev0", required_argument, NULL, '0' },
 		{ "dev1", required_argument, NULL, '1' },
+		{ "ib", no_argument, NULL, 'i' },
 		{ "clear", no_argument, NULL, 'C' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
@@ -107,6 +111,10 @@ int main(int argc, char **argv)
 			break;
 		case '1':
 			dev1 = optarg;
+			break;
+		case 'i':
+			dev0 = "ibsim0";
+			dev1 = "ibsim1";
 			break;
 		case 'C':
 			clear = 1;
