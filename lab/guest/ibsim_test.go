@@ -296,3 +296,98 @@ func TestIBSimControlErrors(t *testing.T) {
 		}
 	}
 }
+
+// cmCounter sums a CM counter over both ports of dev (dir: rx or tx).
+func cmCounter(t *testing.T, dev, dir, name string) int64 {
+	t.Helper()
+	var n int64
+	for p := 1; p <= 2; p++ {
+		path := fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/cm_%s_msgs/%s", dev, p, dir, name)
+		v, err := ReadInt(path)
+		if err != nil {
+			t.Fatalf("reading %s: %v", path, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// The real ib_cm connects the pair over the simulated fabric with the
+// alternate path in the REQ (the CM loads it at RTR and asks for REARM at
+// RTS), both QPs reach ARMED, a LAP sent through umad with lab-lap is
+// accepted by the CM (IB_CM_LAP_RECEIVED at the ULP, lap_state RCVD) and,
+// while it is pending, ib_cm_notify(PATH_MIG) returns -EINVAL on that side
+// only; the disconnect sends a DREQ.
+func TestIBSimCMLapPending(t *testing.T) {
+	before := map[string]int64{}
+	for _, m := range []string{"req", "rep", "rtu", "lap", "dreq"} {
+		before["ibsim1 rx "+m] = cmCounter(t, "ibsim1", "rx", m)
+		before["ibsim0 rx "+m] = cmCounter(t, "ibsim0", "rx", m)
+	}
+	from := nextSeq(t)
+	ls := MustRun(t, "lab-ulp", "start", "--ib", "--cm")
+	t.Cleanup(func() {
+		Run(t, "lab-ulp", "stop")
+		resetFabric(t)
+	})
+	qps := Filter(ls, Match("kernel", true))
+	if len(qps) != 2 {
+		t.Fatalf("lab-ulp start --ib --cm: want 2 QP lines, got %v", ls)
+	}
+	q0, q1 := QPN(t, qps, "ibsim0"), QPN(t, qps, "ibsim1")
+	var id0, id1 int64
+	for _, q := range qps {
+		if q.Str("dev") == "ibsim0" {
+			id0 = q.Int("local_comm_id")
+		} else {
+			id1 = q.Int("local_comm_id")
+		}
+	}
+	for _, q := range []int64{q0, q1} {
+		rtr := waitLog(t, from, "CM RTR modify", Match("kind", "modify", "what", "cm_rtr", "qpn", q))
+		if rtr.Int("ret") != 0 || rtr.Int("mask")&0x4000 == 0 {
+			t.Errorf("CM RTR modify %v: want ret 0 with IB_QP_ALT_PATH (0x4000) in the mask", rtr)
+		}
+	}
+	if d := cmCounter(t, "ibsim1", "rx", "req") - before["ibsim1 rx req"]; d != 1 {
+		t.Errorf("ibsim1 received %d REQs, want 1", d)
+	}
+	if d := cmCounter(t, "ibsim0", "rx", "rep") - before["ibsim0 rx rep"]; d != 1 {
+		t.Errorf("ibsim0 received %d REPs, want 1", d)
+	}
+	if d := cmCounter(t, "ibsim1", "rx", "rtu") - before["ibsim1 rx rtu"]; d != 1 {
+		t.Errorf("ibsim1 received %d RTUs, want 1", d)
+	}
+	waitIB(t, "ibsim0", q0, "ARMED", Match("path_mig_state", "ARMED"))
+	waitIB(t, "ibsim1", q1, "ARMED", Match("path_mig_state", "ARMED"))
+
+	lap := MustRun(t, "lab-lap", "--dev", "ibsim0", "--to", "ibsim1",
+		"--local-comm-id", fmt.Sprint(id0), "--remote-comm-id", fmt.Sprint(id1),
+		"--remote-qpn", fmt.Sprint(q1))
+	if c := Filter(lap, Match("counted", true)); len(c) != 1 {
+		t.Fatalf("lab-lap: the LAP was not counted by ibsim1: %v", lap)
+	}
+	waitLog(t, from, "IB_CM_LAP_RECEIVED", Match("kind", "note", "what", "cm_lap_received", "qpn", q1))
+	for _, s := range Filter(MustRun(t, "lab-ulp", "status"), Match("dev", "ibsim1")) {
+		if s.Int("lap_state") != 3 {
+			t.Errorf("ibsim1 cm_id after the LAP: %v, want lap_state 3 (IB_CM_LAP_RCVD)", s)
+		}
+	}
+
+	from = nextSeq(t)
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim1", "--port", "1", "down")
+	n1 := waitLog(t, from, "ib_cm_notify on ibsim1", Match("kind", "note", "what", "cm_notify_path_mig", "qpn", q1))
+	n0 := waitLog(t, from, "ib_cm_notify on ibsim0", Match("kind", "note", "what", "cm_notify_path_mig", "qpn", q0))
+	if n1.Int("ret") != -22 || n0.Int("ret") != 0 {
+		t.Errorf("ib_cm_notify(PATH_MIG): ibsim1 %v (LAP pending), ibsim0 %v; want -22 and 0", n1, n0)
+	}
+
+	MustRun(t, "lab-ulp", "stop")
+	deadline := time.Now().Add(evTimeout)
+	for cmCounter(t, "ibsim1", "rx", "dreq")-before["ibsim1 rx dreq"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ibsim1 received no DREQ after the disconnect")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
