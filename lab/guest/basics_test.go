@@ -22,7 +22,7 @@ func TestModulesLoaded(t *testing.T) {
 			loaded[f[0]] = true
 		}
 	}
-	for _, m := range []string{"ib_core", "ib_uverbs", "ib_umad", "ib_cm", "rdma_cm", "rdma_ucm", "rdma_rxe", "apmlab"} {
+	for _, m := range []string{"ib_core", "ib_uverbs", "ib_umad", "ib_cm", "rdma_cm", "rdma_ucm", "rdma_rxe", "apmlab", "ibsim"} {
 		if !loaded[m] {
 			t.Errorf("module %s is not in /proc/modules", m)
 		}
@@ -69,7 +69,7 @@ func TestInjectErrors(t *testing.T) {
 }
 
 func TestProgramsHaveHelp(t *testing.T) {
-	for _, p := range []string{"lab-inject", "lab-pair", "lab-cm-pair", "lab-ulp", "lab-lap"} {
+	for _, p := range []string{"lab-inject", "lab-pair", "lab-cm-pair", "lab-ulp", "lab-lap", "lab-ib"} {
 		out, err := exec.Command(p, "--help").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "usage: "+p) {
 			t.Errorf("%s --help: %v, output %q", p, err, out)

@@ -8,6 +8,7 @@
 #define APMLAB_H
 
 #include <linux/seq_file.h>
+#include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 
 /* names.c */
@@ -33,9 +34,10 @@ enum apmlab_behavior {
 	APMLAB_CORRECT,		/* try a new alternate path, then rearm */
 	APMLAB_NO_REARM,	/* log the event, do nothing */
 	APMLAB_REARM_NO_ALT,	/* rearm without loading a new alternate */
+	APMLAB_NO_NOTIFY,	/* correct, but never ib_cm_notify(PATH_MIG) */
 };
 int apmlab_behavior_parse(const char *s);
-int apmlab_ulp_start(int behavior, const char *dev0, const char *dev1);
+int apmlab_ulp_start(int behavior, const char *dev0, const char *dev1, bool cm);
 int apmlab_ulp_stop(void);
 int apmlab_ulp_set_behavior(int behavior);
 void apmlab_ulp_show(struct seq_file *m);
@@ -49,9 +51,12 @@ struct apmlab_side {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
-	int gid_index;		/* IPv4-mapped RoCE v2 GID on APMLAB_PORT */
+	bool ib;		/* InfiniBand port: LID addressing, alternate on port 2 */
+	int gid_index;		/* RoCE: IPv4-mapped RoCE v2 GID on APMLAB_PORT */
 	union ib_gid gid;
 	u8 mac[ETH_ALEN];	/* the GID's netdev address */
+	struct ib_cm_id *cm_id;		/* --cm: the connection's CM id */
+	struct ib_cm_id *listen_id;	/* --cm, server side */
 	struct apmlab_side *peer;
 };
 
@@ -59,9 +64,15 @@ int apmlab_side_create(struct apmlab_side *s, const char *name,
 		       void (*handler)(struct ib_event *, void *));
 int apmlab_side_connect(struct apmlab_side *s);	/* to RTS, armed */
 void apmlab_side_destroy(struct apmlab_side *s);
-int apmlab_load_alt_path(struct apmlab_side *s);	/* -EINVAL on RoCE */
+/* -EINVAL on RoCE; on IB the alternate is the port the QP does not run on */
+int apmlab_load_alt_path(struct apmlab_side *s);
 int apmlab_rearm(struct apmlab_side *s);
 /* Query a QP's state and path-migration state (-1 each on error). */
 int apmlab_query(struct ib_qp *qp, int *qp_state, int *mig);
+
+/* cm.c: connect the pair through ib_cm (IB ports), alternate path in the REQ */
+int apmlab_cm_connect(struct apmlab_side *client, struct apmlab_side *server);
+void apmlab_cm_disconnect(struct apmlab_side *client, struct apmlab_side *server);
+int apmlab_cm_notify(struct apmlab_side *s);	/* ib_cm_notify(PATH_MIG), logged */
 
 #endif

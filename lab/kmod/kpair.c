@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One side of the kernel ULP's RC QP pair, made through ib_verbs on a RoCE
- * port: PD, CQ, QP, the port's IPv4-mapped RoCE v2 GID, the connect sequence
- * and the modifies the ULP does (each logged with its return code).
+ * One side of the kernel ULP's RC QP pair, made through ib_verbs: PD, CQ,
+ * QP, the connect sequence and the modifies the ULP does (each logged with
+ * its return code). On RoCE (rxe) the path is the port's IPv4-mapped RoCE v2
+ * GID; on InfiniBand (ibsim) it is the peer port's LID, port 1 <-> port 1
+ * primary and port 2 <-> port 2 alternate.
  */
 #include <linux/etherdevice.h>
 #include <net/ipv6.h>
@@ -21,9 +23,32 @@ int apmlab_query(struct ib_qp *qp, int *qp_state, int *mig)
 	return ret;
 }
 
+/* The peer's LID on port (IB), 0 if unknown. */
+static u32 peer_lid(struct apmlab_side *s, u32 port)
+{
+	struct ib_port_attr pa;
+
+	if (ib_query_port(s->peer->dev, port, &pa))
+		return 0;
+	return pa.lid;
+}
+
+static void fill_ib_av(struct apmlab_side *s, struct rdma_ah_attr *ah, u32 port)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(ah, port);
+	rdma_ah_set_dlid(ah, peer_lid(s, port));
+	rdma_ah_set_sl(ah, 0);
+}
+
 /* The path a RoCE port can offer: the same GIDs as the primary. */
 static void fill_av(struct apmlab_side *s, struct rdma_ah_attr *ah)
 {
+	if (s->ib) {
+		fill_ib_av(s, ah, APMLAB_PORT);
+		return;
+	}
 	memset(ah, 0, sizeof(*ah));
 	ah->type = rdma_ah_find_type(s->dev, APMLAB_PORT);
 	rdma_ah_set_port_num(ah, APMLAB_PORT);
@@ -41,10 +66,30 @@ static int modify(struct apmlab_side *s, const char *what, struct ib_qp_attr *a,
 	return ret;
 }
 
+/* The port the QP's primary path uses now (it changes with each migration). */
+static u32 current_port(struct apmlab_side *s)
+{
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
+
+	if (ib_query_qp(s->qp, &attr, IB_QP_PORT, &init) || !attr.port_num)
+		return APMLAB_PORT;
+	return attr.port_num;
+}
+
 int apmlab_load_alt_path(struct apmlab_side *s)
 {
 	struct ib_qp_attr a = {};
 
+	if (s->ib) {
+		u32 alt = current_port(s) == 1 ? 2 : 1;
+
+		fill_ib_av(s, &a.alt_ah_attr, alt);
+		a.alt_port_num = alt;
+		a.alt_pkey_index = 0;
+		a.alt_timeout = 14;
+		return modify(s, "alt_path", &a, IB_QP_ALT_PATH);
+	}
 	fill_av(s, &a.alt_ah_attr);
 	a.alt_port_num = APMLAB_PORT;
 	a.alt_pkey_index = 0;
@@ -95,9 +140,12 @@ int apmlab_side_create(struct apmlab_side *s, const char *name,
 	s->dev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
 	if (!s->dev)
 		return -ENODEV;
-	ret = find_roce_v4_gid(s);
-	if (ret)
-		return ret;
+	s->ib = rdma_protocol_ib(s->dev, APMLAB_PORT);
+	if (!s->ib) {
+		ret = find_roce_v4_gid(s);
+		if (ret)
+			return ret;
+	}
 	s->pd = ib_alloc_pd(s->dev, 0);
 	if (IS_ERR(s->pd))
 		return PTR_ERR(s->pd);
@@ -131,7 +179,10 @@ void apmlab_side_destroy(struct apmlab_side *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* RESET -> INIT -> RTR -> RTS, then RTS -> RTS with PATH_MIG_STATE=REARM. */
+/*
+ * RESET -> INIT -> RTR -> RTS, then RTS -> RTS with PATH_MIG_STATE=REARM;
+ * on IB an RTS -> RTS ALT_PATH load (port 2) comes before the rearm.
+ */
 int apmlab_side_connect(struct apmlab_side *s)
 {
 	struct ib_qp_attr a = {};
@@ -172,6 +223,11 @@ int apmlab_side_connect(struct apmlab_side *s)
 		     IB_QP_MAX_QP_RD_ATOMIC);
 	if (ret)
 		return ret;
+	if (s->ib) {
+		ret = apmlab_load_alt_path(s);
+		if (ret)
+			return ret;
+	}
 	return apmlab_rearm(s);
 }
 

@@ -8,9 +8,12 @@
  *                 EOPNOTSUPP QP without event handler, EINVAL bad command,
  *                 else the errno of the migrate modify.
  *           read  the last injection as one JSON line.
- *   ulp     write "start [BEHAVIOR [DEV0 DEV1]]" | "stop" | "behavior B"
- *                 BEHAVIOR: correct (default) | no-rearm | rearm-no-alt;
- *                 devices default to rxe0 rxe1.
+ *   ulp     write "start [BEHAVIOR [DEV0 DEV1 [cm]]]" | "stop" | "behavior B"
+ *                 BEHAVIOR: correct (default) | no-rearm | rearm-no-alt |
+ *                 no-notify; devices default to rxe0 rxe1; "cm" connects
+ *                 through ib_cm with an alternate path (IB ports only,
+ *                 else EPROTONOSUPPORT) and calls ib_cm_notify(PATH_MIG) on
+ *                 migration unless no-notify.
  *           read  JSON lines: {"running":..,"behavior":..}, then one per QP
  *                 (dev, qpn, peer_qpn, live qp_state and path_mig_state).
  *   log     read  events seen and modifies done, one JSON line each.
@@ -91,9 +94,11 @@ static ssize_t ulp_write(struct file *f, const char __user *ubuf,
 			return b;
 	}
 	if (!strcmp(w[0], "start") && (n == 1 || n == 2))
-		ret = apmlab_ulp_start(b, "rxe0", "rxe1");
+		ret = apmlab_ulp_start(b, "rxe0", "rxe1", false);
 	else if (!strcmp(w[0], "start") && n == 4)
-		ret = apmlab_ulp_start(b, w[2], w[3]);
+		ret = apmlab_ulp_start(b, w[2], w[3], false);
+	else if (!strcmp(w[0], "start") && n == 5 && !strcmp(w[4], "cm"))
+		ret = apmlab_ulp_start(b, w[2], w[3], true);
 	else if (!strcmp(w[0], "stop") && n == 1)
 		ret = apmlab_ulp_stop();
 	else if (!strcmp(w[0], "behavior") && n == 2)

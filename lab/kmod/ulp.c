@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A kernel ULP that uses APM: a kernel RC QP pair (dev0 <-> dev1,
- * port 1, RoCE v2 GIDs) made through ib_verbs, armed with
+ * port 1; RoCE v2 GIDs on rxe, LIDs on ibsim with the alternate on port 2)
+ * made through ib_verbs, armed with
  * PATH_MIG_STATE=REARM, whose QP event handler reacts to PATH_MIG.
  *
  * The event handler only logs and queues work: drivers may call QP event
@@ -21,6 +22,7 @@ struct react {
 
 static struct apmlab_side sides[2];
 static bool running;
+static bool use_cm;		/* connected through ib_cm */
 static DEFINE_MUTEX(ulp_lock);		/* start/stop/show */
 static DEFINE_SPINLOCK(accept_lock);	/* accepting vs the event handler */
 static bool accepting;
@@ -31,6 +33,7 @@ static const char *const behavior_names[] = {
 	[APMLAB_CORRECT] = "correct",
 	[APMLAB_NO_REARM] = "no-rearm",
 	[APMLAB_REARM_NO_ALT] = "rearm-no-alt",
+	[APMLAB_NO_NOTIFY] = "no-notify",
 };
 
 int apmlab_behavior_parse(const char *s)
@@ -56,8 +59,14 @@ static void react(struct work_struct *work)
 	struct react *r = container_of(work, struct react, work);
 	struct apmlab_side *s = r->s;
 
-	switch (atomic_read(&behavior)) {
+	int b = atomic_read(&behavior);
+
+	/* A CM user tells the CM the QP migrated (it swaps its AVs, if no LAP is pending). */
+	if (use_cm && b != APMLAB_NO_NOTIFY)
+		apmlab_cm_notify(s);
+	switch (b) {
 	case APMLAB_CORRECT:
+	case APMLAB_NO_NOTIFY:
 		/* Step 1 (send a LAP) has no kernel API since 5.6. */
 		apmlab_log_note(s->qp, "lap_unavailable", -EOPNOTSUPP);
 		apmlab_load_alt_path(s);	/* -EINVAL on RoCE: recorded */
@@ -103,12 +112,14 @@ static void stop_locked(void)
 	accepting = false;
 	spin_unlock_irq(&accept_lock);
 	flush_workqueue(wq);
+	if (use_cm)
+		apmlab_cm_disconnect(&sides[0], &sides[1]);
 	apmlab_side_destroy(&sides[0]);
 	apmlab_side_destroy(&sides[1]);
 	running = false;
 }
 
-int apmlab_ulp_start(int b, const char *dev0, const char *dev1)
+int apmlab_ulp_start(int b, const char *dev0, const char *dev1, bool cm)
 {
 	int ret;
 
@@ -119,6 +130,7 @@ int apmlab_ulp_start(int b, const char *dev0, const char *dev1)
 	}
 	atomic_set(&behavior, b);
 	running = true;
+	use_cm = cm;
 	sides[0].peer = &sides[1];
 	sides[1].peer = &sides[0];
 	ret = apmlab_side_create(&sides[0], dev0, qp_event);
@@ -128,9 +140,14 @@ int apmlab_ulp_start(int b, const char *dev0, const char *dev1)
 		spin_lock_irq(&accept_lock);
 		accepting = true;
 		spin_unlock_irq(&accept_lock);
-		ret = apmlab_side_connect(&sides[0]);
+		if (cm && !(sides[0].ib && sides[1].ib))
+			ret = -EPROTONOSUPPORT;	/* the CM pair needs IB ports */
+		else if (cm)
+			ret = apmlab_cm_connect(&sides[0], &sides[1]);
+		else
+			ret = apmlab_side_connect(&sides[0]);
 	}
-	if (!ret)
+	if (!ret && !cm)
 		ret = apmlab_side_connect(&sides[1]);
 	if (ret) {
 		apmlab_log_note(NULL, "start_failed", ret);
@@ -166,15 +183,24 @@ void apmlab_ulp_show(struct seq_file *m)
 	int i, st, mig, ret;
 
 	mutex_lock(&ulp_lock);
-	seq_printf(m, "{\"running\":%s,\"behavior\":\"%s\"}\n",
+	seq_printf(m, "{\"running\":%s,\"behavior\":\"%s\",\"cm\":%s}\n",
 		   running ? "true" : "false",
-		   behavior_names[atomic_read(&behavior)]);
+		   behavior_names[atomic_read(&behavior)],
+		   running && use_cm ? "true" : "false");
 	for (i = 0; running && i < 2; i++) {
 		ret = apmlab_query(sides[i].qp, &st, &mig);
-		seq_printf(m, "{\"dev\":\"%s\",\"qpn\":%u,\"peer_qpn\":%u,\"gid_index\":%d,\"kernel\":true,\"query_ret\":%d,\"qp_state\":\"%s\",\"path_mig_state\":\"%s\"}\n",
+		seq_printf(m, "{\"dev\":\"%s\",\"qpn\":%u,\"peer_qpn\":%u,\"gid_index\":%d,\"kernel\":true,\"query_ret\":%d,\"qp_state\":\"%s\",\"path_mig_state\":\"%s\"",
 			   dev_name(&sides[i].dev->dev), sides[i].qp->qp_num,
 			   sides[i].peer->qp->qp_num, sides[i].gid_index, ret,
 			   apmlab_qps_name(st), apmlab_mig_name(mig));
+		if (use_cm && sides[i].cm_id) {
+			struct ib_cm_id *id = sides[i].cm_id;
+
+			seq_printf(m, ",\"local_comm_id\":%u,\"remote_comm_id\":%u,\"cm_state\":%d,\"lap_state\":%d",
+				   be32_to_cpu(id->local_id), be32_to_cpu(id->remote_id),
+				   id->state, id->lap_state);
+		}
+		seq_puts(m, "}\n");
 	}
 	mutex_unlock(&ulp_lock);
 }

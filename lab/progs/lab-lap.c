@@ -7,6 +7,10 @@
  * header with rdma_create_user_ah(); on a RoCE port that needs a GRH
  * (grh_present, the local GID index, the destination GID), and the kernel
  * resolves the destination MAC itself. QP1 takes Q_Key 0x80010000.
+ *
+ * InfiniBand addressing (ibsim): the MAD goes to the receiving port's LID
+ * without a GRH; LIDs and GIDs come from sysfs (libibverbs has no provider
+ * for ibsim). The LAP's alternate path is --alt-port on both sides.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -43,11 +47,18 @@ static void usage(void)
 	       "Output: JSON lines on stdout; errors on stderr, exit 1.\n"
 	       "\n"
 	       "  --dev D         sending device (required)\n"
-	       "  --to D2         receiving local device (default: rxe1 for rxe0, else rxe0)\n"
+	       "  --to D2         receiving local device (default: the other of rxe0/rxe1,\n"
+	       "                  or of ibsim0/ibsim1)\n"
 	       "  --dgid GID      receiving GID instead of a local device (no counters)\n"
 	       "  --port N        port on both sides (default 1)\n"
 	       "  --attr A        lap (default) | apr\n"
 	       "  --count N       MADs to send (default 1)\n"
+	       "  --local-comm-id N   the LAP's local comm ID (default: made up)\n"
+	       "  --remote-comm-id N  the LAP's remote comm ID: the receiver's local comm\n"
+	       "                  ID of an established connection (default: made up)\n"
+	       "  --remote-qpn N  the LAP's remote QPN (default 0x100)\n"
+	       "  --alt-port N    InfiniBand: the alternate path's port on both sides\n"
+	       "                  (default 2); its LIDs and GIDs go in the LAP\n"
 	       "  --wait D        how long to wait for the receiver's counter (default 3s)\n"
 	       "  --help          this text\n");
 }
@@ -70,6 +81,51 @@ static long rx_counter(const char *dev, int port, const char *attr)
 	return v;
 }
 
+/* First line of /sys/class/infiniband/DEV/ports/PORT/NAME, "" if absent. */
+static void port_attr(const char *dev, int port, const char *name, char *buf, size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/%s", dev, port, name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(buf, len, f))
+		buf[0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+static int is_ib(const char *dev, int port)
+{
+	char ll[64];
+
+	port_attr(dev, port, "link_layer", ll, sizeof(ll));
+	return !strcmp(ll, "InfiniBand");
+}
+
+/* The LID and GID 0 of an InfiniBand port from sysfs. */
+static void ib_addr(const char *dev, int port, uint16_t *lid, union ibv_gid *gid)
+{
+	char buf[128];
+
+	port_attr(dev, port, "lid", buf, sizeof(buf));
+	if (!buf[0])
+		die("%s port %d: no LID in sysfs", dev, port);
+	*lid = (uint16_t)strtoul(buf, NULL, 0);
+	port_attr(dev, port, "gids/0", buf, sizeof(buf));
+	if (inet_pton(AF_INET6, buf, gid->raw) != 1)
+		die("%s port %d: bad GID '%s' in sysfs", dev, port, buf);
+}
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	v = htobe16(v);
+	memcpy(p, &v, 2);
+}
+
 static void put_be32(uint8_t *p, uint32_t v)
 {
 	v = htobe32(v);
@@ -82,8 +138,14 @@ static void put_be32(uint8_t *p, uint32_t v)
  * alternate local/remote GID @24/@40, flow label/traffic class @56, hop
  * limit @60. APR: local comm ID @0, remote comm ID @4, AP status @9.
  */
+struct lap_ids {
+	long local, remote, qpn;	/* -1: made up */
+	uint16_t alt_slid, alt_dlid;	/* IB only */
+};
+
 static void build_mad(uint8_t *mad, int attr, uint64_t tid,
-		      const union ibv_gid *sgid, const union ibv_gid *dgid)
+		      const union ibv_gid *sgid, const union ibv_gid *dgid,
+		      const struct lap_ids *ids)
 {
 	uint8_t *msg = mad + 24;
 	uint16_t be_attr = htobe16(attr);
@@ -96,16 +158,32 @@ static void build_mad(uint8_t *mad, int attr, uint64_t tid,
 	mad[3] = METHOD_SEND;
 	memcpy(mad + 8, &be_tid, 8);
 	memcpy(mad + 16, &be_attr, 2);
-	put_be32(msg + 0, 0x1ab00000 | (tid & 0xffff));	/* local comm ID */
-	put_be32(msg + 4, 0x2ab00000 | (tid & 0xffff));	/* remote comm ID */
+	put_be32(msg + 0, ids->local >= 0 ? (uint32_t)ids->local :
+		 0x1ab00000 | (tid & 0xffff));		/* local comm ID */
+	put_be32(msg + 4, ids->remote >= 0 ? (uint32_t)ids->remote :
+		 0x2ab00000 | (tid & 0xffff));		/* remote comm ID */
 	if (attr == ATTR_LAP) {
-		put_be32(msg + 12, 0x000100 << 8);	/* remote QPN 0x100 */
+		put_be32(msg + 12, (uint32_t)(ids->qpn >= 0 ? ids->qpn : 0x100) << 8);
+		put_be16(msg + 20, ids->alt_slid);
+		put_be16(msg + 22, ids->alt_dlid);
 		memcpy(msg + 24, sgid->raw, 16);
 		memcpy(msg + 40, dgid->raw, 16);
 		msg[60] = 64;				/* hop limit */
 	} else {
 		msg[9] = 0;				/* AP status: success */
 	}
+}
+
+static long parse_u32_opt(const char *s, const char *name)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || end == s || v > 0xffffffffUL)
+		usage_error("bad %s '%s'", name, s);
+	return (long)v;
 }
 
 int main(int argc, char **argv)
@@ -118,11 +196,18 @@ int main(int argc, char **argv)
 		{ "attr", required_argument, NULL, 'a' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "local-comm-id", required_argument, NULL, 'L' },
+		{ "remote-comm-id", required_argument, NULL, 'R' },
+		{ "remote-qpn", required_argument, NULL, 'Q' },
+		{ "alt-port", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *dev = NULL, *to = NULL, *dgid_s = NULL, *attr_s = "lap";
-	int c, i, port = 1, count = 1, attr = ATTR_LAP, sidx, didx, fd, agent;
+	int c, i, port = 1, count = 1, attr = ATTR_LAP, sidx = 0, didx, fd, agent;
+	int ib, alt_port = 2;
+	uint16_t dlid = 0;
+	struct lap_ids ids = { -1, -1, -1, 0, 0 };
 	long wait_ms = 3000, before = -1, after = -1, deadline;
 	union ibv_gid sgid, dgid;
 	struct ibv_context *ctx;
@@ -154,6 +239,14 @@ int main(int argc, char **argv)
 			if (wait_ms < 0)
 				usage_error("bad duration '%s'", optarg);
 			break;
+		case 'L': ids.local = parse_u32_opt(optarg, "--local-comm-id"); break;
+		case 'R': ids.remote = parse_u32_opt(optarg, "--remote-comm-id"); break;
+		case 'Q': ids.qpn = parse_u32_opt(optarg, "--remote-qpn") & 0xffffff; break;
+		case 'A':
+			alt_port = atoi(optarg);
+			if (alt_port < 1)
+				usage_error("bad --alt-port");
+			break;
 		case 'h': usage(); return 0;
 		default: usage_error("bad arguments");
 		}
@@ -166,21 +259,36 @@ int main(int argc, char **argv)
 		usage_error("bad port");
 	if (to && dgid_s)
 		usage_error("--to and --dgid exclude each other");
-	if (!to && !dgid_s)
-		to = strcmp(dev, "rxe0") ? "rxe0" : "rxe1";
+	ib = is_ib(dev, port);
+	if (!to && !dgid_s) {
+		if (ib)
+			to = strcmp(dev, "ibsim0") ? "ibsim0" : "ibsim1";
+		else
+			to = strcmp(dev, "rxe0") ? "rxe0" : "rxe1";
+	}
+	if (ib) {
+		union ibv_gid unused;
 
-	ctx = open_device(dev);
-	if (find_roce_v4_gid(ctx, port, &sidx, &sgid))
-		die("%s port %d has no IPv4-mapped RoCE v2 GID", dev, port);
-	ibv_close_device(ctx);
-	if (to) {
-		ctx = open_device(to);
-		if (find_roce_v4_gid(ctx, port, &didx, &dgid))
-			die("%s port %d has no IPv4-mapped RoCE v2 GID", to, port);
-		ibv_close_device(ctx);
+		if (!to)
+			usage_error("--dgid is for RoCE; on InfiniBand use --to");
+		ib_addr(dev, alt_port, &ids.alt_slid, &sgid);
+		ib_addr(to, alt_port, &ids.alt_dlid, &dgid);
+		ib_addr(to, port, &dlid, &unused);
 		before = rx_counter(to, port, attr_s);
-	} else if (inet_pton(AF_INET6, dgid_s, dgid.raw) != 1) {
-		usage_error("bad GID '%s' (want IPv6 text, e.g. ::ffff:10.0.0.2)", dgid_s);
+	} else {
+		ctx = open_device(dev);
+		if (find_roce_v4_gid(ctx, port, &sidx, &sgid))
+			die("%s port %d has no IPv4-mapped RoCE v2 GID", dev, port);
+		ibv_close_device(ctx);
+		if (to) {
+			ctx = open_device(to);
+			if (find_roce_v4_gid(ctx, port, &didx, &dgid))
+				die("%s port %d has no IPv4-mapped RoCE v2 GID", to, port);
+			ibv_close_device(ctx);
+			before = rx_counter(to, port, attr_s);
+		} else if (inet_pton(AF_INET6, dgid_s, dgid.raw) != 1) {
+			usage_error("bad GID '%s' (want IPv6 text, e.g. ::ffff:10.0.0.2)", dgid_s);
+		}
 	}
 	gid_str(&sgid, sg, sizeof(sg));
 	gid_str(&dgid, dg, sizeof(dg));
@@ -203,22 +311,29 @@ int main(int argc, char **argv)
 		ib_mad_addr_t *a;
 		int ret;
 
-		build_mad(umad_get_mad(umad), attr, tid, &sgid, &dgid);
-		if (umad_set_addr(umad, 0, 1, 0, QP1_QKEY) < 0)
+		build_mad(umad_get_mad(umad), attr, tid, &sgid, &dgid, &ids);
+		if (umad_set_addr(umad, ib ? dlid : 0, 1, 0, QP1_QKEY) < 0)
 			die("umad_set_addr failed");
 		a = umad_get_mad_addr(umad);
-		a->grh_present = 1;
-		a->gid_index = sidx;
-		a->hop_limit = 64;
-		a->traffic_class = 0;
-		a->flow_label = 0;
-		memcpy(a->gid, dgid.raw, 16);
+		if (!ib) {
+			a->grh_present = 1;
+			a->gid_index = sidx;
+			a->hop_limit = 64;
+			a->traffic_class = 0;
+			a->flow_label = 0;
+			memcpy(a->gid, dgid.raw, 16);
+		}
 		ret = umad_send(fd, agent, umad, MAD_SIZE, 0, 0);
 		if (ret < 0)
 			die("umad_send %s to %s: %s", attr_s, dg, strerror(-ret));
-		jline("{\"sent\":\"%s\",\"attr_id\":%d,\"pid\":%d,\"dev\":\"%s\",\"port\":%d,\"sgid_index\":%d,\"sgid\":\"%s\",\"dgid\":\"%s\",\"tid\":%llu}",
-		      attr == ATTR_LAP ? "LAP" : "APR", attr, getpid(), dev, port,
-		      sidx, sg, dg, (unsigned long long)tid);
+		if (ib)
+			jline("{\"sent\":\"%s\",\"attr_id\":%d,\"pid\":%d,\"dev\":\"%s\",\"port\":%d,\"dlid\":%u,\"alt_slid\":%u,\"alt_dlid\":%u,\"sgid\":\"%s\",\"dgid\":\"%s\",\"tid\":%llu}",
+			      attr == ATTR_LAP ? "LAP" : "APR", attr, getpid(), dev, port,
+			      dlid, ids.alt_slid, ids.alt_dlid, sg, dg, (unsigned long long)tid);
+		else
+			jline("{\"sent\":\"%s\",\"attr_id\":%d,\"pid\":%d,\"dev\":\"%s\",\"port\":%d,\"sgid_index\":%d,\"sgid\":\"%s\",\"dgid\":\"%s\",\"tid\":%llu}",
+			      attr == ATTR_LAP ? "LAP" : "APR", attr, getpid(), dev, port,
+			      sidx, sg, dg, (unsigned long long)tid);
 	}
 
 	if (to) {

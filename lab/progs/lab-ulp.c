@@ -23,8 +23,13 @@ static void usage(void)
 	       "handler reacts to PATH_MIG from a workqueue.\n"
 	       "\n"
 	       "commands:\n"
-	       "  start [--behavior B] [--dev0 D --dev1 D]\n"
-	       "                 make the pair, then print the status lines\n"
+	       "  start [--behavior B] [--dev0 D --dev1 D | --ib] [--cm]\n"
+	       "                 make the pair, then print the status lines; --ib is\n"
+	       "                 --dev0 ibsim0 --dev1 ibsim1 (InfiniBand: primary port 1,\n"
+	       "                 alternate port 2 loaded at connect, then rearmed);\n"
+	       "                 --cm connects through ib_cm with the alternate path in\n"
+	       "                 the REQ (IB only) and calls ib_cm_notify(PATH_MIG) on\n"
+	       "                 each migration; status then shows the comm IDs\n"
 	       "  status         {\"running\":..,\"behavior\":..} then one JSON line per QP\n"
 	       "                 (dev, qpn, peer_qpn, qp_state, path_mig_state)\n"
 	       "  log [--clear]  events seen and modifies done, one JSON line each\n"
@@ -32,8 +37,9 @@ static void usage(void)
 	       "  behavior B     change the behaviour of a running pair\n"
 	       "  stop           destroy the pair\n"
 	       "\n"
-	       "behaviours: correct (default: try a new alternate path, which RoCE\n"
-	       "rejects with EINVAL, then rearm) | no-rearm | rearm-no-alt\n"
+	       "behaviours: correct (default: load a new alternate path, which RoCE\n"
+	       "rejects with EINVAL and InfiniBand takes on the other port, then rearm)\n"
+	       "| no-rearm | rearm-no-alt | no-notify (correct without ib_cm_notify)\n"
 	       "\n"
 	       "  --control DIR  the module's debugfs dir (default /sys/kernel/debug/apmlab)\n"
 	       "  --help         this text\n");
@@ -56,6 +62,8 @@ static void ctl_write(const char *file, const char *cmd)
 			die("'%s': the kernel ULP is already running", cmd);
 		if (err == ENOENT && !strcmp(cmd, "stop"))
 			die("the kernel ULP is not running");
+		if (err == EPROTONOSUPPORT)
+			die("'%s': --cm needs InfiniBand ports (ibsim0, ibsim1)", cmd);
 		if (err == ENODEV)
 			die("'%s': no such RDMA device", cmd);
 		die("'%s' on %s failed: %s", cmd, path, strerror(err));
@@ -88,6 +96,8 @@ int main(int argc, char **argv)
 		{ "behavior", required_argument, NULL, 'b' },
 		{ "dev0", required_argument, NULL, '0' },
 		{ "dev1", required_argument, NULL, '1' },
+		{ "ib", no_argument, NULL, 'i' },
+		{ "cm", no_argument, NULL, 'm' },
 		{ "clear", no_argument, NULL, 'C' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
@@ -95,7 +105,7 @@ int main(int argc, char **argv)
 	};
 	const char *behavior = "correct", *dev0 = "rxe0", *dev1 = "rxe1", *cmd;
 	char buf[256];
-	int c, clear = 0;
+	int c, clear = 0, cm = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -107,6 +117,13 @@ int main(int argc, char **argv)
 			break;
 		case '1':
 			dev1 = optarg;
+			break;
+		case 'i':
+			dev0 = "ibsim0";
+			dev1 = "ibsim1";
+			break;
+		case 'm':
+			cm = 1;
 			break;
 		case 'C':
 			clear = 1;
@@ -127,9 +144,12 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "start") && optind == argc) {
 		if (strcmp(behavior, "correct") && strcmp(behavior, "no-rearm") &&
-		    strcmp(behavior, "rearm-no-alt"))
+		    strcmp(behavior, "rearm-no-alt") && strcmp(behavior, "no-notify"))
 			usage_error("unknown behavior '%s'", behavior);
-		snprintf(buf, sizeof(buf), "start %s %s %s", behavior, dev0, dev1);
+		if (strlen(dev0) > 64 || strlen(dev1) > 64)
+			usage_error("bad device name");
+		snprintf(buf, sizeof(buf), "start %s %s %s%s", behavior, dev0, dev1,
+			 cm ? " cm" : "");
 		ctl_write("ulp", buf);
 		ctl_cat("ulp");
 	} else if (!strcmp(cmd, "status") && optind == argc) {

@@ -1,20 +1,22 @@
 # Lab programs and the apmlab module (sources in lab/progs and lab/kmod).
 # Included by lab/lab.mk. Outputs: $(BUILD)/lab/bin/lab-*, and
-# $(BUILD)/lab/<kernel>/apmlab.ko built against that kernel's Debian headers.
+# $(BUILD)/lab/<kernel>/apmlab.ko and ibsim.ko (the simulated IB HCA) built
+# against that kernel's Debian headers.
 
-LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap
+LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib
 LAB_BIN       := $(abspath $(BUILD))/lab/bin
 LAB_KMOD_KS   := 6.1 6.12
 LAB_CC        ?= gcc
 LAB_CFLAGS    := -O2 -g -Wall -Wextra -Werror -std=gnu11
 PROGS_SRC     := lab/progs
 KMOD_SRC      := $(wildcard lab/kmod/*.c lab/kmod/*.h) lab/kmod/Kbuild
+IBSIM_SRC     := $(wildcard lab/ibsim/*.c lab/ibsim/*.h) lab/ibsim/Kbuild
 PROGS_COMMON  := $(PROGS_SRC)/common.c $(PROGS_SRC)/common.h
 PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
 
 .PHONY: lab-progs lab-kmod
 lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
-lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko)
+lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko $(abspath $(BUILD))/lab/$(k)/ibsim.ko)
 
 # $(call lab_prog,SOURCES,LIBS). Several makes may run in the same tree at
 # the same time: write to a temporary name, then rename into place.
@@ -34,16 +36,25 @@ $(LAB_BIN)/lab-cm-pair: $(PROGS_SRC)/lab-cm-pair.c $(PROGS_APM) $(PROGS_COMMON)
 	$(call lab_prog,$^,-lrdmacm -libverbs)
 $(LAB_BIN)/lab-lap: $(PROGS_SRC)/lab-lap.c $(PROGS_COMMON)
 	$(call lab_prog,$^,-libumad -libverbs)
+$(LAB_BIN)/lab-ib: $(PROGS_SRC)/lab-ib.c $(PROGS_COMMON)
+	$(call lab_prog,$^,-libverbs)
 
 # Kbuild writes next to the sources, so each kernel builds a copy in a
 # private directory under BUILD (concurrent makes do not collide).
-$(abspath $(BUILD))/lab/%/apmlab.ko: $(KMOD_SRC)
+# $(call lab_kmod,NAME,SOURCES) builds NAME.ko for kernel $*.
+define lab_kmod
 	@kv=$$(lab/kver.sh $*) || exit 1; \
 	hdr=/usr/src/linux-headers-$$kv; \
 	[ -d $$hdr ] || { echo "lab-kmod: $$hdr missing: apt-get install linux-headers-$$kv (make setup does)" >&2; exit 1; }; \
 	mkdir -p $(@D) && out=$$(mktemp -d $(abspath $(BUILD))/lab/kmod-$*.XXXXXX) && \
-	cp $(KMOD_SRC) $$out/ && \
+	cp $(2) $$out/ && \
 	{ $(MAKE) --no-print-directory -s -C $$hdr M=$$out modules 2>&1 | grep -v '^Skipping BTF generation' >&2; \
-	  [ -e $$out/apmlab.ko ]; } && \
-	strip --strip-debug -o $@.tmp.$$$$ $$out/apmlab.ko && mv -f $@.tmp.$$$$ $@ && \
-	rm -rf $$out && echo "  KMOD    $* apmlab.ko ($$kv)" || { rm -rf $$out; exit 1; }
+	  [ -e $$out/$(1).ko ]; } && \
+	strip --strip-debug -o $@.tmp.$$$$ $$out/$(1).ko && mv -f $@.tmp.$$$$ $@ && \
+	rm -rf $$out && echo "  KMOD    $* $(1).ko ($$kv)" || { rm -rf $$out; exit 1; }
+endef
+
+$(abspath $(BUILD))/lab/%/apmlab.ko: $(KMOD_SRC)
+	$(call lab_kmod,apmlab,$(KMOD_SRC))
+$(abspath $(BUILD))/lab/%/ibsim.ko: $(IBSIM_SRC)
+	$(call lab_kmod,ibsim,$(IBSIM_SRC))

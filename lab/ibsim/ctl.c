@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Control interface, /sys/kernel/debug/ibsim/:
+ *
+ *   ctl     write one command; errors come back as the write's errno
+ *             port DEV PORT down|up   take a port DOWN (PORT_ERR, and every
+ *                                     QP whose primary crosses it fails over
+ *                                     or fails) or back ACTIVE (PORT_ACTIVE)
+ *             link LID down|up        the switch stops (resumes) routing to
+ *                                     LID: no port event, paths through it fail
+ *             traffic on|off [DEV QPN]  simulated RC traffic, global or one QP
+ *             poke [DEV QPN]          one packet from every QP (or one)
+ *           DEV is ibsim0 or ibsim1. ENODEV no such device, ENOENT no such
+ *           QP or LID, EINVAL bad command. A write returns once the events
+ *           it caused have been raised.
+ *   show    read  JSON lines: {"traffic":..}, one per port, one per QP
+ *   events  read  JSON lines: the last 256 async events raised
+ */
+#include <linux/debugfs.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include "ibsim.h"
+
+#define CMD_MAX 128
+#define MAX_WORDS 5
+
+static struct dentry *dir;
+
+static int split(char *buf, char **w)
+{
+	char *p = strim(buf);
+	int n = 0;
+
+	while (p && *p) {
+		if (n == MAX_WORDS)
+			return -E2BIG;
+		w[n++] = strsep(&p, " \t\n");
+		p = p ? skip_spaces(p) : NULL;
+	}
+	return n;
+}
+
+static int parse_dev(const char *s)
+{
+	if (!strcmp(s, "ibsim0"))
+		return 0;
+	if (!strcmp(s, "ibsim1"))
+		return 1;
+	return -ENODEV;
+}
+
+static int parse_updown(const char *s, bool *up)
+{
+	if (!strcmp(s, "up") || !strcmp(s, "on"))
+		*up = true;
+	else if (!strcmp(s, "down") || !strcmp(s, "off"))
+		*up = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* "DEV QPN" at w[0], w[1] */
+static int parse_qp(char **w, int *dev, int *qpn)
+{
+	u32 n;
+
+	*dev = parse_dev(w[0]);
+	if (*dev < 0)
+		return *dev;
+	if (kstrtou32(w[1], 0, &n) || n > INT_MAX)
+		return -EINVAL;
+	*qpn = n;
+	return 0;
+}
+
+static int run(char **w, int n)
+{
+	int dev = -1, qpn = -1, ret;
+	bool up;
+	u32 v;
+
+	if (!strcmp(w[0], "port") && n == 4) {
+		dev = parse_dev(w[1]);
+		if (dev < 0)
+			return dev;
+		if (kstrtou32(w[2], 0, &v) || parse_updown(w[3], &up))
+			return -EINVAL;
+		return ibsim_port_set(dev, v, up);
+	}
+	if (!strcmp(w[0], "link") && n == 3) {
+		if (kstrtou32(w[1], 0, &v) || parse_updown(w[2], &up))
+			return -EINVAL;
+		return ibsim_link_set(v, up);
+	}
+	if (!strcmp(w[0], "traffic") && (n == 2 || n == 4)) {
+		if (parse_updown(w[1], &up))
+			return -EINVAL;
+		if (n == 4) {
+			ret = parse_qp(w + 2, &dev, &qpn);
+			if (ret)
+				return ret;
+		}
+		return ibsim_traffic_set(dev, qpn, up);
+	}
+	if (!strcmp(w[0], "poke") && (n == 1 || n == 3)) {
+		if (n == 3) {
+			ret = parse_qp(w + 1, &dev, &qpn);
+			if (ret)
+				return ret;
+		}
+		return ibsim_poke(dev, qpn);
+	}
+	return -EINVAL;
+}
+
+static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len,
+			 loff_t *off)
+{
+	char buf[CMD_MAX], *w[MAX_WORDS];
+	int n, ret;
+
+	if (len >= CMD_MAX)
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	n = split(buf, w);
+	if (n <= 0)
+		return n ? n : -EINVAL;
+	ret = run(w, n);
+	return ret ? ret : len;
+}
+
+static int show_show(struct seq_file *m, void *v)
+{
+	ibsim_show(m);
+	return 0;
+}
+
+static int events_show(struct seq_file *m, void *v)
+{
+	ibsim_events_show(m);
+	return 0;
+}
+
+static int ctl_show(struct seq_file *m, void *v)
+{
+	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\n");
+	return 0;
+}
+
+DEFINE_SHOW_ATTRIBUTE(show);
+DEFINE_SHOW_ATTRIBUTE(events);
+
+static int ctl_open(struct inode *i, struct file *f)
+{
+	return single_open(f, ctl_show, NULL);
+}
+
+static const struct file_operations ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = ctl_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = ctl_write,
+};
+
+int ibsim_ctl_init(void)
+{
+	dir = debugfs_create_dir("ibsim", NULL);
+	if (IS_ERR(dir))
+		return PTR_ERR(dir);
+	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
+	debugfs_create_file("show", 0400, dir, NULL, &show_fops);
+	debugfs_create_file("events", 0400, dir, NULL, &events_fops);
+	return 0;
+}
+
+void ibsim_ctl_exit(void)
+{
+	debugfs_remove_recursive(dir);
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ibsim: a software InfiniBand HCA for the apmwatch lab. Two devices
+ * (ibsim0, ibsim1) with two IB ports each, cabled to one simulated switch.
+ * Only the HCA is simulated: ib_core, ib_mad, ib_cm, ib_umad and ib_uverbs
+ * run unmodified on top of it. See docs/lab.md.
+ *
+ * Locking: ibsim_mutex guards every QP's connection state (attributes, APM
+ * state machine), the QP list and the ports. Work queues and CQs have
+ * their own spinlocks (post_send/post_recv/poll_cq may run in atomic
+ * context). Async events are queued and raised from one ordered work item,
+ * never under ibsim_mutex, so a handler may call back into the driver.
+ */
+#ifndef IBSIM_H
+#define IBSIM_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/seq_file.h>
+#include <linux/spinlock.h>
+#include <linux/version.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+#define IBSIM_NDEV	2
+#define IBSIM_NPORT	2
+#define IBSIM_PKEYS	2
+#define IBSIM_MAX_SGE	4
+#define IBSIM_MAX_WR	1024
+#define IBSIM_MAX_CQE	4096
+#define IBSIM_MAD_MAX	2048	/* largest GSI payload carried */
+#define IBSIM_SM_LID	1
+
+struct ibsim_port {
+	u32 lid;
+	enum ib_port_state state;
+	bool link_up;		/* the switch routes to this LID */
+	u32 cap_flags;		/* modify_port set/clear bits on top */
+};
+
+struct ibsim_dev {
+	struct ib_device ibdev;
+	int index;
+	struct ibsim_port port[IBSIM_NPORT + 1];	/* 1-based */
+	u32 next_qpn;
+	bool registered;
+};
+
+struct ibsim_pd {
+	struct ib_pd ibpd;
+};
+
+struct ibsim_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct ibsim_ah {
+	struct ib_ah ibah;
+	struct rdma_ah_attr attr;
+};
+
+struct ibsim_mr {
+	struct ib_mr ibmr;
+};
+
+struct ibsim_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock;
+	struct ib_wc *ring;
+	int size, head, count;
+	int notify;		/* armed IB_CQ_* flags, 0 if not armed */
+	u64 overflows;
+};
+
+struct ibsim_wqe {
+	u64 wr_id;
+	int num_sge;
+	struct ib_sge sge[IBSIM_MAX_SGE];
+};
+
+struct ibsim_qp {
+	struct ib_qp ibqp;
+	struct list_head list;		/* ibsim_qps, under ibsim_mutex */
+	struct ibsim_dev *dev;
+	struct ibsim_cq *scq, *rcq;
+	u32 port;			/* GSI/SMI: the port it serves */
+
+	spinlock_t rq_lock;
+	struct ibsim_wqe *rq;
+	int rq_size, rq_head, rq_count;
+
+	/* under ibsim_mutex */
+	struct ib_qp_attr attr;		/* everything modify_qp set */
+	struct ib_qp_cap cap;
+	enum ib_sig_type sq_sig_type;
+	bool alt_valid;			/* an alternate path was loaded */
+	bool traffic;			/* this QP sends "packets" */
+	bool rtr_packet;		/* a packet arrived since RTR */
+	bool comm_est_pending;		/* raise COMM_EST on the new path's first packet */
+	u64 tx, rx, migrations;
+};
+
+static inline struct ibsim_dev *to_sdev(struct ib_device *d)
+{
+	return container_of(d, struct ibsim_dev, ibdev);
+}
+
+static inline struct ibsim_qp *to_sqp(struct ib_qp *q)
+{
+	return container_of(q, struct ibsim_qp, ibqp);
+}
+
+static inline struct ibsim_cq *to_scq(struct ib_cq *c)
+{
+	return container_of(c, struct ibsim_cq, ibcq);
+}
+
+extern struct mutex ibsim_mutex;
+extern struct list_head ibsim_qps;
+extern struct ibsim_dev *ibsim_devs[IBSIM_NDEV];
+extern struct workqueue_struct *ibsim_wq;
+extern bool ibsim_traffic;
+
+/* verbs.c */
+extern const struct ib_device_ops ibsim_ops;
+void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc);
+void ibsim_flush_rq(struct ibsim_qp *qp);
+
+/* qp.c */
+int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int ibsim_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad);
+int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad);
+void ibsim_migrate(struct ibsim_qp *qp);
+void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why);
+const char *ibsim_qps_name(int s);
+const char *ibsim_mig_name(int m);
+
+/* fabric.c: the switch, "packets", failures, events */
+struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port);
+bool ibsim_lid_alive(u32 lid);
+void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
+void ibsim_queue_port_event(struct ibsim_dev *dev, u32 port,
+			    enum ib_event_type type);
+void ibsim_kick_events(void);
+void ibsim_forget_qp(struct ibsim_qp *qp);	/* drop its queued events and packets */
+int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr);
+int ibsim_port_set(int dev, u32 port, bool up);
+int ibsim_link_set(u32 lid, bool up);
+int ibsim_traffic_set(int dev, int qpn, bool on);	/* qpn < 0: global */
+int ibsim_poke(int dev, int qpn);			/* qpn < 0: all */
+void ibsim_show(struct seq_file *m);
+void ibsim_events_show(struct seq_file *m);
+int ibsim_fabric_init(void);
+void ibsim_fabric_exit(void);
+
+/* ctl.c: /sys/kernel/debug/ibsim/ */
+int ibsim_ctl_init(void);
+void ibsim_ctl_exit(void);
+
+#endif

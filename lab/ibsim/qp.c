@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * QPs: create/modify/query/destroy and the work queues.
+ *
+ * modify_qp checks the transition with ib_modify_qp_is_ok() and keeps every
+ * attribute it was given; query_qp answers from that copy. Path migration
+ * per IBTA: software may set REARM (from MIGRATED) or MIGRATED; ARMED is
+ * reached only when a packet with MigReq=0 arrives from the peer (fabric.c).
+ * MIGRATED while ARMED is a forced migration: the paths swap and, as with
+ * mlx5 (whose driver raises PATH_MIG only from a firmware event, never on
+ * modify), no event is raised.
+ *
+ * Data path: GSI/UD sends are carried by the switch (fabric.c); RC/UC sends
+ * complete at once while the QP is RTS and no payload moves. A QP in ERR
+ * completes whatever is posted with IB_WC_WR_FLUSH_ERR.
+ */
+#include <linux/slab.h>
+#include "ibsim.h"
+
+static const char *const qps_names[] = {
+	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+static const char *const mig_names[] = { "MIGRATED", "REARM", "ARMED" };
+
+const char *ibsim_qps_name(int s)
+{
+	return s >= 0 && s < ARRAY_SIZE(qps_names) ? qps_names[s] : "?";
+}
+
+const char *ibsim_mig_name(int m)
+{
+	return m >= 0 && m < ARRAY_SIZE(mig_names) ? mig_names[m] : "?";
+}
+
+int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+	struct ibsim_dev *d = to_sdev(ibqp->device);
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case IB_QPT_GSI:
+		if (init->port_num < 1 || init->port_num > IBSIM_NPORT)
+			return -EINVAL;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (init->cap.max_send_wr > IBSIM_MAX_WR ||
+	    init->cap.max_recv_wr > IBSIM_MAX_WR ||
+	    init->cap.max_send_sge > IBSIM_MAX_SGE ||
+	    init->cap.max_recv_sge > IBSIM_MAX_SGE)
+		return -EINVAL;
+	qp->dev = d;
+	qp->scq = to_scq(init->send_cq);
+	qp->rcq = to_scq(init->recv_cq);
+	qp->port = init->port_num;
+	qp->rq_size = max_t(u32, init->cap.max_recv_wr, 1);
+	qp->rq = kcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
+	if (!qp->rq)
+		return -ENOMEM;
+	spin_lock_init(&qp->rq_lock);
+	qp->cap = init->cap;
+	qp->sq_sig_type = init->sq_sig_type;
+	qp->attr.qp_state = IB_QPS_RESET;
+	qp->attr.path_mig_state = IB_MIG_MIGRATED;
+	qp->traffic = true;
+
+	mutex_lock(&ibsim_mutex);
+	ibqp->qp_num = init->qp_type == IB_QPT_GSI ? 1 : d->next_qpn++;
+	list_add_tail(&qp->list, &ibsim_qps);
+	mutex_unlock(&ibsim_mutex);
+	return 0;
+}
+
+int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+
+	mutex_lock(&ibsim_mutex);
+	list_del(&qp->list);
+	ibsim_forget_qp(qp);
+	mutex_unlock(&ibsim_mutex);
+	flush_workqueue(ibsim_wq);	/* an event being raised on it */
+	kfree(qp->rq);
+	return 0;
+}
+
+static void swap_paths(struct ibsim_qp *qp)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	swap(a->ah_attr, a->alt_ah_attr);
+	swap(a->port_num, a->alt_port_num);
+	swap(a->pkey_index, a->alt_pkey_index);
+	swap(a->timeout, a->alt_timeout);
+}
+
+/* The HCA migrates: the alternate becomes the primary. Under ibsim_mutex. */
+void ibsim_migrate(struct ibsim_qp *qp)
+{
+	swap_paths(qp);
+	qp->attr.path_mig_state = IB_MIG_MIGRATED;
+	qp->migrations++;
+	qp->comm_est_pending = true;
+	ibsim_queue_qp_event(qp, IB_EVENT_PATH_MIG);
+}
+
+void ibsim_flush_rq(struct ibsim_qp *qp)
+{
+	struct ib_wc wc = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp = &qp->ibqp,
+	};
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	while (qp->rq_count) {
+		wc.wr_id = qp->rq[qp->rq_head].wr_id;
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+		ibsim_cq_add(qp->rcq, &wc);
+		spin_lock_irqsave(&qp->rq_lock, flags);
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+/*
+ * The QP goes to ERR as a retry-exceeded send would: an error completion
+ * (wr_id 0: the simulated traffic was the outstanding send) on the send CQ.
+ */
+void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why)
+{
+	struct ib_wc wc = {
+		.status = why,
+		.opcode = IB_WC_SEND,
+		.qp = &qp->ibqp,
+	};
+
+	WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
+	ibsim_cq_add(qp->scq, &wc);
+	ibsim_flush_rq(qp);
+}
+
+static int check_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask)
+{
+	if ((mask & IB_QP_PORT) &&
+	    (a->port_num < 1 || a->port_num > IBSIM_NPORT))
+		return -EINVAL;
+	if ((mask & IB_QP_ALT_PATH) &&
+	    (a->alt_port_num < 1 || a->alt_port_num > IBSIM_NPORT ||
+	     a->alt_pkey_index >= IBSIM_PKEYS))
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && a->pkey_index >= IBSIM_PKEYS)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MIG_STATE) &&
+	    a->path_mig_state != IB_MIG_MIGRATED &&
+	    a->path_mig_state != IB_MIG_REARM)
+		return -EINVAL;	/* ARMED is the HCA's to set */
+	return 0;
+}
+
+static void copy_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask)
+{
+	struct ib_qp_attr *s = &qp->attr;
+
+	if (mask & IB_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags;
+	if (mask & IB_QP_PKEY_INDEX)
+		s->pkey_index = a->pkey_index;
+	if (mask & IB_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IB_QP_QKEY)
+		s->qkey = a->qkey;
+	if (mask & IB_QP_AV) {
+		s->ah_attr = a->ah_attr;
+		s->ah_attr.grh.sgid_attr = NULL;
+	}
+	if (mask & IB_QP_PATH_MTU)
+		s->path_mtu = a->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		s->retry_cnt = a->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		s->rnr_retry = a->rnr_retry;
+	if (mask & IB_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IB_QP_ALT_PATH) {
+		s->alt_ah_attr = a->alt_ah_attr;
+		s->alt_ah_attr.grh.sgid_attr = NULL;
+		s->alt_port_num = a->alt_port_num;
+		s->alt_pkey_index = a->alt_pkey_index;
+		s->alt_timeout = a->alt_timeout;
+		qp->alt_valid = true;
+	}
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = a->en_sqd_async_notify;
+}
+
+static void set_mig_state(struct ibsim_qp *qp, enum ib_mig_state want)
+{
+	enum ib_mig_state cur = qp->attr.path_mig_state;
+
+	if (want == IB_MIG_MIGRATED) {
+		if (cur == IB_MIG_ARMED) {	/* forced migration */
+			swap_paths(qp);
+			qp->migrations++;
+			qp->comm_est_pending = true;
+		}
+		qp->attr.path_mig_state = IB_MIG_MIGRATED;
+	} else if (cur != IB_MIG_ARMED) {
+		/* REARM: ARMED stays ARMED; else wait for the peer's MigReq=0 */
+		qp->attr.path_mig_state = IB_MIG_REARM;
+	}
+}
+
+int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
+		    struct ib_udata *udata)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state cur, next;
+	int ret;
+
+	mutex_lock(&ibsim_mutex);
+	cur = (mask & IB_QP_CUR_STATE) ? a->cur_qp_state : qp->attr.qp_state;
+	next = (mask & IB_QP_STATE) ? a->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = check_attrs(qp, a, mask);
+	if (ret)
+		goto out;
+	if (next == IB_QPS_RESET) {
+		memset(&qp->attr, 0, sizeof(qp->attr));
+		qp->alt_valid = false;
+		qp->rtr_packet = false;
+		qp->comm_est_pending = false;
+		qp->attr.path_mig_state = IB_MIG_MIGRATED;
+		WRITE_ONCE(qp->attr.qp_state, IB_QPS_RESET);
+		goto out;
+	}
+	copy_attrs(qp, a, mask);
+	if (mask & IB_QP_PATH_MIG_STATE)
+		set_mig_state(qp, a->path_mig_state);
+	if (next == IB_QPS_RTR && cur != IB_QPS_RTR)
+		qp->rtr_packet = false;
+	if (next == IB_QPS_ERR && cur != IB_QPS_ERR) {
+		WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
+		ibsim_flush_rq(qp);
+	}
+	WRITE_ONCE(qp->attr.qp_state, next);
+out:
+	mutex_unlock(&ibsim_mutex);
+	return ret;
+}
+
+int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+
+	mutex_lock(&ibsim_mutex);
+	*a = qp->attr;
+	mutex_unlock(&ibsim_mutex);
+	a->cur_qp_state = a->qp_state;
+	a->cap = qp->cap;
+	a->sq_draining = 0;
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->cap = qp->cap;
+	init->sq_sig_type = qp->sq_sig_type;
+	init->port_num = qp->port;
+	return 0;
+}
+
+static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
+{
+	enum ib_qp_state st = READ_ONCE(qp->attr.qp_state);
+	struct ib_wc wc = {
+		.wr_id = wr->wr_id,
+		.opcode = IB_WC_SEND,
+		.qp = &qp->ibqp,
+	};
+
+	if (wr->num_sge > qp->cap.max_send_sge && wr->num_sge > IBSIM_MAX_SGE)
+		return -EINVAL;
+	if (st == IB_QPS_ERR) {
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		ibsim_cq_add(qp->scq, &wc);
+		return 0;
+	}
+	if (st != IB_QPS_RTS && st != IB_QPS_SQD)
+		return -EINVAL;
+	if (qp->ibqp.qp_type == IB_QPT_GSI || qp->ibqp.qp_type == IB_QPT_UD)
+		return ibsim_gsi_send(qp, ud_wr(wr));
+	if (wr->send_flags & IB_SEND_SIGNALED || qp->sq_sig_type == IB_SIGNAL_ALL_WR) {
+		wc.status = IB_WC_SUCCESS;
+		switch (wr->opcode) {
+		case IB_WR_RDMA_WRITE:
+		case IB_WR_RDMA_WRITE_WITH_IMM:
+			wc.opcode = IB_WC_RDMA_WRITE;
+			break;
+		case IB_WR_RDMA_READ:
+			wc.opcode = IB_WC_RDMA_READ;
+			break;
+		default:
+			break;
+		}
+		ibsim_cq_add(qp->scq, &wc);
+	}
+	return 0;
+}
+
+int ibsim_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		ret = post_send_one(qp, wr);
+		if (ret) {
+			*bad = wr;
+			break;
+		}
+	}
+	return ret;
+}
+
+int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad)
+{
+	struct ibsim_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state st = READ_ONCE(qp->attr.qp_state);
+	struct ibsim_wqe *e;
+	unsigned long flags;
+	int i, ret = 0;
+
+	if (st == IB_QPS_RESET) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge > IBSIM_MAX_SGE) {
+			ret = -EINVAL;
+			break;
+		}
+		spin_lock_irqsave(&qp->rq_lock, flags);
+		if (qp->rq_count == qp->rq_size) {
+			spin_unlock_irqrestore(&qp->rq_lock, flags);
+			ret = -ENOMEM;
+			break;
+		}
+		e = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_size];
+		e->wr_id = wr->wr_id;
+		e->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			e->sge[i] = wr->sg_list[i];
+		qp->rq_count++;
+		spin_unlock_irqrestore(&qp->rq_lock, flags);
+	}
+	if (ret)
+		*bad = wr;
+	else if (READ_ONCE(qp->attr.qp_state) == IB_QPS_ERR)
+		ibsim_flush_rq(qp);
+	return ret;
+}

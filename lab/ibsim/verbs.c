@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Device, port, PD, AH, MR, CQ and user-context verbs, and the ops table.
+ * Memory registration is bookkeeping only: no data path reads user memory.
+ */
+#include <linux/slab.h>
+#include <rdma/ib_mad.h>
+#include "ibsim.h"
+
+static const u16 ibsim_pkeys[IBSIM_PKEYS] = { 0xffff, 0x7fff };
+static atomic_t next_key = ATOMIC_INIT(0x100);
+
+static int ibsim_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *a, struct ib_udata *udata)
+{
+	struct ibsim_dev *d = to_sdev(ibdev);
+
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->fw_ver = 1;
+	a->sys_image_guid = d->ibdev.node_guid;
+	a->max_mr_size = ~0ULL;
+	a->page_size_cap = PAGE_SIZE;
+	a->vendor_id = 0x2c9;
+	a->vendor_part_id = 0x1aa;
+	a->hw_ver = 1;
+	a->max_qp = 4096;
+	a->max_qp_wr = IBSIM_MAX_WR;
+	a->device_cap_flags = IB_DEVICE_AUTO_PATH_MIG |
+		IB_DEVICE_CHANGE_PHY_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |
+		IB_DEVICE_SYS_IMAGE_GUID | IB_DEVICE_RC_RNR_NAK_GEN;
+	a->max_send_sge = IBSIM_MAX_SGE;
+	a->max_recv_sge = IBSIM_MAX_SGE;
+	a->max_sge_rd = 1;
+	a->max_cq = 4096;
+	a->max_cqe = IBSIM_MAX_CQE;
+	a->max_mr = 4096;
+	a->max_pd = 4096;
+	a->max_qp_rd_atom = 16;
+	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = 4096;
+	a->max_ah = 4096;
+	a->max_pkeys = IBSIM_PKEYS;
+	a->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static int ibsim_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *a)
+{
+	struct ibsim_dev *d = to_sdev(ibdev);
+	struct ibsim_port *p = &d->port[port];
+
+	/* the core zeroed *a */
+	mutex_lock(&ibsim_mutex);
+	a->state = p->state;
+	a->phys_state = p->state == IB_PORT_ACTIVE ?
+		IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
+	a->lid = p->lid;
+	a->port_cap_flags = p->cap_flags | IB_PORT_AUTO_MIGR_SUP |
+		IB_PORT_TRAP_SUP | IB_PORT_SYS_IMAGE_GUID_SUP;
+	mutex_unlock(&ibsim_mutex);
+	a->max_mtu = IB_MTU_4096;
+	a->active_mtu = IB_MTU_4096;
+	a->gid_tbl_len = 1;
+	a->pkey_tbl_len = IBSIM_PKEYS;
+	a->max_msg_sz = 1 << 30;
+	a->sm_lid = IBSIM_SM_LID;
+	a->sm_sl = 0;
+	a->lmc = 0;
+	a->max_vl_num = 1;
+	a->subnet_timeout = 18;
+	a->active_width = IB_WIDTH_4X;
+	a->active_speed = IB_SPEED_EDR;
+	return 0;
+}
+
+static int ibsim_modify_port(struct ib_device *ibdev, u32 port, int mask,
+			     struct ib_port_modify *pm)
+{
+	struct ibsim_port *p = &to_sdev(ibdev)->port[port];
+
+	mutex_lock(&ibsim_mutex);
+	p->cap_flags |= pm->set_port_cap_mask;
+	p->cap_flags &= ~pm->clr_port_cap_mask;
+	mutex_unlock(&ibsim_mutex);
+	return 0;
+}
+
+/* IB, minus the SMI (QP0): there is no subnet manager to talk to. */
+static int ibsim_port_immutable(struct ib_device *ibdev, u32 port,
+				struct ib_port_immutable *im)
+{
+	im->core_cap_flags = RDMA_CORE_PORT_IBA_IB & ~RDMA_CORE_CAP_IB_SMI;
+	im->pkey_tbl_len = IBSIM_PKEYS;
+	im->gid_tbl_len = 1;
+	im->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static u64 port_guid(struct ibsim_dev *d, u32 port)
+{
+	return be64_to_cpu(d->ibdev.node_guid) | port;
+}
+
+static int ibsim_query_gid(struct ib_device *ibdev, u32 port, int index,
+			   union ib_gid *gid)
+{
+	if (index != 0)
+		return -EINVAL;
+	gid->global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
+	gid->global.interface_id = cpu_to_be64(port_guid(to_sdev(ibdev), port));
+	return 0;
+}
+
+static int ibsim_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			    u16 *pkey)
+{
+	if (index >= IBSIM_PKEYS)
+		return -EINVAL;
+	*pkey = ibsim_pkeys[index];
+	return 0;
+}
+
+static int ibsim_alloc_ucontext(struct ib_ucontext *uc, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static void ibsim_dealloc_ucontext(struct ib_ucontext *uc)
+{
+}
+
+static int ibsim_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int ibsim_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int ibsim_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+			   struct ib_udata *udata)
+{
+	struct ibsim_ah *ah = container_of(ibah, struct ibsim_ah, ibah);
+
+	ah->attr = *init->ah_attr;
+	ah->attr.grh.sgid_attr = NULL;
+	return 0;
+}
+
+static int ibsim_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	struct ibsim_ah *ah = container_of(ibah, struct ibsim_ah, ibah);
+
+	*attr = ah->attr;
+	return 0;
+}
+
+static int ibsim_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	return 0;
+}
+
+static struct ib_mr *new_mr(struct ib_pd *pd)
+{
+	struct ibsim_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->ibmr.lkey = mr->ibmr.rkey = atomic_inc_return(&next_key) << 8;
+	return &mr->ibmr;
+}
+
+static struct ib_mr *ibsim_get_dma_mr(struct ib_pd *pd, int access)
+{
+	return new_mr(pd);
+}
+
+static struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
+				       u64 virt, int access,
+				       struct ib_udata *udata)
+{
+	struct ib_mr *mr = new_mr(pd);
+
+	if (!IS_ERR(mr)) {
+		mr->iova = virt;
+		mr->length = len;
+	}
+	return mr;
+}
+
+static int ibsim_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
+{
+	kfree(container_of(mr, struct ibsim_mr, ibmr));
+	return 0;
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+static int ibsim_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *a,
+			   struct uverbs_attr_bundle *attrs)
+#else
+static int ibsim_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *a,
+			   struct ib_udata *udata)
+#endif
+{
+	struct ibsim_cq *cq = to_scq(ibcq);
+
+	if (a->cqe < 1 || a->cqe > IBSIM_MAX_CQE || a->flags)
+		return -EINVAL;
+	cq->ring = kcalloc(a->cqe, sizeof(*cq->ring), GFP_KERNEL);
+	if (!cq->ring)
+		return -ENOMEM;
+	spin_lock_init(&cq->lock);
+	cq->size = a->cqe;
+	ibcq->cqe = a->cqe;
+	return 0;
+}
+
+static int ibsim_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	kfree(to_scq(ibcq)->ring);
+	return 0;
+}
+
+/* Adds a completion; calls the completion handler if the CQ is armed. */
+void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc)
+{
+	unsigned long flags;
+	bool call = false;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (cq->count == cq->size) {
+		cq->overflows++;
+	} else {
+		cq->ring[(cq->head + cq->count) % cq->size] = *wc;
+		cq->count++;
+		if (cq->notify) {
+			cq->notify = 0;
+			call = true;
+		}
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	if (call && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+static int ibsim_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
+{
+	struct ibsim_cq *cq = to_scq(ibcq);
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	for (i = 0; i < n && cq->count; i++) {
+		wc[i] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->size;
+		cq->count--;
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return i;
+}
+
+static int ibsim_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
+{
+	struct ibsim_cq *cq = to_scq(ibcq);
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->notify = f & IB_CQ_SOLICITED_MASK;
+	if ((f & IB_CQ_REPORT_MISSED_EVENTS) && cq->count)
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return ret;
+}
+
+const struct ib_device_ops ibsim_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = 1,
+
+	.query_device = ibsim_query_device,
+	.query_port = ibsim_query_port,
+	.modify_port = ibsim_modify_port,
+	.get_port_immutable = ibsim_port_immutable,
+	.query_gid = ibsim_query_gid,
+	.query_pkey = ibsim_query_pkey,
+	.alloc_ucontext = ibsim_alloc_ucontext,
+	.dealloc_ucontext = ibsim_dealloc_ucontext,
+	.alloc_pd = ibsim_alloc_pd,
+	.dealloc_pd = ibsim_dealloc_pd,
+	.create_ah = ibsim_create_ah,
+	.create_user_ah = ibsim_create_ah,
+	.query_ah = ibsim_query_ah,
+	.destroy_ah = ibsim_destroy_ah,
+	.get_dma_mr = ibsim_get_dma_mr,
+	.reg_user_mr = ibsim_reg_user_mr,
+	.dereg_mr = ibsim_dereg_mr,
+	.create_cq = ibsim_create_cq,
+	.destroy_cq = ibsim_destroy_cq,
+	.poll_cq = ibsim_poll_cq,
+	.req_notify_cq = ibsim_req_notify_cq,
+	.create_qp = ibsim_create_qp,
+	.modify_qp = ibsim_modify_qp,
+	.query_qp = ibsim_query_qp,
+	.destroy_qp = ibsim_destroy_qp,
+	.post_send = ibsim_post_send,
+	.post_recv = ibsim_post_recv,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, ibsim_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, ibsim_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, ibsim_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, ibsim_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, ibsim_ucontext, ibuc),
+};
