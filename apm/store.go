@@ -29,8 +29,10 @@ type store struct {
 // do not allocate a chunk every time.
 const maxSpare = 4
 
+// chunk is one slab. The QPs are their own allocation: 1024 of them fill
+// whole pages, with nothing of the bitmap spilling into another page.
 type chunk struct {
-	qps  [chunkLen]qp
+	qps  []qp
 	used [chunkLen / 64]uint64
 	live int
 }
@@ -65,7 +67,7 @@ func (s *store) alloc(key uint64) int32 {
 		if n := len(s.spare); n > 0 {
 			s.chunks[i], s.spare = s.spare[n-1], s.spare[:n-1]
 		} else {
-			s.chunks[i] = &chunk{}
+			s.chunks[i] = &chunk{qps: make([]qp, chunkLen)}
 		}
 	}
 	s.hint = i
