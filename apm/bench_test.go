@@ -95,7 +95,7 @@ func BenchmarkModelEvents(b *testing.B) {
 		s := (i / qps) % 8
 		m.Handle(st.step(uint32(1000+q), s))
 	}
-	m.Flush()
+	m.Finish(m.Now())
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	if found != 0 {
@@ -237,7 +237,7 @@ func BenchmarkModelEventsReordered(b *testing.B) {
 		m.Handle(e2)
 		m.Handle(e1)
 	}
-	m.Flush()
+	m.Finish(m.Now())
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	if found != 0 || m.Stats().Late != 0 {

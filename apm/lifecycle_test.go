@@ -205,7 +205,7 @@ func TestNoStateAfterDestroy(t *testing.T) {
 	b2 := apmtest.New()
 	b2.MAD(event.MADRecv, event.CMAttrLAP, 7000)
 	apmtest.Feed(m, b2.Steps)
-	m.Flush()
+	m.Finish(m.Now())
 	if s := m.Stats(); s.Unattributed != 1 {
 		t.Errorf("a LAP for a destroyed QP's comm id was attributed: %+v", s)
 	}
@@ -273,7 +273,7 @@ func TestCreateWithoutDestroyStartsNewGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	apmtest.Feed(m, b.Steps[:5])
-	m.Flush()
+	m.Finish(m.Now())
 	before, _ := m.Lookup(b.Device, qpn)
 	apmtest.Feed(m, b.Steps[5:])
 	m.Advance(b.Now() + uint64(time.Minute))

@@ -149,11 +149,6 @@ func (m *Model) Finish(now uint64) {
 	m.now = max(m.now, now)
 }
 
-// Flush applies every waiting input and the deadlines before the last one.
-//
-// Deprecated: use Finish, which also judges the deadlines up to the end.
-func (m *Model) Flush() { m.release(^uint64(0)) }
-
 func (m *Model) release(limit uint64) {
 	for {
 		ev, ok := m.in.pop(limit)
