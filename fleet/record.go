@@ -30,10 +30,13 @@ type Conn struct {
 	Armed bool `json:"armed,omitempty"`
 	// APM says the end has been armed at least once: a connection whose
 	// ends never used APM is not judged.
-	APM     bool    `json:"apm,omitempty"`
-	Episode Episode `json:"episode"`
-	PID     uint32  `json:"pid,omitempty"`
-	Comm    string  `json:"comm,omitempty"`
+	APM bool `json:"apm,omitempty"`
+	// Changed is when Armed last changed (or the end was first seen): a
+	// pair's judgement is named by its ends' Changed, so it is given once.
+	Changed time.Time `json:"changed"`
+	Episode Episode   `json:"episode"`
+	PID     uint32    `json:"pid,omitempty"`
+	Comm    string    `json:"comm,omitempty"`
 	// Gone says the QP was destroyed (or vanished from rdma netlink): the
 	// end is forgotten.
 	Gone bool `json:"gone,omitempty"`

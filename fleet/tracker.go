@@ -36,6 +36,7 @@ type tqp struct {
 	armed     bool
 	apm       bool   // armed at least once
 	changed   uint64 // Boot of the last change the events made to armed
+	changedAt time.Time
 	ep        Episode
 	pid       uint32
 	comm      string
@@ -79,7 +80,7 @@ func (t *Tracker) Observe(e *event.Event) {
 	case e.QP != nil:
 		if e.QP.Type == event.EvPathMig && !q.inFreshMigration(e) {
 			q.migrate(e.Time)
-			q.changed = e.Boot
+			q.changed, q.changedAt = e.Boot, e.Time
 		}
 	case e.Life != nil && e.Kind == event.KindQPDestroy:
 		if e.Life.Ret == 0 {
@@ -143,7 +144,7 @@ func (t *Tracker) modify(q *tqp, e *event.Event) {
 			}
 			q.armed, q.apm = true, true
 		}
-		q.changed = e.Boot
+		q.changed, q.changedAt = e.Boot, e.Time
 	}
 }
 
@@ -194,12 +195,12 @@ func (t *Tracker) truth(q *tqp, e *event.Event) {
 			if len(q.ep.Migrations) > 0 {
 				q.ep.Rearm = at
 			}
-			q.armed, q.apm, q.changed = true, true, e.Boot
+			q.armed, q.apm, q.changed, q.changedAt = true, true, e.Boot, at
 		}
 	case event.MigMigrated:
 		if q.armed {
 			q.migrate(at)
-			q.changed = e.Boot
+			q.changed, q.changedAt = e.Boot, e.Time
 		}
 	}
 }
@@ -239,7 +240,11 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
 	t.rev++
 	c := Conn{Host: t.host, Device: k.Device, Type: q.typ.String(), Global: q.global, Armed: q.armed, APM: q.apm,
 		Local: Addr{QPN: k.QPN}, Remote: Addr{LID: q.dlid, QPN: q.destQPN}, PID: q.pid, Comm: q.comm,
-		Gone: q.gone, At: now.UTC(), Rev: t.rev, Episode: q.ep}
+		Gone: q.gone, At: now.UTC(), Rev: t.rev, Episode: q.ep, Changed: q.changedAt.UTC()}
+	if q.changedAt.IsZero() {
+		q.changedAt = now
+		c.Changed = now.UTC()
+	}
 	c.Episode.Migrations = append([]time.Time(nil), q.ep.Migrations...)
 	if q.state != 0 || q.typ != 0 {
 		c.State = q.state.String()
