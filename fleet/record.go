@@ -151,7 +151,9 @@ func partitionOf(l, r EndKey) int {
 	h.Write(binary.BigEndian.AppendUint32(nil, l.QPN))
 	h.Write(r.Addr[:])
 	h.Write(binary.BigEndian.AppendUint32(nil, r.QPN))
-	return int(h.Sum32() % Partitions)
+	// Fibonacci hashing: every bit of the hash reaches the partition (the
+	// low bits of FNV alone follow the parity of the QPNs).
+	return int(uint64(h.Sum32()) * 0x9E3779B97F4A7C15 >> 58 % Partitions)
 }
 
 func less(a, b EndKey) bool {
