@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -64,6 +66,18 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 	})
 	if n := len(streamMsgs(t, srv.URL(), FindingsStream, HostFindingSubject("hostA"))); n != 1 {
 		t.Fatalf("hostA's finding lines in the stream: %d", n)
+	}
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Rows) != 1 || st.Rows[0].State != "one-sided" || st.Rows[0].A.Host != "hostA" || st.Rows[0].B.Host != "hostB" ||
+		!st.Rows[0].ArmedA || st.Rows[0].ArmedB || st.ByState["one-sided"] != 1 {
+		t.Fatalf("status: %+v", st)
+	}
+	var tab strings.Builder
+	if err := WriteStatusTable(&tab, st); err != nil || !strings.Contains(tab.String(), "1 connections cannot fail over") {
+		t.Fatalf("table: %v\n%s", err, tab.String())
 	}
 }
 

@@ -54,6 +54,9 @@ type segment struct {
 // segmentBytes is where a segment is cut.
 const segmentBytes = 1 << 20
 
+// MinQueueMax is the smallest bound of a queue (two segments).
+const MinQueueMax = 2 * segmentBytes
+
 // maxFrame bounds one message (a finding line with its evidence).
 const maxFrame = 1 << 20
 
@@ -61,8 +64,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenQueue opens (or creates) the queue in dir, bounded to max bytes.
 func OpenQueue(dir string, max int64) (*Queue, error) {
-	if max < 2*segmentBytes {
-		return nil, fmt.Errorf("publish queue bound must be at least %d bytes: %d", 2*segmentBytes, max)
+	if max < MinQueueMax {
+		return nil, fmt.Errorf("publish queue bound must be at least %d bytes: %d", MinQueueMax, max)
 	}
 	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("publish queue: %w", err)
