@@ -3,9 +3,9 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
