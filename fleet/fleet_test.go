@@ -176,3 +176,42 @@ func TestPublishQueueHoldsWhileNATSIsDownAndCatchesUp(t *testing.T) {
 		t.Fatalf("dropped: %+v", st)
 	}
 }
+
+func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	since := time.Now().Add(-time.Second)
+	a, b := twoHosts(t, srv.URL())
+	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	oneSided(a, b, 2)
+	waitFor(t, 20*time.Second, "the records in the stream", func() bool {
+		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		return err == nil && len(m) == 8
+	})
+	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since, Until: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Records != 8 || len(h.Lines) != 1 || len(h.Judged) != 2 || len(h.Connections) != 2 {
+		t.Fatalf("history: %d records, %d lines, %d judged, %d connections", h.Records, len(h.Lines), len(h.Judged), len(h.Connections))
+	}
+	for _, c := range h.Connections {
+		if c.State != "one-sided" || len(c.Records) != 4 {
+			t.Fatalf("connection: %+v", c)
+		}
+	}
+	for _, l := range h.Judged {
+		if l.Kind != apm.OneSidedRearm || l.Host != "hostB" {
+			t.Fatalf("judged: %+v", l)
+		}
+	}
+	var text strings.Builder
+	if err := WriteHistoryText(&text, h); err != nil || !strings.Contains(text.String(), "one-sided-rearm hostB ibsim1 QP 200") {
+		t.Fatalf("text: %v\n%s", err, text.String())
+	}
+	// a range before anything was published is empty
+	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since.Add(-time.Hour), Until: since})
+	if err != nil || h.Records != 0 || len(h.Lines) != 0 {
+		t.Fatalf("empty range: %+v, %v", h, err)
+	}
+}
