@@ -86,7 +86,7 @@ func TestUnprotectedFailure(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.After(3*time.Second).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(3*time.Second).ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(10*time.Second).Truth(qpn, event.MigArmed, event.StateErr)
 			},
 			want:     []apm.Kind{apm.MissedRearm},
