@@ -16,7 +16,7 @@ func TestCMNotNotified(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want: []apm.Kind{apm.CMNotNotified},
 		},
@@ -26,7 +26,7 @@ func TestCMNotNotified(t *testing.T) {
 				armedQP(b)
 				b.Notify(qpn, event.EvCommEst, -106, cmID)
 				b.After(time.Minute).PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, cmID)
+				b.ThreeSteps(qpn, apmtest.PathC, cmID)
 			},
 			want: []apm.Kind{apm.CMNotNotified},
 		},
@@ -36,7 +36,7 @@ func TestCMNotNotified(t *testing.T) {
 				cmQP(b)
 				b.PathMig(qpn)
 				b.Notify(qpn, event.EvPathMig, 0, cmID)
-				b.SeedSteps(qpn, apmtest.PathC, cmID)
+				b.ThreeSteps(qpn, apmtest.PathC, cmID)
 			},
 		},
 		{
@@ -44,7 +44,7 @@ func TestCMNotNotified(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 	})
@@ -55,7 +55,7 @@ func TestCMNotNotifiedFromReading(t *testing.T) {
 	armedQP(b)
 	b.Truth(qpn, event.MigArmed, event.StateRTS).Truth.CM = true
 	b.PathMig(qpn)
-	b.SeedSteps(qpn, apmtest.PathC, 0)
+	b.ThreeSteps(qpn, apmtest.PathC, 0)
 	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Minute)
 	if err != nil {
 		t.Fatal(err)

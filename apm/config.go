@@ -46,6 +46,10 @@ type Config struct {
 	// model starts afresh. Inputs behind by less are late (Stats.Late) and
 	// judged at their own stamp.
 	RebootGap time.Duration
+	// PortFailureWindow: the owner's modify to ERR or RESET, or its destroy,
+	// within this long after a PORT_ERR on the QP's primary port counts as
+	// the loss of the connection (unprotected-failure).
+	PortFailureWindow time.Duration
 	// MaxQPs bounds the number of tracked QPs; 0 means no bound. Events for
 	// new QPs beyond it are counted in Stats.Dropped.
 	MaxQPs int
@@ -67,6 +71,8 @@ func DefaultConfig() Config {
 
 		DuplicateWindow: 500 * time.Millisecond,
 		RebootGap:       30 * time.Second,
+
+		PortFailureWindow: 10 * time.Second,
 	}
 }
 
@@ -93,6 +99,7 @@ func (c Config) Validate() error {
 	pos("stuck rearm", c.StuckRearm)
 	neg("truth grace", c.TruthGrace)
 	neg("duplicate window", c.DuplicateWindow)
+	neg("port failure window", c.PortFailureWindow)
 	if c.RebootGap <= c.ReorderWindow {
 		errs = append(errs, fmt.Errorf("reboot gap must exceed the reorder window: %v <= %v", c.RebootGap, c.ReorderWindow))
 	}

@@ -45,6 +45,7 @@
 //	never-armed                  never_armed.go
 //	cm-not-notified              cm_notify.go
 //	stuck-rearm                  stuck_rearm.go
+//	unprotected-failure          unprotected_failure.go
 //
 // kinds.go is the one registry of finding kinds (also those of the pairing
 // of two recordings and of the actuator); ids.go the one finding-ID

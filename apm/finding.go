@@ -67,7 +67,8 @@ type Finding struct {
 	Errno       int32         `json:"errno,omitempty"` // apm-modify-failed, lap-race from a failed notify
 	Resolved    bool          `json:"resolved,omitempty"`
 	Resolves    uint64        `json:"resolves,omitempty"`
-	Unprotected time.Duration `json:"unprotected_ns,omitempty"` // missed-rearm resolution: migration to rearm
+	Unprotected time.Duration `json:"unprotected_ns,omitempty"` // missed-rearm resolution, unprotected-failure: time without a valid armed alternate
+	Cause       uint64        `json:"cause,omitempty"`          // unprotected-failure: the finding that left the QP unprotected
 }
 
 // Duration is Last minus First.

@@ -23,7 +23,7 @@ func TestFlapping(t *testing.T) {
 					break
 				}
 			}
-			b.SeedSteps(qpn, alt, 0)
+			b.ThreeSteps(qpn, alt, 0)
 		}
 	}
 	armedQP := func(b *apmtest.Builder) {
@@ -58,7 +58,7 @@ func TestFlapping(t *testing.T) {
 				for _, p := range []event.Path{apmtest.PathC, apmtest.PathA} {
 					b.After(time.Second).ForceMigrate(qpn)
 					b.PathMig(qpn)
-					b.SeedSteps(qpn, p, 0)
+					b.ThreeSteps(qpn, p, 0)
 				}
 			},
 		},

@@ -19,6 +19,9 @@ const (
 	NeverArmed       Kind = "never-armed"
 	CMNotNotified    Kind = "cm-not-notified"
 	StuckRearm       Kind = "stuck-rearm"
+	// UnprotectedFailure: the connection was lost while the QP had no valid
+	// armed alternate.
+	UnprotectedFailure Kind = "unprotected-failure"
 
 	OneSidedRearm Kind = "one-sided-rearm" // postmortem pairing of two recordings, and the fleet live
 
@@ -58,6 +61,7 @@ var registry = []KindInfo{
 	{NeverArmed, ByModel, SevWarning, "never_armed.go"},
 	{CMNotNotified, ByModel, SevError, "cm_notify.go"},
 	{StuckRearm, ByModel, SevWarning, "stuck_rearm.go"},
+	{UnprotectedFailure, ByModel, SevCritical, "unprotected_failure.go"},
 	{OneSidedRearm, ByPairing, SevError, ""},
 	{UnprotectedConnection, ByFleet, SevError, ""},
 	{Actuated, ByActuator, SevInfo, ""},

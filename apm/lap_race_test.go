@@ -11,11 +11,11 @@ import (
 )
 
 // The CM keeps its own copy of the path (for DREQ and LAP) and changes it
-// only through a LAP/APR exchange or ib_cm_notify(PATH_MIG). The seed: "the
-// new Alt Path data must be specified between the MIGRATED event and the
-// communication-established event on the migrated path (so that the LAP
-// message may be correctly sent to the remote node)". Each way of losing
-// that race is a lap-race.
+// only through a LAP/APR exchange or ib_cm_notify(PATH_MIG). The new
+// alternate path must be specified between the migration and the
+// communication-established event on the migrated path, so that the LAP
+// reaches the remote node in time. Each way of losing that race is a
+// lap-race.
 func TestLAPRace(t *testing.T) {
 	notified := func(b *apmtest.Builder) { b.Notify(qpn, event.EvPathMig, 0, cmID) }
 	runScenarios(t, []scenario{
@@ -25,7 +25,7 @@ func TestLAPRace(t *testing.T) {
 				cmQP(b)
 				b.PathMig(qpn)
 				b.Notify(qpn, event.EvPathMig, -22, cmID)
-				b.SeedSteps(qpn, apmtest.PathC, cmID)
+				b.ThreeSteps(qpn, apmtest.PathC, cmID)
 			},
 			want: []apm.Kind{apm.LAPRace},
 		},
@@ -64,7 +64,7 @@ func TestLAPRace(t *testing.T) {
 				notified(b)
 				b.After(time.Millisecond).CommEst(qpn)
 				b.After(time.Millisecond)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want: []apm.Kind{apm.LAPRace},
 		},
@@ -123,7 +123,7 @@ func TestLAPRace(t *testing.T) {
 				cmQP(b)
 				b.PathMig(qpn)
 				notified(b)
-				b.SeedSteps(qpn, apmtest.PathC, cmID)
+				b.ThreeSteps(qpn, apmtest.PathC, cmID)
 				b.After(time.Millisecond).CommEst(qpn)
 			},
 		},
@@ -132,7 +132,7 @@ func TestLAPRace(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(100*time.Millisecond).LoadAlt(qpn, apmtest.PathA)
 			},
 		},

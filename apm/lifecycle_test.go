@@ -73,11 +73,11 @@ func TestQPNReuseGenerations(t *testing.T) {
 // plausible arrival order.
 func TestReorderedCPUStreams(t *testing.T) {
 	stories := map[string]func(b *apmtest.Builder){
-		"seed three steps": func(b *apmtest.Builder) {
+		"the three steps": func(b *apmtest.Builder) {
 			cmQP(b)
 			b.PathMig(qpn)
 			b.Notify(qpn, event.EvPathMig, 0, cmID)
-			b.SeedSteps(qpn, apmtest.PathC, cmID)
+			b.ThreeSteps(qpn, apmtest.PathC, cmID)
 			b.CommEst(qpn)
 		},
 		"MVAPICH2 single modify": func(b *apmtest.Builder) {
@@ -97,7 +97,7 @@ func TestReorderedCPUStreams(t *testing.T) {
 			b.LoadAlt(qpn, apmtest.PathC)
 		},
 	}
-	healthy := map[string]bool{"seed three steps": true, "MVAPICH2 single modify": true, "QPN reuse": true}
+	healthy := map[string]bool{"the three steps": true, "MVAPICH2 single modify": true, "QPN reuse": true}
 	for name, story := range stories {
 		b := apmtest.New()
 		story(b)

@@ -1,6 +1,8 @@
 package apm
 
 import (
+	"fmt"
+
 	"github.com/apmwatch/apmwatch/event"
 )
 
@@ -46,14 +48,19 @@ func (m *Model) event(ev *event.Event) {
 			return
 		}
 		if slot, q := m.get(m.keyOf(ev.Device, ev.QPN), false); q != nil {
+			if t, ok := m.portFailed(q, ev.Boot); ok && q.state != event.StateErr {
+				m.failed(q, refOf(ev), fmt.Sprintf("destroyed %v after PORT_ERR on port %d", since(t, ev.Boot), q.primary.port))
+			}
 			m.drop(slot, q)
 		}
 	case event.KindCMNotify, event.KindCMHandler, event.KindMAD:
 		m.cm(ev)
 	case event.KindTruth:
 		m.truthEvent(ev)
+	case event.KindPortEvent:
+		m.portEvent(ev)
 	default:
-		m.stats.Ignored++ // port events carry no per-QP APM state
+		m.stats.Ignored++
 	}
 }
 
@@ -118,6 +125,9 @@ func (m *Model) qpEvent(ev *event.Event) {
 			ep.commEst = refOf(ev)
 		}
 	case event.EvQPFatal, event.EvQPReqErr, event.EvQPAccessErr:
+		if q.state != event.StateErr {
+			m.failed(q, refOf(ev), ev.QP.Type.String())
+		}
 		m.toState(q, event.StateErr)
 	}
 }
@@ -189,6 +199,7 @@ func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	q.alt = route{}
 	q.mig, q.migAt, q.flags = event.MigMigrated, ev.Boot, q.flags&^fArmed|fMigKnown
 	m.stuckRestart(q, ep.mig, true)
+	m.protected(q) // it migrated: it was armed
 	m.flap(q, ev)
 	m.wake(slot, q, ev.Boot+uint64(min(m.cfg.RearmDeadline, m.cfg.NotifyDeadline)))
 }
@@ -237,6 +248,11 @@ func (m *Model) modify(slot int32, q *qp, ev *event.Event) {
 	}
 	prev := q.state
 	if md.Has(event.AttrState) {
+		if md.State == event.StateErr || md.State == event.StateReset {
+			if t, ok := m.portFailed(q, ev.Boot); ok && prev != event.StateErr && prev != event.StateReset {
+				m.failed(q, refOf(ev), fmt.Sprintf("modify to %s %v after PORT_ERR on port %d", md.State, since(t, ev.Boot), q.primary.port))
+			}
+		}
 		m.toState(q, md.State)
 		if md.State == event.StateReset {
 			m.reset(q)
@@ -316,6 +332,9 @@ func (m *Model) rearmed(slot int32, q *qp, ev *event.Event) {
 	q.flags &^= fMigErrDone
 	q.mig, q.migAt, q.flags = event.MigRearm, ev.Boot, q.flags|fMigKnown|fArmed
 	m.stuckRestart(q, q.rearm, false)
+	if ep == nil && q.alt.valid() && !q.alt.same(q.primary) {
+		m.protected(q, NeverArmed, RearmWithoutAlt) // armed onto a loaded alternate
+	}
 	if ep == nil || ep.rearm.ok() {
 		return
 	}
@@ -511,6 +530,9 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		q.pid, q.comm = ev.PID, m.comms.id(ev.Comm)
 	}
 	start := ev.Boot - min(t.Span, ev.Boot)
+	if t.HasState && t.State == event.StateErr && q.state != event.StateErr && q.flags&fStateKnown != 0 {
+		m.failed(q, ref{boot: ev.Boot}, t.Source+" reads ERR")
+	}
 	if t.HasState && q.migAt <= start {
 		if t.State == event.StateRTS && q.state != event.StateRTS {
 			q.rtsAt = ev.Boot

@@ -44,7 +44,7 @@ func TestDriverEvents(t *testing.T) {
 				kernelULP(b)
 				driverCopy(b, qpn, event.EvPathMig)
 				b.After(time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want: []apm.Kind{apm.MigStateMismatch},
 		},
@@ -54,7 +54,7 @@ func TestDriverEvents(t *testing.T) {
 				armedQP(b)
 				driverCopy(b, qpn, event.EvPathMig)
 				b.After(200 * time.Microsecond).PathMig(qpn)
-				b.After(3*time.Second).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(3*time.Second).ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want:     []apm.Kind{apm.MissedRearm},
 			resolved: []apm.Kind{apm.MissedRearm},
@@ -65,7 +65,7 @@ func TestDriverEvents(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(300 * time.Millisecond)
 				driverCopy(b, qpn, event.EvPathMig)
 			},
@@ -139,7 +139,7 @@ func TestCMRecordWithoutPayload(t *testing.T) {
 	b.Add(&event.Event{Kind: event.KindCMNotify, QPN: qpn})
 	b.Add(&event.Event{Kind: event.KindMAD, QPN: qpn})
 	b.PathMig(qpn)
-	b.SeedSteps(qpn, apmtest.PathC, 0)
+	b.ThreeSteps(qpn, apmtest.PathC, 0)
 	got, m, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestMigrationError(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 	})

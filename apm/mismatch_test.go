@@ -13,13 +13,13 @@ import (
 func TestMigStateMismatch(t *testing.T) {
 	runScenarios(t, []scenario{
 		{
-			name: "PATH_MIG arrived but the QP still reads ARMED (the seed's symptom)",
+			name: "PATH_MIG arrived but the QP still reads ARMED",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.Truth(qpn, event.MigArmed, event.StateRTS)
 				b.PathMig(qpn)
 				b.After(5*time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want: []apm.Kind{apm.MigStateMismatch},
 		},
@@ -38,7 +38,7 @@ func TestMigStateMismatch(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.Truth(qpn, event.MigMigrated, event.StateRTS)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
 			},
 		},
@@ -48,7 +48,7 @@ func TestMigStateMismatch(t *testing.T) {
 				armedQP(b)
 				b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
 				b.After(300 * time.Millisecond).PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 		{
@@ -96,7 +96,7 @@ func TestMigStateMismatchDumpSpan(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Millisecond).ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(20 * time.Millisecond)
 				spanned(b.Truth(qpn, event.MigRearm, event.StateRTS), 30*time.Millisecond)
 			},
@@ -106,7 +106,7 @@ func TestMigStateMismatchDumpSpan(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.After(time.Second).PathMig(qpn)
-				b.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Millisecond).ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(5 * time.Millisecond)
 				spanned(b.Truth(qpn, event.MigArmed, event.StateRTS), 20*time.Millisecond)
 			},

@@ -56,9 +56,13 @@ func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
 		f.Explanation = fmt.Sprintf("migration %d was not followed by a rearm within %v, so the QP in RTS has no alternate path: the next failure of the primary breaks the connection", ep.n, m.cfg.RearmDeadline)
 	}
 	ep.missedID = m.emit(q, f)
+	m.markUnprotected(q, ep.mig.boot, ep.missedID, MissedRearm)
 }
 
 func (m *Model) resolveMissed(q *qp, ep *episode, ev *event.Event) {
+	if ep.done&dNoAlt == 0 && !ep.bareRearm.ok() {
+		m.protected(q, MissedRearm)
+	}
 	m.emit(q, Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
 		Unprotected: time.Duration(ev.Boot - ep.mig.boot), First: ep.mig.boot, Last: ev.Boot,
 		Evidence:    []Evidence{evd(ep.mig, migWhat(ep)), evd(refOf(ev), "rearm")},

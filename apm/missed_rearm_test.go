@@ -67,18 +67,18 @@ func TestMissedRearm(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.After(3 * time.Second)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want:     []apm.Kind{apm.MissedRearm},
 			resolved: []apm.Kind{apm.MissedRearm},
 		},
 		{
-			name: "negative: the seed's three steps in time",
+			name: "negative: the three steps in time",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.After(50 * time.Millisecond)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 		{
@@ -203,7 +203,7 @@ func TestMissedRearmOnlyArmedMigrates(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.After(5 * time.Second).PathMig(qpn)
-				b.After(time.Second).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Second).ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want:     []apm.Kind{apm.MissedRearm},
 			resolved: []apm.Kind{apm.MissedRearm},
@@ -215,7 +215,7 @@ func TestMissedRearmOnlyArmedMigrates(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 		{
@@ -223,7 +223,7 @@ func TestMissedRearmOnlyArmedMigrates(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.ForceMigrate(qpn)
-				b.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Millisecond).ThreeSteps(qpn, apmtest.PathC, 0)
 				b.After(time.Millisecond).PathMig(qpn)
 			},
 		},

@@ -35,8 +35,9 @@ func (m *Model) checkNeverArmed(q *qp, at uint64) uint64 {
 		return dl
 	}
 	q.flags |= fNeverArmedDone
-	m.emit(q, Finding{Kind: NeverArmed, Remediation: remedyNeverArm, Last: dl, First: from,
+	id := m.emit(q, Finding{Kind: NeverArmed, Remediation: remedyNeverArm, Last: dl, First: from,
 		Evidence:    []Evidence{evd(q.altLoad, "alternate load (no rearm followed)")},
 		Explanation: fmt.Sprintf("the QP has been in RTS with an alternate path (%s) loaded for %v and was never rearmed, so it still reads MIGRATED and cannot fail over", q.alt, m.cfg.ArmDeadline)})
+	m.markUnprotected(q, from, id, NeverArmed)
 	return 0
 }

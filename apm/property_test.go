@@ -126,7 +126,7 @@ func story(seed uint64, f fault) *apmtest.Builder {
 			b.Rearm(qpn)
 			next = event.Path{}
 		case faulty && f == lateRearm:
-			b.After(3*time.Second).SeedSteps(qpn, next, 0)
+			b.After(3*time.Second).ThreeSteps(qpn, next, 0)
 		case r.IntN(3) == 0:
 			if cm {
 				b.MAD(event.MADSend, event.CMAttrLAP, comm)
@@ -137,7 +137,7 @@ func story(seed uint64, f fault) *apmtest.Builder {
 			if cm {
 				c = comm
 			}
-			b.SeedSteps(qpn, next, c)
+			b.ThreeSteps(qpn, next, c)
 		}
 		alt = next
 		if r.IntN(2) == 0 {

@@ -116,8 +116,9 @@ type aux struct {
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
 
-	lastEv      qpEvCopy // the last QP event applied, to drop its second copy
-	failedDedup []uint64 // (class << 32 | errno) already reported for apm-modify-failed
+	lastEv      qpEvCopy     // the last QP event applied, to drop its second copy
+	unprot      *unprotected // why the QP has no valid armed alternate, when it has none
+	failedDedup []uint64     // (class << 32 | errno) already reported for apm-modify-failed
 }
 
 // lastMig is the last migration of a QP generation.

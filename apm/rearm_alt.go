@@ -31,6 +31,7 @@ func (m *Model) rearmNoAlt(slot int32, q *qp, ep *episode, ev *event.Event) {
 	onPrimary := loaded && q.alt.same(q.primary)
 	switch {
 	case loaded && !onPrimary:
+		m.protected(q, RearmWithoutAlt, NeverArmed)
 		return
 	case !loaded && ep.altFailed == 0 && m.cfg.EpisodeLinger > 0:
 		ep.bareRearm = refOf(ev)
@@ -68,5 +69,5 @@ func (m *Model) emitNoAlt(q *qp, ep *episode, rearm ref, onPrimary bool) {
 		f.Explanation = fmt.Sprintf("migration %d was rearmed without loading a new alternate path first, so the QP is armed onto a stale or invalid alternate (no error is raised for that)", ep.n)
 	}
 	f.Evidence = append(f.Evidence, evd(rearm, "rearm"))
-	m.emit(q, f)
+	m.markUnprotected(q, ep.mig.boot, m.emit(q, f), RearmWithoutAlt)
 }

@@ -29,7 +29,7 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 				armedQP(b)     // primary A, alternate B
 				b.PathMig(qpn) // now on B
 				b.After(10 * time.Millisecond)
-				b.SeedSteps(qpn, apmtest.PathB, 0)
+				b.ThreeSteps(qpn, apmtest.PathB, 0)
 			},
 			want: []apm.Kind{apm.RearmWithoutAlt},
 		},
@@ -55,11 +55,11 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 			want: []apm.Kind{apm.RearmWithoutAlt, apm.RearmWithoutAlt},
 		},
 		{
-			name: "negative: the seed's three steps",
+			name: "negative: the three steps",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 		},
 		{
@@ -67,7 +67,7 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn) // A -> B
-				b.SeedSteps(qpn, apmtest.PathA, 0)
+				b.ThreeSteps(qpn, apmtest.PathA, 0)
 			},
 		},
 		{

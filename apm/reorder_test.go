@@ -45,7 +45,7 @@ func TestLateInputAtItsOwnStamp(t *testing.T) {
 			armedQP(b)
 			i := len(b.Steps)
 			b.PathMig(qpn)
-			b.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+			b.After(time.Millisecond).ThreeSteps(qpn, apmtest.PathC, 0)
 			pass(b, 5*time.Second)
 			return i
 		}, nil, nil},
@@ -101,7 +101,7 @@ func TestNewBootStartsAfresh(t *testing.T) {
 		b2 := apmtest.New() // the new boot: CLOCK_BOOTTIME from about zero
 		armedQP(b2)
 		b2.PathMig(qpn)
-		b2.After(time.Millisecond).SeedSteps(qpn, apmtest.PathC, 0)
+		b2.After(time.Millisecond).ThreeSteps(qpn, apmtest.PathC, 0)
 		var got []apm.Finding
 		m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { got = append(got, f) })
 		if err != nil {

@@ -62,9 +62,11 @@ func (m *Model) stuckReading(q *qp, ev *event.Event) {
 	x.stuckID = m.emit(q, Finding{Kind: StuckRearm, Remediation: remedyStuck,
 		First: x.rearmSince, Last: ev.Boot, Evidence: evs,
 		Explanation: fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: the peer has not rearmed or no traffic flows", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)})
+	m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
 }
 
 func (m *Model) resolveStuck(q *qp, x *aux, r ref, what string) {
+	m.protected(q, StuckRearm)
 	m.emit(q, Finding{Kind: StuckRearm, Severity: SevInfo, Resolved: true, Resolves: x.stuckID,
 		First: x.rearmSince, Last: r.boot, Remediation: remedyStuck,
 		Evidence:    []Evidence{evd(r, what)},

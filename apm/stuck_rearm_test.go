@@ -72,7 +72,7 @@ func TestStuckRearmClock(t *testing.T) {
 				armedQP(b)
 				poll(b, event.MigRearm, event.StateRTS, 8)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 				poll(b, event.MigRearm, event.StateRTS, 8)
 			},
 		},
@@ -82,7 +82,7 @@ func TestStuckRearmClock(t *testing.T) {
 				armedQP(b)
 				poll(b, event.MigRearm, event.StateRTS, 4)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 				poll(b, event.MigRearm, event.StateRTS, 12)
 			},
 			want: []apm.Kind{apm.StuckRearm},
@@ -93,7 +93,7 @@ func TestStuckRearmClock(t *testing.T) {
 				armedQP(b)
 				poll(b, event.MigRearm, event.StateRTS, 12)
 				b.PathMig(qpn)
-				b.SeedSteps(qpn, apmtest.PathC, 0)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
 			},
 			want:     []apm.Kind{apm.StuckRearm},
 			resolved: []apm.Kind{apm.StuckRearm},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/testkit"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -352,31 +352,7 @@ func waitDir(t *testing.T, dir string) string {
 // until judge (Boot ns).
 func replayBundle(t *testing.T, path string, judge uint64) []apm.Finding {
 	t.Helper()
-	r, err := recording.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if w := r.Warnings(); len(w) != 0 {
-		t.Fatalf("bundle recording warnings: %v", w)
-	}
-	var out []apm.Finding
-	m, _ := apm.New(apm.DefaultConfig(), func(f apm.Finding) { out = append(out, f) })
-	for {
-		e, err := r.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Handle(e)
-	}
-	m.Finish(judge)
-	if w := r.Warnings(); len(w) != 0 {
-		t.Fatalf("bundle recording warnings: %v", w)
-	}
-	return out
+	return testkit.Replay(t, path, apm.DefaultConfig(), judge)
 }
 
 func TestRunSIGHUPReopensFindingLog(t *testing.T) {
@@ -402,7 +378,7 @@ func TestRunSIGHUPReopensFindingLog(t *testing.T) {
 	b.After(time.Second)
 	b.LoadAltRearm(17, apmtest.PathC)
 	h.feed(b.Steps[len(b.Steps)-1:])
-	h.boot.Store(b.Now() + uint64(time.Second))
+	h.boot.Store(b.Now() + uint64(3*time.Second)) // the host's clock only goes on
 	if ls := h.lines(1); ls[0].Type != TypeResolution {
 		t.Fatalf("after SIGHUP the new file has %+v", ls)
 	}

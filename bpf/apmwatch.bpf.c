@@ -27,6 +27,12 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* The enums bpf2go turns into Go constants (gen.go, -type) must be in the
+ * object's BTF: these read-only globals name them; nothing reads them. */
+const volatile enum apm_kind apm_kind_btf = 0;
+const volatile enum apm_flag apm_flag_btf = 0;
+const volatile enum apm_counter apm_counter_btf = 0;
+
 #include "common.bpf.h"
 #include "modify.bpf.h"
 #include "event.bpf.h"

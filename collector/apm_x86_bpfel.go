@@ -20,6 +20,40 @@ type apmApmConfig struct {
 	Pad         [3]uint8
 }
 
+type apmApmCounter uint32
+
+const (
+	apmApmCounterAPM_CNT_LOST          apmApmCounter = 0
+	apmApmCounterAPM_CNT_UNJOINED      apmApmCounter = 1
+	apmApmCounterAPM_CNT_INFLIGHT_FULL apmApmCounter = 2
+	apmApmCounterAPM_CNT_MAX           apmApmCounter = 4
+)
+
+type apmApmFlag uint32
+
+const (
+	apmApmFlagAPM_F_HAS_PRIMARY apmApmFlag = 1
+	apmApmFlagAPM_F_HAS_ALT     apmApmFlag = 2
+	apmApmFlagAPM_F_USER        apmApmFlag = 4
+	apmApmFlagAPM_F_KERNEL      apmApmFlag = 8
+	apmApmFlagAPM_F_FROM_UMAD   apmApmFlag = 16
+	apmApmFlagAPM_F_RAW_EVENT   apmApmFlag = 32
+	apmApmFlagAPM_F_MLX4        apmApmFlag = 64
+)
+
+type apmApmKind uint32
+
+const (
+	apmApmKindAPM_KIND_MODIFY     apmApmKind = 1
+	apmApmKindAPM_KIND_QP_EVENT   apmApmKind = 2
+	apmApmKindAPM_KIND_PORT_EVENT apmApmKind = 3
+	apmApmKindAPM_KIND_CM_NOTIFY  apmApmKind = 4
+	apmApmKindAPM_KIND_CM_HANDLER apmApmKind = 5
+	apmApmKindAPM_KIND_MAD        apmApmKind = 6
+	apmApmKindAPM_KIND_QP_CREATE  apmApmKind = 7
+	apmApmKindAPM_KIND_QP_DESTROY apmApmKind = 8
+)
+
 type apmApmPath struct {
 	_         structs.HostLayout
 	Port      uint32
@@ -120,6 +154,9 @@ const (
 	apmProgTpMadRecv         = "tp_mad_recv"
 	apmProgTpMadSend         = "tp_mad_send"
 	apmProgTpUmadWrite       = "tp_umad_write"
+	apmVarApmCounterBtf      = "apm_counter_btf"
+	apmVarApmFlagBtf         = "apm_flag_btf"
+	apmVarApmKindBtf         = "apm_kind_btf"
 	apmVarCfg                = "cfg"
 )
 
@@ -213,7 +250,10 @@ type apmMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmVariableSpecs struct {
-	Cfg *ebpf.VariableSpec `ebpf:"cfg"`
+	ApmCounterBtf *ebpf.VariableSpec `ebpf:"apm_counter_btf"`
+	ApmFlagBtf    *ebpf.VariableSpec `ebpf:"apm_flag_btf"`
+	ApmKindBtf    *ebpf.VariableSpec `ebpf:"apm_kind_btf"`
+	Cfg           *ebpf.VariableSpec `ebpf:"cfg"`
 }
 
 // apmObjects contains all objects after they have been loaded into the kernel.
@@ -257,7 +297,10 @@ func (m *apmMaps) Close() error {
 //
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmVariables struct {
-	Cfg *ebpf.Variable `ebpf:"cfg"`
+	ApmCounterBtf *ebpf.Variable `ebpf:"apm_counter_btf"`
+	ApmFlagBtf    *ebpf.Variable `ebpf:"apm_flag_btf"`
+	ApmKindBtf    *ebpf.Variable `ebpf:"apm_kind_btf"`
+	Cfg           *ebpf.Variable `ebpf:"cfg"`
 }
 
 // apmPrograms contains all programs after they have been loaded into the kernel.

@@ -208,13 +208,13 @@ func (c *Collector) Stats() event.Stats {
 	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load()}
 	m := c.loader.shared["counters"]
 	var lost, unjoined []uint64
-	if m.Lookup(uint32(0), &lost) == nil {
+	if m.Lookup(uint32(apmApmCounterAPM_CNT_LOST), &lost) == nil {
 		s.LostPerCPU = lost
 		for _, v := range lost {
 			s.Lost += v
 		}
 	}
-	if m.Lookup(uint32(1), &unjoined) == nil {
+	if m.Lookup(uint32(apmApmCounterAPM_CNT_UNJOINED), &unjoined) == nil {
 		for _, v := range unjoined {
 			s.Unjoined += v
 		}

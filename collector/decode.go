@@ -13,15 +13,16 @@ import (
 // recordSize is the size of struct apm_record.
 const recordSize = int(unsafe.Sizeof(apmApmRecord{}))
 
-// Flags of struct apm_record (enum apm_flag in bpf/apmwatch.h).
+// Flags of struct apm_record: enum apm_flag in bpf/apmwatch.h, through
+// bpf2go.
 const (
-	flagHasPrimary = 1 << 0
-	flagHasAlt     = 1 << 1
-	flagUser       = 1 << 2
-	flagKernel     = 1 << 3
-	flagFromUMAD   = 1 << 4
-	flagRawEvent   = 1 << 5
-	flagMlx4       = 1 << 6
+	flagHasPrimary = uint8(apmApmFlagAPM_F_HAS_PRIMARY)
+	flagHasAlt     = uint8(apmApmFlagAPM_F_HAS_ALT)
+	flagUser       = uint8(apmApmFlagAPM_F_USER)
+	flagKernel     = uint8(apmApmFlagAPM_F_KERNEL)
+	flagFromUMAD   = uint8(apmApmFlagAPM_F_FROM_UMAD)
+	flagRawEvent   = uint8(apmApmFlagAPM_F_RAW_EVENT)
+	flagMlx4       = uint8(apmApmFlagAPM_F_MLX4)
 )
 
 var errShortRecord = errors.New("short record")

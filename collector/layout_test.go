@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/cilium/ebpf/btf"
 )
 
@@ -88,6 +89,21 @@ func TestEveryHookProgramExists(t *testing.T) {
 	for _, m := range sharedMaps {
 		if spec.Maps[m] == nil {
 			t.Errorf("no map %s", m)
+		}
+	}
+}
+
+// The record kinds are event.Kind's numbers: each BPF enum apm_kind value,
+// converted, names the event kind of the same name.
+func TestKindsMatchBPF(t *testing.T) {
+	for k, want := range map[apmApmKind]string{
+		apmApmKindAPM_KIND_MODIFY: "modify", apmApmKindAPM_KIND_QP_EVENT: "qp-event",
+		apmApmKindAPM_KIND_PORT_EVENT: "port-event", apmApmKindAPM_KIND_CM_NOTIFY: "cm-notify",
+		apmApmKindAPM_KIND_CM_HANDLER: "cm-handler", apmApmKindAPM_KIND_MAD: "mad",
+		apmApmKindAPM_KIND_QP_CREATE: "qp-create", apmApmKindAPM_KIND_QP_DESTROY: "qp-destroy",
+	} {
+		if got := event.Kind(k).String(); got != want {
+			t.Errorf("BPF kind %d is event kind %q, want %q", k, got, want)
 		}
 	}
 }

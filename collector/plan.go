@@ -30,21 +30,29 @@ func (t target) hook() event.Hook { return t.def.describe(t.method, t.reason) }
 // planOptions change how targets are chosen.
 type planOptions struct {
 	ForceKprobe bool     // never use fentry/fexit or tp_btf (tests the fallback)
-	EventHooks  []string // extra (struct ib_event *, void *) handlers
+	EventHooks  []string // extra (struct ib_event *, void *) handlers: FUNC or MODULE:FUNC
 }
 
 // plan chooses, for every hook, how to attach it on this kernel. It attaches
 // nothing; the loader may still fall back from fentry to kprobe per hook.
 func plan(k kernelView, defs []hookDef, opts planOptions) []target {
 	defs = slices.Clone(defs)
-	for _, name := range opts.EventHooks {
+	for _, spec := range opts.EventHooks {
 		// A named handler is attached even when __ib_qp_event_handler
-		// covers it; a known one keeps its definition.
+		// covers it; a known one keeps its definition. MODULE:FUNC names
+		// the module it lives in (watched for loads like a known hook's).
+		module, name, ok := strings.Cut(spec, ":")
+		if !ok {
+			module, name = "", spec
+		}
 		if i := slices.IndexFunc(defs, func(d hookDef) bool { return d.Name == name }); i >= 0 {
 			defs[i].Role = roleAlways
+			if defs[i].Module == "" {
+				defs[i].Module = module
+			}
 			continue
 		}
-		defs = append(defs, qpEventHook(name, "", "qp async events, --event-hook", roleAlways))
+		defs = append(defs, qpEventHook(name, module, "qp async events, --event-hook", roleAlways))
 	}
 	out := make([]target, 0, len(defs))
 	for _, d := range defs {

@@ -93,12 +93,21 @@ func TestPlan612UsesCoreEventHandler(t *testing.T) {
 	if _, ok := got["qp_event"]; ok {
 		t.Error("the lab module's handler is in the default hooks")
 	}
-	withFlag := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{"qp_event"}})
-	if n := len(withFlag); n != len(defaultHooks())+1 {
-		t.Errorf("--event-hook qp_event: %d hooks, want %d", n, len(defaultHooks())+1)
+	for _, spec := range []string{"qp_event", "apmlab:qp_event"} {
+		withFlag := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{spec, spec}})
+		if n := len(withFlag); n != len(defaultHooks())+1 {
+			t.Errorf("--event-hook %s twice: %d hooks, want %d", spec, n, len(defaultHooks())+1)
+		}
+		if g := byName(withFlag)["qp_event"]; g.method != event.HookKprobe || g.module != "apmlab" {
+			t.Errorf("--event-hook %s with __ib_qp_event_handler present: %s %q in %q, want attached in apmlab", spec, g.method, g.reason, g.module)
+		}
 	}
-	if g := byName(withFlag)["qp_event"]; g.method != event.HookKprobe || g.module != "apmlab" {
-		t.Errorf("--event-hook qp_event with __ib_qp_event_handler present: %s %q in %q, want attached in apmlab", g.method, g.reason, g.module)
+	// MODULE:FUNC names the module even while it is not loaded: the hook
+	// says so, and the audit watches the module for its load.
+	k := newFake(t, strings.Replace(kallsyms612, "ffffffffc0004000 t qp_event	[apmlab]\n", "", 1), btf612...)
+	if g := byName(plan(k, defaultHooks(), planOptions{EventHooks: []string{"apmlab:qp_event"}}))["qp_event"]; g.method != event.HookMissing ||
+		g.reason != "module apmlab not loaded" || g.hook().Module != "apmlab" {
+		t.Errorf("--event-hook apmlab:qp_event without apmlab: %s %q %+v", g.method, g.reason, g.hook())
 	}
 	known := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{EventHooks: []string{"ib_uverbs_qp_event_handler"}})
 	if n := len(known); n != len(defaultHooks()) {

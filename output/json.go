@@ -132,6 +132,7 @@ type jsonTruth struct {
 	MigState string `json:"mig_state,omitempty"`
 	RQPN     uint32 `json:"rqpn,omitempty"`
 	CM       bool   `json:"cm,omitempty"`
+	SpanNS   uint64 `json:"span_ns,omitempty"` // the dump ran this long before boot_ns
 }
 
 func common(e *event.Event) jsonCommon {
@@ -207,7 +208,7 @@ func JSONValue(e *event.Event) any {
 		t := e.Truth
 		j := jsonTruth{jsonCommon: c, Truth: t.Op.String(), Source: escape.Text(t.Source)}
 		if t.Op == event.TruthRead {
-			j.QPType, j.Origin, j.MigState, j.RQPN, j.CM = t.QPType.String(), t.Origin.String(), t.Mig.String(), t.RQPN, t.CM
+			j.QPType, j.Origin, j.MigState, j.RQPN, j.CM, j.SpanNS = t.QPType.String(), t.Origin.String(), t.Mig.String(), t.RQPN, t.CM, t.Span
 			if t.HasState {
 				j.State = t.State.String()
 			}

@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 
@@ -76,22 +72,7 @@ func sample() []*event.Event {
 	return es
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./output -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n%s", name, got)
-	}
-}
+func golden(t *testing.T, name string, got []byte) { testkit.Golden(t, name, got) }
 
 func TestJSONGolden(t *testing.T) {
 	var b bytes.Buffer

@@ -196,9 +196,9 @@ func (b *Builder) MAD(dir event.MADDir, attr uint16, ours uint32) *event.Event {
 	return b.Add(&event.Event{Kind: event.KindMAD, QPN: 0, MAD: m})
 }
 
-// SeedSteps are the seed thread's three steps after a migration: send a LAP
+// ThreeSteps are the three steps after a migration: send a LAP
 // with the new alternate, load it, rearm.
-func (b *Builder) SeedSteps(qpn uint32, alt event.Path, ours uint32) {
+func (b *Builder) ThreeSteps(qpn uint32, alt event.Path, ours uint32) {
 	if ours != 0 {
 		b.MAD(event.MADSend, event.CMAttrLAP, ours)
 	}

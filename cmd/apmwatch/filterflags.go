@@ -55,3 +55,8 @@ func (f *filterFlags) filter() (output.Filter, error) {
 	}
 	return flt, nil
 }
+
+// addEventHookFlag adds --event-hook: more QP event handlers to watch.
+func addEventHookFlag(fl *pflag.FlagSet, hooks *[]string) {
+	fl.StringSliceVar(hooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler: FUNC or MODULE:FUNC")
+}

@@ -30,7 +30,7 @@ func newProbesCmd() *cobra.Command {
 	addOutputFlag(cmd, &output, " (a JSON array)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as a JSON array")
 	deprecatedAlias(cmd, "json", "use -o json")
-	cmd.Flags().StringSliceVar(&opts.EventHooks, "event-hook", nil, "also plan this (struct ib_event *, void *) QP event handler")
+	addEventHookFlag(cmd.Flags(), &opts.EventHooks)
 	cmd.Flags().BoolVar(&opts.ForceKprobe, "force-kprobe", false, "plan kprobes and raw tracepoints only")
 	_ = cmd.Flags().MarkHidden("force-kprobe")
 	return cmd

@@ -54,7 +54,7 @@ func newRecordCmd() *cobra.Command {
 	fl.BoolVar(&cfg.Options.Compress, "compress", false, "compress with zstd (a cut loses at most one block)")
 	fl.Int64Var(&cfg.Options.MaxBytes, "rotate-size", 0, "start a new file at this many bytes")
 	fl.IntVar(&cfg.Options.MaxFiles, "rotate-keep", 0, "with --rotate-size: keep only the newest N files")
-	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
+	addEventHookFlag(fl, &opts.EventHooks)
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	return cmd
 }

@@ -63,7 +63,7 @@ func newTraceCmd() *cobra.Command {
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")
-	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler")
+	addEventHookFlag(fl, &opts.EventHooks)
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	fl.StringVar(&cfg.Record, "record", "", "also record every event and ground-truth reading (before filtering) to this file")

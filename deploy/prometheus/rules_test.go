@@ -49,15 +49,20 @@ type rules struct {
 
 func readRules(t *testing.T) rules {
 	t.Helper()
-	b, err := os.ReadFile(rulesFile)
+	var r rules
+	readYAML(t, rulesFile, &r)
+	return r
+}
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r rules
-	if err := yaml.Unmarshal(b, &r); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return r
 }
 
 func readScrapes(t *testing.T) promcheck.Scrape {
@@ -135,13 +140,7 @@ func TestRulesUnit(t *testing.T) {
 		}
 	}
 	var doc map[string]any
-	b, err := os.ReadFile("testdata/rules-test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, "testdata/rules-test.yaml", &doc)
 	n := 0
 	for _, tc := range doc["tests"].([]any) {
 		for _, at := range asList(tc.(map[string]any)["alert_rule_test"]) {
@@ -163,7 +162,7 @@ func TestRulesUnit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, rulesFile), rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err = yaml.Marshal(doc)
+	b, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +190,7 @@ func TestRulesSeriesFromScrape(t *testing.T) {
 			InputSeries []struct{ Series string } `yaml:"input_series"`
 		}
 	}
-	b, err := os.ReadFile("testdata/rules-test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
+	readYAML(t, "testdata/rules-test.yaml", &doc)
 	n := 0
 	for _, tc := range doc.Tests {
 		for _, in := range tc.InputSeries {

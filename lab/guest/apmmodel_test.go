@@ -234,14 +234,7 @@ func TestModelMigrationError(t *testing.T) {
 // rearms without a new alternate that rxe forces).
 func TestModelFlapping(t *testing.T) {
 	r := startModelRun(t)
-	p, ready := startPair(t, "--behavior", "rearm")
-	q := QPN(t, ready, "rxe0")
-	from := 0
-	for range 4 {
-		Inject(t, "rxe0", q, "path_mig", true)
-		_, from = p.Wait(t, from, evTimeout, Match("query", "after_react", "qpn", q))
-	}
-	p.Stop(t)
+	q := migrateRearmed(t, 4)
 	fs := r.findings(t, "rxe0", q)
 	n := 0
 	for _, f := range fs {

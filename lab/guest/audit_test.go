@@ -18,6 +18,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/testkit"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -294,32 +295,13 @@ func waitBundle(t *testing.T, a *Proc, dir string) string {
 // replayKinds runs a recording through a fresh model judged until judge.
 func replayKinds(t *testing.T, path string, judge uint64) []auditLine {
 	t.Helper()
-	r, err := recording.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var out []auditLine
-	m, _ := apm.New(apm.DefaultConfig(), func(f apm.Finding) {
+	for _, f := range testkit.Replay(t, path, apm.DefaultConfig(), judge) {
 		if !f.Resolved {
 			l := auditLine{Type: "finding", ID: f.ID, Kind: string(f.Kind)}
 			l.QP.Device, l.QP.QPN = f.QP.Device, int64(f.QP.QPN)
 			out = append(out, l)
 		}
-	})
-	for {
-		e, err := r.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Handle(e)
-	}
-	m.Finish(judge)
-	if w := r.Warnings(); len(w) != 0 {
-		t.Errorf("bundle recording warnings: %v", w)
 	}
 	return out
 }
@@ -363,7 +345,13 @@ func runCmd(t *testing.T, name string, args ...string) {
 func TestAuditModuleReload(t *testing.T) {
 	dir := t.TempDir()
 	findings := filepath.Join(dir, "findings.jsonl")
-	a := startAudit(t, dir, "--force-kprobe")
+	// apmlab holds the only hook that lives in a module the lab may unload.
+	a := startAudit(t, dir, "--force-kprobe", "--event-hook", "apmlab:qp_event")
+	t.Cleanup(func() { // a failure half-way must not leave the lab without its module
+		if _, err := os.Stat("/sys/kernel/debug/apmlab/inject"); err != nil {
+			_ = exec.Command("insmod", "/lib/lab-kmod/apmlab.ko").Run()
+		}
+	})
 	waitLog := func(what string, n int) {
 		t.Helper()
 		deadline := time.Now().Add(evTimeout)

@@ -381,7 +381,8 @@ func Inject(t testing.TB, dev string, qpn int64, event string, migrate bool) Lin
 
 // labHooks are the flags that make apmwatch watch the lab module's QP
 // event handler (apmlab's qp_event, a kernel ULP's handler that no real host
-// has) on kernels without __ib_qp_event_handler (6.1), where nothing else
+// has; MODULE:FUNC, so that a reload of apmlab is noticed) on kernels
+// without __ib_qp_event_handler (6.1), where nothing else
 // sees the kernel ULP's QP events. On 6.12 the core handler sees them, and
 // a second hook would report each event twice.
 func labHooks(t testing.TB) []string {
@@ -393,5 +394,5 @@ func labHooks(t testing.TB) []string {
 	if strings.HasPrefix(string(b), "6.12") {
 		return nil
 	}
-	return []string{"--event-hook", "qp_event"}
+	return []string{"--event-hook", "apmlab:qp_event"}
 }

@@ -167,3 +167,19 @@ func TestManyPairsAndLoopModify(t *testing.T) {
 	}
 	t.Logf("RTS->RTS PATH_MIG_STATE modifies: %s/s", b[0].Str("per_second"))
 }
+
+// migrateRearmed runs a lab-pair that rearms at once, migrates its rxe0 QP
+// n times (each rearm seen before the next migration), stops the pair and
+// returns that QP's number.
+func migrateRearmed(t *testing.T, n int) int64 {
+	t.Helper()
+	p, ready := startPair(t, "--behavior", "rearm")
+	q := QPN(t, ready, "rxe0")
+	from := 0
+	for range n {
+		Inject(t, "rxe0", q, "path_mig", true)
+		_, from = p.Wait(t, from, evTimeout, Match("query", "after_react", "qpn", q))
+	}
+	p.Stop(t)
+	return q
+}

@@ -113,14 +113,7 @@ func TestTraceFindingsMismatchAndPostmortem(t *testing.T) {
 // Four quick migrations, each rearmed: one flapping finding.
 func TestTraceFindingsFlapping(t *testing.T) {
 	tr := startApmwatch(t, "trace", "-o", "json")
-	p, ready := startPair(t, "--behavior", "rearm")
-	q := QPN(t, ready, "rxe0")
-	from := 0
-	for range 4 {
-		Inject(t, "rxe0", q, "path_mig", true)
-		_, from = p.Wait(t, from, evTimeout, Match("query", "after_react", "qpn", q))
-	}
-	p.Stop(t)
+	q := migrateRearmed(t, 4)
 	got := traceFindings(t, tr, "rxe0", q)
 	if n := len(slices.DeleteFunc(slices.Clone(got), func(k string) bool { return k != "flapping" })); n != 1 {
 		t.Errorf("findings %v: want exactly one flapping", got)

@@ -15,7 +15,7 @@ step "RDMA devices: soft-RoCE on a veth pair, Debian's $(uname -r)"
 rdma link
 
 step "apmwatch probes: the hooks this kernel has, and how each attaches (the lab module's handler by --event-hook)"
-apmwatch probes --event-hook qp_event | grep -v ' missing '
+apmwatch probes --event-hook apmlab:qp_event | grep -v ' missing '
 
 step "apmwatch trace, recording to /tmp/demo.rec (the model runs inside it)"
 apmwatch trace --rearm-deadline 1s --record /tmp/demo.rec --ready-file /tmp/ready \
