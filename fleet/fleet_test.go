@@ -11,6 +11,8 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/audit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // twoHosts starts a publisher per host over a fake sysfs: hostA's ibsim0
@@ -213,5 +215,39 @@ func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
 	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since.Add(-time.Hour), Until: since})
 	if err != nil || h.Records != 0 || len(h.Lines) != 0 {
 		t.Fatalf("empty range: %+v, %v", h, err)
+	}
+}
+
+func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for i := range 2 {
+		var subs []string
+		for p := i * Partitions / 2; p < (i+1)*Partitions/2; p++ {
+			subs = append(subs, connFilter(p))
+		}
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: fmt.Sprintf("CONN_%d", i), Subjects: subs,
+			MaxMsgsPerSubject: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := startFleet(t, srv.URL(), 0, 1)
+	defer f.stop()
+	a, b := twoHosts(t, srv.URL())
+	const n = 10
+	oneSided(a, b, n)
+	waitFor(t, 20*time.Second, "the findings", func() bool { return len(f.out.lines(t)) >= n })
+	if _, err := js.Stream(context.Background(), ConnStream); err == nil {
+		t.Fatal("the default stream was created over the operator's")
+	}
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	if err != nil || len(st.Rows) != n {
+		t.Fatalf("status over two streams: %+v, %v", st, err)
 	}
 }

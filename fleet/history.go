@@ -84,7 +84,7 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	h := &History{NATS: o.NATS.URL, Since: o.Since.UTC(), Until: o.Until.UTC(), Lines: []json.RawMessage{}, Judged: []Line{}}
-	err = readRange(ctx, js, FindingsStream, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) {
+	err = readRange(ctx, js, FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) {
 		if len(h.Lines) >= maxHistLines {
 			h.Truncated = true
 			return
@@ -96,9 +96,35 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", FindingsStream, err)
 	}
-	g := NewEngine(EngineConfig{Deadline: o.Deadline}, func(l Line) { h.Judged = append(h.Judged, l) })
+	var filters []string
+	for p := range Partitions {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, js, filters)
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, err
+	}
 	byConn := map[string]*HistConn{}
-	err = readRange(ctx, js, ConnStream, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) {
+	// each stream holds whole partitions, so both ends of a connection:
+	// one replay each, in the stream's order
+	for name, fs := range streams {
+		if err := h.replay(ctx, js, name, fs, o, byConn); err != nil {
+			return nil, err
+		}
+	}
+	for _, hc := range byConn {
+		if hc.State == "" {
+			hc.State = StateUnpaired.String()
+		}
+		h.Connections = append(h.Connections, *hc)
+	}
+	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
+	return h, nil
+}
+
+func (h *History) replay(ctx context.Context, js jetstream.JetStream, stream string, filters []string, o HistoryOptions, byConn map[string]*HistConn) error {
+	g := NewEngine(EngineConfig{Deadline: o.Deadline}, func(l Line) { h.Judged = append(h.Judged, l) })
+	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) {
 		var c Conn
 		if json.Unmarshal(m.Data(), &c) != nil {
 			return
@@ -129,7 +155,7 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 			Mig: c.Mig, Episode: c.Episode.N, Gone: c.Gone})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ConnStream, err)
+		return fmt.Errorf("reading %s: %w", stream, err)
 	}
 	g.Advance(o.Until)
 	for k, e := range g.ends {
@@ -140,19 +166,13 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 			hc.State = e.state.String()
 		}
 	}
-	for _, hc := range byConn {
-		if hc.State == "" {
-			hc.State = StateUnpaired.String()
-		}
-		h.Connections = append(h.Connections, *hc)
-	}
-	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
-	return h, nil
+	return nil
 }
 
 // readRange delivers a stream's messages stored in [since, until].
-func readRange(ctx context.Context, js jetstream.JetStream, stream string, since, until time.Time, fn func(jetstream.Msg, time.Time)) error {
-	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since})
+func readRange(ctx context.Context, js jetstream.JetStream, stream string, filters []string, since, until time.Time, fn func(jetstream.Msg, time.Time)) error {
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime: &since, FilterSubjects: filters})
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
 	}

@@ -172,16 +172,24 @@ func (in *instance) loadJudged(ctx context.Context) error {
 	for _, p := range in.cfg.partitions() {
 		filters = append(filters, fleetFindingSubject(p))
 	}
-	n, err := readAll(ctx, in.js, FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters}, func(m jetstream.Msg) {
-		var l struct {
-			ID uint64 `json:"id"`
-		}
-		if json.Unmarshal(m.Data(), &l) == nil && l.ID != 0 {
-			in.engine.MarkJudged(l.ID)
-		}
-	})
+	streams, err := streamsOf(ctx, in.js, filters)
 	if err != nil {
-		return fmt.Errorf("reading earlier findings: %w", err)
+		return err
+	}
+	n := 0
+	for name, fs := range streams {
+		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
+			var l struct {
+				ID uint64 `json:"id"`
+			}
+			if json.Unmarshal(m.Data(), &l) == nil && l.ID != 0 {
+				in.engine.MarkJudged(l.ID)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("reading earlier findings: %w", err)
+		}
+		n += k
 	}
 	in.log.Info("earlier findings read", "findings", n)
 	return nil
@@ -229,23 +237,30 @@ func (in *instance) consume(ctx context.Context) error {
 	for _, p := range in.cfg.partitions() {
 		filters = append(filters, connFilter(p))
 	}
-	c, err := in.js.OrderedConsumer(ctx, ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: filters,
-		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	streams, err := streamsOf(ctx, in.js, filters)
 	if err != nil {
-		return fmt.Errorf("consuming %s: %w", ConnStream, err)
+		return err
 	}
-	initial := c.CachedInfo().NumPending
 	msgs := make(chan jetstream.Msg, 4096)
-	cc, err := c.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
+	var initial uint64
+	for name, fs := range streams {
+		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("consuming %s: %w", ConnStream, err)
+		initial += c.CachedInfo().NumPending
+		cc, err := c.Consume(func(m jetstream.Msg) {
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
+		}
+		defer cc.Stop()
 	}
-	defer cc.Stop()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var applied uint64
@@ -280,7 +295,7 @@ func (in *instance) consume(ctx context.Context) error {
 			in.m.records.Inc()
 			if md, err := m.Metadata(); err == nil {
 				in.m.lagMessages.Set(float64(md.NumPending))
-				if !ready && (md.NumPending == 0 || applied >= initial) {
+				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
 					markReady()
 				}
 			}

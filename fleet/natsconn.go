@@ -68,7 +68,9 @@ type StreamLimits struct {
 var DefaultLimits = StreamLimits{Replicas: 1, ConnMaxAge: 7 * 24 * time.Hour, ConnPerSubject: 16,
 	FindingsMaxAge: 30 * 24 * time.Hour, MaxBytes: -1}
 
-// ensureStreams creates the two streams unless they exist.
+// ensureStreams creates the two streams unless they exist, or unless an
+// operator's streams already take their subjects (the connection records
+// may be split over several streams by partition: docs/fleet.md).
 func ensureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) error {
 	cfgs := []jetstream.StreamConfig{
 		{Name: ConnStream, Subjects: []string{connPrefix + ">"}, Storage: jetstream.FileStorage, Replicas: l.Replicas,
@@ -78,15 +80,29 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) 
 			MaxAge: l.FindingsMaxAge, MaxBytes: l.MaxBytes, Duplicates: 10 * time.Minute,
 			Description: "apmwatch finding lines: hosts' and the fleet's"},
 	}
-	for _, c := range cfgs {
-		if _, err := js.Stream(ctx, c.Name); err == nil {
+	probe := []string{connPrefix + "0.x", fleetFindingSubject(0)}
+	for i, c := range cfgs {
+		if _, err := js.StreamNameBySubject(ctx, probe[i]); err == nil {
 			continue
 		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("looking up stream %s: %w", c.Name, err)
+			return fmt.Errorf("looking up the stream of %s: %w", probe[i], err)
 		}
 		if _, err := js.CreateStream(ctx, c); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("creating stream %s: %w", c.Name, err)
 		}
 	}
 	return nil
+}
+
+// streamsOf groups subject filters by the stream that holds them.
+func streamsOf(ctx context.Context, js jetstream.JetStream, filters []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, f := range filters {
+		name, err := js.StreamNameBySubject(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("the stream of %s: %w", f, err)
+		}
+		out[name] = append(out[name], f)
+	}
+	return out, nil
 }

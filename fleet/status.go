@@ -50,15 +50,25 @@ func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
 	}
 	g := NewEngine(EngineConfig{Deadline: time.Nanosecond}, func(Line) {})
 	now := time.Now()
-	_, err = readAll(ctx, js, ConnStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-		FilterSubjects: []string{connPrefix + ">"}}, func(m jetstream.Msg) {
-		var c Conn
-		if json.Unmarshal(m.Data(), &c) == nil {
-			g.Apply(&c, now)
-		}
-	})
+	var filters []string
+	for p := range Partitions {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, js, filters)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ConnStream, err)
+		return nil, err
+	}
+	for name, fs := range streams {
+		_, err = readAll(ctx, js, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+			FilterSubjects: fs}, func(m jetstream.Msg) {
+			var c Conn
+			if json.Unmarshal(m.Data(), &c) == nil {
+				g.Apply(&c, now)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
 	}
 	return g.status(now), nil
 }
