@@ -25,8 +25,13 @@ type PublishConfig struct {
 	QueueMax  int64  // its bound, bytes
 	SysfsRoot string // /sys/class/infiniband ("" for that)
 	Limits    StreamLimits
+	Refresh   time.Duration // republish unchanged ends this often (DefaultRefresh)
 	Log       *slog.Logger
 }
+
+// DefaultRefresh is how often an unchanged end is published again: well
+// within the connection stream's age limit.
+const DefaultRefresh = time.Hour
 
 // DefaultQueueMax bounds the publish queue by default.
 const DefaultQueueMax = 64 << 20
@@ -87,7 +92,12 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 		q.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	p := &Publisher{cfg: cfg, tracker: NewTracker(cfg.Host, cfg.SysfsRoot), q: q, in: make(chan Msg, intakeSize),
+	if cfg.Refresh == 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	tr := NewTracker(cfg.Host, cfg.SysfsRoot)
+	tr.Refresh = cfg.Refresh
+	p := &Publisher{cfg: cfg, tracker: tr, q: q, in: make(chan Msg, intakeSize),
 		wake: make(chan struct{}, 1), run: strconv.FormatInt(time.Now().UnixNano(), 36), nc: nc, js: js, log: cfg.Log,
 		m: newPubMetrics(q, nc)}
 	ctx, cancel := context.WithCancel(context.Background())

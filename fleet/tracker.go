@@ -18,6 +18,10 @@ type Tracker struct {
 	qps   map[event.QPKey]*tqp
 	dirty map[event.QPKey]bool
 	rev   uint64
+	// Refresh republishes an unchanged end this often, so that a
+	// long-lived connection outlives the stream's age limit (0: never).
+	Refresh  time.Duration
+	nextScan time.Time
 }
 
 // tqp is what the tracker knows of one QP.
@@ -42,6 +46,7 @@ type tqp struct {
 	comm      string
 	gone      bool
 	published bool
+	pubAt     time.Time // when its last record was made
 }
 
 // maxTracked bounds the tracker's table (hostile input: a flood of QPNs).
@@ -214,6 +219,14 @@ func (q *tqp) same(o *tqp) bool {
 // Flush returns a record of every end that changed since the last call,
 // and forgets the ends that are gone.
 func (t *Tracker) Flush(now time.Time) []Conn {
+	if t.Refresh > 0 && !now.Before(t.nextScan) {
+		t.nextScan = now.Add(time.Minute)
+		for k, q := range t.qps {
+			if q.published && now.Sub(q.pubAt) >= t.Refresh {
+				t.dirty[k] = true
+			}
+		}
+	}
 	var out []Conn
 	for k := range t.dirty {
 		q := t.qps[k]
@@ -230,7 +243,7 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 		if !q.gone && (q.destQPN == 0 || q.typ != event.QPTypeRC && q.typ != event.QPTypeUC) {
 			continue // not connected yet
 		}
-		q.published = true
+		q.published, q.pubAt = true, now
 		out = append(out, t.record(k, q, now))
 	}
 	return out

@@ -51,3 +51,18 @@ func TestTrackerRecordsAConnectedQPWithItsAddressesAndEpisode(t *testing.T) {
 		t.Fatalf("after the destroy: %+v (tracked %d)", c, tr.Len())
 	}
 }
+
+func TestTrackerRepublishesUnchangedEndsAfterRefresh(t *testing.T) {
+	tr := NewTracker("hostA", t.TempDir())
+	tr.Refresh = time.Hour
+	at := time.Unix(1000, 0)
+	tr.Observe(&event.Event{Kind: event.KindTruth, Device: "d", QPN: 5, Time: at, Boot: 1,
+		Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 6, Mig: event.MigArmed}})
+	if len(tr.Flush(at)) != 1 || len(tr.Flush(at.Add(30*time.Minute))) != 0 {
+		t.Fatal("first record, then none within the refresh")
+	}
+	cs := tr.Flush(at.Add(61 * time.Minute))
+	if len(cs) != 1 || !cs[0].At.Equal(at.Add(61*time.Minute).UTC()) {
+		t.Fatalf("refresh: %+v", cs)
+	}
+}
