@@ -31,7 +31,7 @@ type PublishConfig struct {
 
 // DefaultRefresh is how often an unchanged end is published again: well
 // within the connection stream's age limit.
-const DefaultRefresh = time.Hour
+const DefaultRefresh = 6 * time.Hour
 
 // DefaultQueueMax bounds the publish queue by default.
 const DefaultQueueMax = 64 << 20
