@@ -63,11 +63,11 @@ type end struct {
 	key, remote EndKey
 	host, dev   uint32 // names
 	pid         uint32
-	port        uint32
+	epN         uint32
+	port        uint8
 	mig         uint8 // 0 unknown, else event.MigState+1
 	armed, apm  bool
 	state       PairState
-	epN         uint32
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
 	rearm       int64 // the rearm after it, 0 none
 	migRead     int64
@@ -116,14 +116,14 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 		g.ends[local] = e
 		g.counts[StateUnpaired]++
 	}
-	if !remote.Valid() && e.remote.Valid() && e.remote.QPN == c.Remote.QPN {
+	if !remote.Valid() && e.remote.Valid() && e.remote.QPN() == c.Remote.QPN {
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
 	if e.remote != remote && e.peer != nil {
 		g.unlink(e)
 	}
 	e.remote, e.at, e.rev = remote, at, c.Rev
-	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, c.Port
+	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, uint8(min(c.Port, 255))
 	e.since = unixNano(c.Changed)
 	if e.since == 0 {
 		e.since = at
