@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"container/heap"
+	"hash/fnv"
 	"time"
 )
 
@@ -71,9 +72,9 @@ type end struct {
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
 	rearm       int64 // the rearm after it, 0 none
 	migRead     int64
-	since       int64 // when armed last changed (or the end was first seen)
-	at          int64 // the record's publish time
-	rev         uint64
+	since       int64  // when armed last changed (or the end was first seen)
+	at          int64  // the record's publish time
+	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
 	open        uint64 // the finding open on this pair (both ends hold it)
 	peer        *end
 }
@@ -101,7 +102,8 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 	}
 	at := c.At.UnixNano()
 	e := g.ends[local]
-	if e != nil && (at < e.at || at == e.at && c.Rev <= e.rev) {
+	run := runHash(c.Run)
+	if e != nil && e.newer(run, uint32(c.Rev), at) {
 		g.Stale++
 		return
 	}
@@ -122,7 +124,7 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 	if e.remote != remote && e.peer != nil {
 		g.unlink(e)
 	}
-	e.remote, e.at, e.rev = remote, at, c.Rev
+	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
 	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, uint8(min(c.Port, 255))
 	e.since = unixNano(c.Changed)
 	if e.since == 0 {
@@ -289,3 +291,23 @@ func (n *names) id(s string) uint32 {
 }
 
 func (n *names) name(i uint32) string { return n.list[i] }
+
+// newer reports whether the end's record is newer than a record of run,
+// revision rev, published at at: within one run by revision, across runs
+// by time.
+func (e *end) newer(run, rev uint32, at int64) bool {
+	if run != 0 && run == e.run {
+		return rev <= e.rev
+	}
+	return at < e.at || at == e.at && rev <= e.rev
+}
+
+// runHash names a publisher's run in 32 bits (0: none).
+func runHash(run string) uint32 {
+	if run == "" {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(run))
+	return h.Sum32() | 1
+}

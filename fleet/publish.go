@@ -99,8 +99,10 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	}
 	tr := NewTracker(cfg.Host, cfg.SysfsRoot)
 	tr.Refresh = cfg.Refresh
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	tr.Run = cfg.Host + "-" + run
 	p := &Publisher{cfg: cfg, tracker: tr, q: q, in: make(chan Msg, intakeSize),
-		wake: make(chan struct{}, 1), seeds: make(chan []Conn, 1), run: strconv.FormatInt(time.Now().UnixNano(), 36), nc: nc, js: js, log: cfg.Log,
+		wake: make(chan struct{}, 1), seeds: make(chan []Conn, 1), run: run, nc: nc, js: js, log: cfg.Log,
 		m: newPubMetrics(q, nc)}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel

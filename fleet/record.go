@@ -40,10 +40,13 @@ type Conn struct {
 	// Gone says the QP was destroyed (or vanished from rdma netlink): the
 	// end is forgotten.
 	Gone bool `json:"gone,omitempty"`
-	// At is when the host published this revision; Rev counts revisions
-	// of this end in one run of its publisher.
+	// At is when the host published this revision; Rev counts the
+	// records of one run of its publisher, named by Run. Within a run Rev
+	// orders the records (a host clock stepped back does not make them
+	// stale), across runs At does.
 	At  time.Time `json:"at"`
 	Rev uint64    `json:"rev"`
+	Run string    `json:"run,omitempty"`
 }
 
 // Addr is one side's address and QPN.

@@ -18,6 +18,8 @@ type Tracker struct {
 	qps   map[event.QPKey]*tqp
 	dirty map[event.QPKey]bool
 	rev   uint64
+	// Run names this run of the publisher in its records.
+	Run string
 	// Refresh republishes an unchanged end this often, so that a
 	// long-lived connection outlives the stream's age limit (0: never).
 	Refresh  time.Duration
@@ -310,7 +312,7 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
 	t.rev++
 	c := Conn{Host: t.host, Device: k.Device, Type: q.typ.String(), Global: q.global, Armed: q.armed, APM: q.apm,
 		Local: Addr{QPN: k.QPN}, Remote: Addr{LID: q.dlid, QPN: q.destQPN}, PID: q.pid, Comm: q.comm,
-		Gone: q.gone, At: now.UTC(), Rev: t.rev, Episode: q.ep, Changed: q.changedAt.UTC()}
+		Gone: q.gone, At: now.UTC(), Rev: t.rev, Run: t.Run, Episode: q.ep, Changed: q.changedAt.UTC()}
 	if q.changedAt.IsZero() {
 		q.changedAt = now
 		c.Changed = now.UTC()
