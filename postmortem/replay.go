@@ -41,17 +41,23 @@ type streamResult struct {
 	Stats    event.Stats
 	Model    apm.Stats
 	Warnings []string
-	Elapsed  time.Duration
+	// WarningsDropped counts the warnings beyond maxWarnings.
+	WarningsDropped uint64
+	Elapsed         time.Duration
 }
 
 // replay feeds the stream's events to a new model and files them into
 // histories. warn gets every recording warning; tick, when set, the wall
 // time of each event for a progress display.
-func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, warn func(recording.Warning), tick func(*stream, time.Time)) error {
+func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, b *budget, warn func(recording.Warning), tick func(*stream, time.Time)) error {
 	start := time.Now()
-	s.h = histories{cur: map[event.QPKey]*hist{}, comms: map[commKey]*hist{}, max: maxEntries}
+	s.h = newHistories(maxEntries, cfg.MaxQPs, b)
 	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
-		s.res.Warnings = append(s.res.Warnings, w.String())
+		if len(s.res.Warnings) < maxWarnings {
+			s.res.Warnings = append(s.res.Warnings, w.String())
+		} else {
+			s.res.WarningsDropped++
+		}
 		if warn != nil {
 			warn(w)
 		}
@@ -60,10 +66,18 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 		return err
 	}
 	defer r.Close()
-	m, err := apm.New(cfg, func(f apm.Finding) { s.raw = append(s.raw, finding{s, f}) })
+	m, err := apm.New(cfg, func(f apm.Finding) {
+		if !take(&b.findings) {
+			b.DroppedFindings++
+			return
+		}
+		s.raw = append(s.raw, finding{s, f})
+	})
 	if err != nil {
 		return err
 	}
+	var d density
+	d.window = uint64(cfg.ReorderWindow)
 	for {
 		e, err := r.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -74,6 +88,9 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 		}
 		s.res.Events++
 		s.last = max(s.last, e.Boot)
+		if d.dense(e.Boot) {
+			m.Flush()
+		}
 		m.Handle(e)
 		h := s.h.observe(s, e)
 		if e.MAD != nil && e.MAD.MgmtClass == event.MgmtClassCM && len(s.mads) < maxMADs {
@@ -100,6 +117,42 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, maxEntries int, war
 	s.res.Model = m.Stats()
 	s.res.Elapsed = time.Since(start)
 	return nil
+}
+
+// maxInWindow bounds the events the model holds in its reorder window.
+// The model orders each event by walking back from the newest it holds and
+// keeps every event of the window: a recording with millions of events
+// within one window (real probes deliver a few hundred), or with their
+// Boot stamps going backwards, would cost memory and quadratic time. Past
+// the bound the model is flushed: what it holds is judged, and events
+// older than that are taken as late (apm.Stats.Late).
+const maxInWindow = 1024
+
+// density counts the events since the model was last flushed while they
+// stay within one reorder window.
+type density struct {
+	window uint64
+	start  uint64 // lowest Boot since the last flush
+	hi     uint64 // highest
+	n      int
+}
+
+// dense reports whether the model must be flushed before the event at boot.
+func (d *density) dense(boot uint64) bool {
+	if d.n == 0 || boot < d.start {
+		d.start = boot
+	}
+	d.hi = max(d.hi, boot)
+	d.n++
+	if d.hi-d.start > d.window { // the window moved on: the model releases by itself
+		d.start, d.hi, d.n = boot, boot, 1
+		return false
+	}
+	if d.n > maxInWindow {
+		d.n = 0
+		return true
+	}
+	return false
 }
 
 // judgedUntil is the Boot time the recording is known to cover: the file's

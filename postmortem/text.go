@@ -110,6 +110,10 @@ func writeSummary(w *errWriter, r *Report) {
 	if s.Lost > 0 {
 		w.f("note: the probes lost %d events while recording: findings may be missing or wrong\n", s.Lost)
 	}
+	if s.DroppedQPs+s.DroppedTimeline+s.DroppedFindings+s.DroppedSteps > 0 {
+		w.f("note: bounds left out %d events of QPs beyond --max-qps, %d timeline entries, %d findings, %d migrations and rearms (docs/postmortem.md, \"Bounds\")\n",
+			s.DroppedQPs, s.DroppedTimeline, s.DroppedFindings, s.DroppedSteps)
+	}
 }
 
 func writeFindings(w *errWriter, r *Report) {

@@ -14,6 +14,7 @@ import (
 
 func newPostmortemCmd() *cobra.Command {
 	o := postmortem.Options{Config: apm.DefaultConfig()}
+	o.Config.MaxQPs = postmortem.DefaultMaxQPs
 	var out postmortem.Output
 	var devices, qpns []string
 	var since, until string
