@@ -184,11 +184,11 @@ func SameEvent(size int) []byte {
 func ReorderBackwards(size int) []byte {
 	var b bytes.Buffer
 	w, err := recording.NewWriter(&b, event.Meta{Host: "craft", Kernel: "6.12.0-craft"},
-		recording.Options{Compress: true, BlockSize: 4 << 20, FlushInterval: -1})
+		recording.Options{Compress: true, BlockSize: 256 << 10, FlushInterval: -1})
 	if err != nil {
 		panic(err)
 	}
-	for i := uint64(0); b.Len() < size-(1<<20); i++ {
+	for i := uint64(0); b.Len() < size-(256<<10); i++ { // a block compresses to less than 256 KiB
 		run, k := i/1024, i%1024
 		w.Write(&event.Event{Seq: i, Kind: event.KindQPEvent, Boot: 1e9 + run*1025 + 1023 - k, Device: "rxe0",
 			QPN: uint32(k + 1), QP: &event.QPEvent{Type: event.EvCommEst, QPType: event.QPTypeRC}})
