@@ -67,4 +67,3 @@ func TestHostileReplayBounded(t *testing.T) {
 		}
 	}
 }
-
