@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/craft"
 	"github.com/apmwatch/apmwatch/recording"
 )
@@ -74,5 +78,35 @@ func TestHostileFilesBounded(t *testing.T) {
 				t.Errorf("no warning saying %q:\n%s", w, strings.Join(said, "\n"))
 			}
 		})
+	}
+}
+
+// A recording is created 0640 whatever the umask, never through a
+// symbolic link (a root recorder must not overwrite what a link names).
+func TestCreateModeAndSymlink(t *testing.T) {
+	dir := t.TempDir()
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(dir, "a.rec")
+	w, err := recording.Create(path, event.Meta{Host: "h"}, recording.Options{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode().Perm())
+	}
+	link := filepath.Join(dir, "link.rec")
+	os.Symlink(filepath.Join(dir, "victim"), link)
+	_, err = recording.Create(link, event.Meta{Host: "h"}, recording.Options{FlushInterval: -1})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("create through a link: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "victim")); err == nil {
+		t.Fatal("the link's target was created")
+	}
+	_, err = recording.Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("open a directory: %v", err)
 	}
 }

@@ -45,6 +45,9 @@ func newPostmortemCmd() *cobra.Command {
 			if err := o.Config.Validate(); err != nil {
 				return usageError{err}
 			}
+			if o.MaxEntries < 1 {
+				return usageError{fmt.Errorf("--max-entries must be at least 1: %d", o.MaxEntries)}
+			}
 			stderr := cmd.ErrOrStderr()
 			o.Warn = func(s string) { fmt.Fprintln(stderr, s) }
 			if stderr == os.Stderr && term.IsTerminal(int(os.Stderr.Fd())) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,11 +23,11 @@ func newRecordCmd() *cobra.Command {
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Path == "" {
-				return usageError{errors.New("no output file: give -o FILE")}
-			}
 			f, err := output.ParseFilter(devices, qpns, pids, comms, kinds)
 			if err != nil {
+				return usageError{err}
+			}
+			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
 			cfg.Filter = f

@@ -32,7 +32,7 @@ func newTraceCmd() *cobra.Command {
 			if _, err := output.NewWriter(cfg.Output, nil); err != nil {
 				return usageError{err}
 			}
-			if err := cfg.Model.Validate(); err != nil {
+			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
 			cfg.Filter = f
