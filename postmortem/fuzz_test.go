@@ -79,7 +79,9 @@ func TestReplaySeedCorpus(t *testing.T) {
 		seeds["example-"+strings.TrimSuffix(filepath.Base(p), ".rec")] = b
 	}
 	for _, c := range craft.Files(8 << 10) {
-		if len(c.Data) > 200 { // more than the header
+		// More than the header; not the files that decompress to the
+		// reader's allowance (a second an input: they would slow the fuzzer).
+		if len(c.Data) > 200 && !strings.HasPrefix(c.Name, "same-event") {
 			seeds["craft-"+c.Name] = c.Data
 		}
 	}
