@@ -47,3 +47,4 @@ include lab/lab.mk
 include recording/recording.mk
 include postmortem/postmortem.mk
 include audit/audit.mk
+include deploy/deploy.mk
