@@ -10,9 +10,9 @@ const (
 	DefaultMaxQPs = 100_000
 	// maxTimeline bounds the timeline entries of a whole report (with
 	// --max-entries per QP): about 250 bytes each.
-	maxTimeline = 250_000
+	maxTimeline = 100_000
 	// maxFindings bounds the model findings kept for a report.
-	maxFindings = 50_000
+	maxFindings = 20_000
 	// maxSteps bounds the migrations and rearms kept for pairing, in all.
 	maxSteps = 1_000_000
 	// maxCommIDs bounds the CM comm ids tied to QPs, per recording, and

@@ -82,6 +82,7 @@ func Files(size int) []File {
 		{"reorder-backwards", ReorderBackwards(size)},
 		{"same-event", SameEvent(size)},
 		{"same-event-x50", SameEventNearBound(size)},
+		{"migration-flood", MigrationFlood(size)},
 	}
 }
 
@@ -174,6 +175,15 @@ func SameEvent(size int) []byte {
 		return &event.Event{Seq: 1, Kind: event.KindModify, Boot: 1e9, Device: "rxe0", QPN: 17, Comm: "x",
 			Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrAltPath, Ret: -22,
 				Alt: &event.Path{Port: 1, DLID: 2}}}
+	})
+}
+
+// MigrationFlood is a compressed stream of PATH_MIG events on 200 QPs:
+// every QP has APM activity, so every timeline is shown, in full.
+func MigrationFlood(size int) []byte {
+	return repeated(size, 4<<20, func(i uint64) *event.Event {
+		return &event.Event{Seq: i, Kind: event.KindQPEvent, Boot: 1e9 + i*1e6, Device: "rxe0", QPN: uint32(i%200 + 1),
+			Comm: "x", QP: &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC, Origin: event.OriginUser, Hook: "h"}}
 	})
 }
 
