@@ -86,12 +86,16 @@ func Files(size int) []File {
 	}
 }
 
-// StatsPerCPU is stats records of nearly 1 MiB (the largest record a
-// writer makes), each claiming a million per-CPU lost counters.
+// StatsPerCPU is stats records claiming a per-CPU lost counter for each
+// byte they hold: the first of nearly 1 MiB (the largest record a writer
+// makes, a million counters), the others as large as a frame (16 million).
 func StatsPerCPU(size int) []byte {
 	out := Header("craft", 0)
-	for len(out) < size {
-		n := min(size-len(out), 1<<20) - 32
+	for first := true; len(out) < size; first = false {
+		n := min(size-len(out), MaxPayload) - 32
+		if first {
+			n = min(n, 1<<20-32)
+		}
 		if n < 8 {
 			break
 		}
