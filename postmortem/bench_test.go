@@ -3,6 +3,7 @@ package postmortem
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/craft"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -132,3 +134,29 @@ func TestBigReplay(t *testing.T) {
 }
 
 var _ = apmtest.PathA
+
+// BenchmarkHostile replays each crafted recording (internal/craft) of
+// 16 MB through the whole postmortem and its JSON report: the time and the
+// bytes allocated per file (docs/performance.md, "Hostile recordings").
+func BenchmarkHostile(b *testing.B) {
+	dir := b.TempDir()
+	for _, f := range craft.Files(16e6) {
+		path := filepath.Join(dir, f.Name+".rec")
+		if err := os.WriteFile(path, f.Data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(f.Data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				r, err := Run(context.Background(), []string{path}, Options{})
+				if err != nil {
+					continue // refused: the error is the bound
+				}
+				if err := WriteJSON(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -15,3 +15,10 @@ examples: build lab-assets ## regenerate examples/*.rec: scenarios recorded in t
 	@$(MAKE) --no-print-directory lab-run KERNEL=$(EXAMPLE_KERNEL) CMD='sh /extra/examples.sh' \
 		LAB_EXTRA=$(CURDIR)/postmortem/testdata/lab > $(BUILD)/examples/out.txt
 	@sh postmortem/testdata/unpack.sh examples < $(BUILD)/examples/out.txt
+
+.PHONY: fuzz-replay
+fuzz-replay: ## bounded fuzz run of the whole replay: reader, model, reports (FUZZTIME=20s)
+	$(GO) test -run '^$$' -fuzz '^FuzzReplay$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./postmortem
+
+# `make test` runs the bounded fuzz run of the replay too.
+test: fuzz-replay
