@@ -1,20 +1,30 @@
 package postmortem
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestHTMLInChromium renders the page in headless Chromium (Debian's
-// chromium; `make html-test` installs it) and checks the screenshot is not
-// blank. Run with APMWATCH_BROWSER=1.
+// TestHTMLInChromium loads the page of a pair (the lab's pair in
+// examples/, or APMWATCH_HTML_PAIR) in headless Chromium (Debian's
+// chromium; `make html-test` installs it), drives it through the DevTools
+// protocol like a person would (wheel, clicks) and asserts in the page:
+// every event and finding of the data is drawn, the wheel zooms, a click on
+// a finding highlights exactly its evidence and a second click clears it.
+// Screenshots of the default view, the zoomed view and a selected finding
+// go to APMWATCH_SCREENSHOT_DIR (default: the test's temporary directory).
+// Run with APMWATCH_BROWSER=1.
 func TestHTMLInChromium(t *testing.T) {
 	if os.Getenv("APMWATCH_BROWSER") != "1" {
 		t.Skip("set APMWATCH_BROWSER=1 (needs chromium)")
@@ -24,30 +34,136 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal("chromium not installed: apt-get install -y chromium")
 	}
 	dir := t.TempDir()
+	shots := os.Getenv("APMWATCH_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = dir
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, Options{}, pagePair(t)...)
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
-	if err := WriteHTML(&b, goldenPair(t)); err != nil {
+	if err := WriteHTML(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(dir, "shot.png")
-	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1280,900"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	data := pageJSON(t, b.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a guard against a hung browser, not a measurement
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, append(flags, "--screenshot="+shot, "file://"+page)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
+	c := startChromium(t, ctx, bin, dir)
+	c.call(t, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": false}, nil)
+	c.call(t, "Page.navigate", map[string]any{"url": "file://" + page}, nil)
+	for !c.eval(t, `document.readyState === "complete" && document.body.classList.contains("js")`).(bool) {
+		time.Sleep(50 * time.Millisecond)
 	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, out)
+
+	// (a) the default view: every event and finding drawn inside its plot
+	missing := c.eval(t, `(function () {
+		var data = JSON.parse(document.getElementById("apm-data").textContent), bad = [];
+		data.timelines.forEach(function (tl) {
+			var plot = document.getElementById(tl.id).querySelector("svg.plot > rect.plot-bg").getBoundingClientRect();
+			tl.events.map(function (e) { return e.id; }).concat(tl.findings).forEach(function (id) {
+				var el = document.getElementById(id), r = el && el.getBoundingClientRect();
+				if (!r || r.width === 0 || r.left + r.width / 2 < plot.left || r.left + r.width / 2 > plot.right) bad.push(id);
+			});
+		});
+		data.findings.forEach(function (f) { if (!document.getElementById("row-" + f.id)) bad.push("row-" + f.id); });
+		return bad.join(" ");
+	})()`)
+	if missing != "" {
+		t.Errorf("not drawn: %v", missing)
 	}
-	defer f.Close()
-	img, err := png.Decode(f)
+	notBlank(t, c.screenshot(t, filepath.Join(shots, "a-default.png"), true))
+
+	// (b) the wheel zooms in around the cursor
+	tl := data.Timelines[0].ID
+	c.eval(t, `document.getElementById("`+tl+`").scrollIntoView({block: "center"})`)
+	plot := c.rect(t, `document.querySelector("#`+tl+` svg.plot > rect.plot-bg")`)
+	before := c.eval(t, `document.querySelector('[data-timeline="`+tl+`"] .window').textContent`)
+	for range 5 {
+		c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseWheel", "x": plot.X + plot.W/2, "y": plot.Y + plot.H/2, "deltaX": 0, "deltaY": -120}, nil)
+	}
+	after := c.eval(t, `document.querySelector('[data-timeline="`+tl+`"] .window').textContent`)
+	out := c.eval(t, `Array.prototype.filter.call(document.querySelectorAll("#`+tl+` .mark"), function (el) {
+		var p = document.querySelector("#`+tl+` svg.plot > rect.plot-bg").getBoundingClientRect(), r = el.getBoundingClientRect();
+		return r.right < p.left || r.left > p.right;
+	}).length`).(float64)
+	t.Logf("wheel: %q -> %q; %v marks now outside the view", before, after, out)
+	if before == after || out == 0 {
+		t.Errorf("the wheel did not zoom: %q -> %q, %v marks outside the view", before, after, out)
+	}
+	c.screenshot(t, filepath.Join(shots, "b-wheel-zoom.png"), false)
+	c.eval(t, `document.querySelector('[data-timeline="`+tl+`"] [data-act="reset"]').click()`)
+
+	// (c) a click on each finding highlights exactly its evidence; a
+	// second click clears it
+	origin := pageOrigin(r)
+	shot := slices.IndexFunc(data.Findings, func(f findingData) bool { return len(f.Points) > 0 })
+	if shot < 0 {
+		shot = len(data.Findings) - 1
+	}
+	for i, f := range data.Findings {
+		row := `document.getElementById("row-` + f.ID + `")`
+		c.eval(t, row+`.scrollIntoView({block: "center"})`)
+		c.click(t, c.rect(t, row))
+		got := c.eval(t, `Array.prototype.map.call(document.querySelectorAll(".mark.evidence"), function (e) { return e.id; }).sort().join(" ")`)
+		want := slices.Clone(f.Evidence)
+		slices.Sort(want)
+		if got != strings.Join(want, " ") {
+			t.Errorf("finding %d (%s): highlighted %q, want %q", i, r.Findings[i].Kind, got, strings.Join(want, " "))
+		}
+		// independently of the page's matching: each highlighted event is
+		// at the time of a piece of the finding's evidence
+		times := map[int64]bool{}
+		for _, e := range r.Findings[i].Evidence {
+			times[evidenceTime(&r.Findings[i], e).Sub(origin).Nanoseconds()] = true
+		}
+		for _, tld := range data.Timelines {
+			for _, e := range tld.Events {
+				if slices.Contains(f.Evidence, e.ID) && !times[e.T] {
+					t.Errorf("finding %d (%s): %s is highlighted but is at no evidence time", i, r.Findings[i].Kind, e.ID)
+				}
+			}
+		}
+		if n := c.eval(t, `document.querySelectorAll(".point.evidence").length`).(float64); int(n) != len(f.Points) {
+			t.Errorf("finding %d: %v evidence points drawn, want %d", i, n, len(f.Points))
+		}
+		if sel := c.eval(t, row+`.classList.contains("selected")`).(bool); !sel {
+			t.Errorf("finding %d: its row is not selected", i)
+		}
+		if f.Timeline != "" {
+			vis := c.eval(t, `(function () { var r = document.getElementById("`+f.Timeline+`").getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; })()`).(bool)
+			if !vis {
+				t.Errorf("finding %d: its timeline was not scrolled into view", i)
+			}
+		}
+		if i == shot {
+			c.screenshot(t, filepath.Join(shots, "c-finding-evidence.png"), false)
+		}
+		c.eval(t, row+`.scrollIntoView({block: "center"})`)
+		c.click(t, c.rect(t, row))
+		if left := c.eval(t, `document.querySelectorAll(".evidence, .selected, .point").length`).(float64); left != 0 {
+			t.Errorf("finding %d: a second click left %v highlighted elements", i, left)
+		}
+	}
+	// the diamond on the timeline selects too
+	if len(data.Timelines[0].Findings) > 0 {
+		id := data.Timelines[0].Findings[0]
+		c.eval(t, `document.getElementById("`+tl+`").scrollIntoView({block: "center"})`)
+		c.click(t, c.rect(t, `document.getElementById("`+id+`")`))
+		if sel := c.eval(t, `document.getElementById("row-`+id+`").classList.contains("selected")`).(bool); !sel {
+			t.Errorf("a click on the diamond of %s did not select it", id)
+		}
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+func notBlank(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
@@ -68,16 +184,172 @@ func TestHTMLInChromium(t *testing.T) {
 	if len(colors) < 20 || nonWhite < total/50 {
 		t.Fatalf("the screenshot looks blank: %d colours, %d of %d sampled pixels not white", len(colors), nonWhite, total)
 	}
-	// the script ran and the timeline is in the DOM
-	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", "file://"+page)...).Output()
+}
+
+// devtools is a client of the DevTools protocol over Chromium's
+// --remote-debugging-pipe: JSON messages ended by a NUL byte, on fd 3 (to
+// the browser) and fd 4 (from it).
+type devtools struct {
+	to      *os.File
+	from    *bufio.Reader
+	id      int
+	session string
+}
+
+func startChromium(t *testing.T, ctx context.Context, bin, dir string) *devtools {
+	t.Helper()
+	inR, inW, err := os.Pipe()
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatal(err)
 	}
-	if !strings.Contains(string(dom), "<svg") || !strings.Contains(string(dom), `id="tip"`) {
-		t.Fatal("the rendered DOM has no timeline")
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if keep := os.Getenv("APMWATCH_SCREENSHOT"); keep != "" {
-		data, _ := os.ReadFile(shot)
-		os.WriteFile(keep, data, 0o644)
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--remote-debugging-pipe", "about:blank")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("chromium: %v", err)
 	}
+	inR.Close()
+	outW.Close()
+	t.Cleanup(func() {
+		inW.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		outR.Close()
+		if t.Failed() {
+			t.Logf("chromium's stderr:\n%s", stderr.Bytes())
+		}
+	})
+	c := &devtools{to: inW, from: bufio.NewReader(outR)}
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	c.call(t, "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	c.call(t, "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att)
+	c.session = att.SessionID
+	return c
+}
+
+// call sends one command and waits for its answer, skipping events.
+func (c *devtools) call(t *testing.T, method string, params, result any) {
+	t.Helper()
+	c.id++
+	msg := map[string]any{"id": c.id, "method": method, "params": params}
+	if c.session != "" {
+		msg["sessionId"] = c.session
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.to.Write(append(b, 0)); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	for {
+		line, err := c.from.ReadBytes(0)
+		if err != nil {
+			t.Fatalf("%s: reading the answer: %v", method, err)
+		}
+		var resp struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line[:len(line)-1], &resp); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if resp.ID != c.id {
+			continue
+		}
+		if resp.Error != nil {
+			t.Fatalf("%s: %s", method, resp.Error.Message)
+		}
+		if result != nil {
+			if err := json.Unmarshal(resp.Result, result); err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+		}
+		return
+	}
+}
+
+// eval evaluates a JavaScript expression in the page and returns its value.
+func (c *devtools) eval(t *testing.T, expr string) any {
+	t.Helper()
+	var res struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+		Exception *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	c.call(t, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res)
+	if res.Exception != nil {
+		t.Fatalf("%s: %s %s", expr, res.Exception.Text, res.Exception.Exception.Description)
+	}
+	return res.Result.Value
+}
+
+type box struct{ X, Y, W, H float64 }
+
+// rect is the viewport box of the element an expression gives.
+func (c *devtools) rect(t *testing.T, el string) box {
+	t.Helper()
+	v := c.eval(t, `(function () { var r = (`+el+`).getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`).([]any)
+	return box{v[0].(float64), v[1].(float64), v[2].(float64), v[3].(float64)}
+}
+
+// click presses and releases the left button at the centre of b.
+func (c *devtools) click(t *testing.T, b box) {
+	t.Helper()
+	x, y := b.X+b.W/2, b.Y+b.H/2
+	if b.W > 60 {
+		x = b.X + 20 // a table row: its first cells
+	}
+	for _, typ := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
+		c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "clickCount": 1}, nil)
+	}
+}
+
+// screenshot saves the viewport (or the whole page) as a PNG.
+func (c *devtools) screenshot(t *testing.T, path string, full bool) []byte {
+	t.Helper()
+	params := map[string]any{"format": "png"}
+	if full {
+		var m struct {
+			Size struct {
+				Width, Height float64
+			} `json:"cssContentSize"`
+		}
+		c.call(t, "Page.getLayoutMetrics", map[string]any{}, &m)
+		params["captureBeyondViewport"] = true
+		params["clip"] = map[string]any{"x": 0, "y": 0, "width": m.Size.Width, "height": m.Size.Height, "scale": 1}
+	}
+	var res struct {
+		Data string `json:"data"`
+	}
+	c.call(t, "Page.captureScreenshot", params, &res)
+	img, err := base64.StdEncoding.DecodeString(res.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

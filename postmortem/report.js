@@ -35,6 +35,7 @@
     this.d = d;
     this.svg = document.getElementById(d.id);
     this.plot = this.svg.querySelector("svg.plot");
+    this.bg = this.plot.querySelector("rect.plot-bg"); // the plot's viewport
     this.ns = this.svg.namespaceURI;
     this.controls = document.querySelector('.controls[data-timeline="' + d.id + '"]');
     this.mode = "compressed";
@@ -68,8 +69,11 @@
       g.setAttribute("transform", "translate(" + x1.toFixed(1) + " 0)");
       g.querySelector("rect").setAttribute("width", Math.max(x2 - x1, 2).toFixed(1));
     });
-    this.plot.querySelectorAll(".point").forEach(function (p) {
-      p.setAttribute("transform", "translate(" + self.x(self.u(p.datum)).toFixed(1) + " 0)");
+    this.plot.querySelectorAll(".point").forEach(function (p) { // its label on the side with room
+      var x = self.x(self.u(p.datum)), text = p.querySelector("text"), right = x > PLOT_W / 2;
+      p.setAttribute("transform", "translate(" + x.toFixed(1) + " 0)");
+      text.setAttribute("x", right ? -4 : 4);
+      text.setAttribute("text-anchor", right ? "end" : "start");
     });
     this.ticks();
     var label = this.controls.querySelector(".window");
@@ -100,7 +104,8 @@
         this.items.forEach(function (i) {
           if (i.c >= self.lo && i.c <= self.hi && (!best || Math.abs(i.c - want) < Math.abs(best.c - want))) best = i;
         });
-        if (best && !seen[best.c]) { seen[best.c] = true; ticks.push({ t: best.t, c: best.c, digits: 6 }); }
+        var near = best && ticks.some(function (tk) { return Math.abs(self.x(tk.c) - self.x(best.c)) < 120; });
+        if (best && !seen[best.c] && !near) { seen[best.c] = true; ticks.push({ t: best.t, c: best.c, digits: 6 }); }
       }
     }
     ticks.forEach(function (tk) {
@@ -119,7 +124,7 @@
     return e;
   };
   Timeline.prototype.plotX = function (ev) {
-    var r = this.plot.getBoundingClientRect();
+    var r = this.bg.getBoundingClientRect();
     return (ev.clientX - r.left) * PLOT_W / r.width;
   };
   Timeline.prototype.listen = function () {
