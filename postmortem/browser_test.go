@@ -3,10 +3,12 @@ package postmortem
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +99,46 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	c.screenshot(t, filepath.Join(shots, "b-wheel-zoom.png"), false)
 	c.eval(t, `document.querySelector('[data-timeline="`+tl+`"] [data-act="reset"]').click()`)
+
+	// (d) the linear scale is linear in time; a drag zooms to its span
+	c.click(t, c.rect(t, `document.querySelector('[data-timeline="`+tl+`"] [data-act="mode"]')`))
+	xs := func() map[string]float64 {
+		v := c.eval(t, `(function () { var out = {}; document.querySelectorAll("#`+tl+` .mark").forEach(function (el) {
+			var r = el.getBoundingClientRect(); out[el.id] = r.left + r.width / 2; }); return out; })()`).(map[string]any)
+		out := map[string]float64{}
+		for k, x := range v {
+			out[k] = x.(float64)
+		}
+		return out
+	}
+	evs := data.Timelines[0].Events
+	first := slices.MinFunc(evs, func(a, b eventData) int { return cmp.Compare(a.T, b.T) })
+	last := slices.MaxFunc(evs, func(a, b eventData) int { return cmp.Compare(a.T, b.T) })
+	x := xs()
+	perNS := (x[last.ID] - x[first.ID]) / float64(last.T-first.T)
+	if perNS <= 0 {
+		t.Fatalf("linear scale: the last event is not right of the first: %v", x)
+	}
+	for _, e := range evs {
+		if want := x[first.ID] + perNS*float64(e.T-first.T); math.Abs(x[e.ID]-want) > 1.5 {
+			t.Errorf("linear scale: %s at x=%.1f, want %.1f", e.ID, x[e.ID], want)
+		}
+	}
+	plot = c.rect(t, `document.querySelector("#`+tl+` svg.plot > rect.plot-bg")`)
+	from, to := plot.X+plot.W*0.1, plot.X+plot.W*0.3
+	c.drag(t, from, to, plot.Y+10)
+	tAt := func(px float64) float64 { return float64(first.T) + (px-x[first.ID])/perNS }
+	margin := 3 / perNS
+	x2 := xs()
+	for _, e := range evs {
+		in := x2[e.ID] >= plot.X && x2[e.ID] <= plot.X+plot.W
+		if t0 := float64(e.T); t0 > tAt(from)+margin && t0 < tAt(to)-margin && !in || (t0 < tAt(from)-margin || t0 > tAt(to)+margin) && in {
+			t.Errorf("after a drag over [%.0f, %.0f] ns: %s at %d ns is shown=%v", tAt(from), tAt(to), e.ID, e.T, in)
+		}
+	}
+	t.Logf("linear, dragged: %q", c.eval(t, `document.querySelector('[data-timeline="`+tl+`"] .window').textContent`))
+	c.screenshot(t, filepath.Join(shots, "d-linear-drag.png"), false)
+	c.click(t, c.rect(t, `document.querySelector('[data-timeline="`+tl+`"] [data-act="mode"]')`))
 
 	// (c) a click on each finding highlights exactly its evidence; a
 	// second click clears it
@@ -324,6 +366,17 @@ func (c *devtools) click(t *testing.T, b box) {
 	for _, typ := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
 		c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "clickCount": 1}, nil)
 	}
+}
+
+// drag presses the left button at (x1, y), moves to x2 and releases.
+func (c *devtools) drag(t *testing.T, x1, x2, y float64) {
+	t.Helper()
+	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x1, "y": y}, nil)
+	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mousePressed", "x": x1, "y": y, "button": "left", "clickCount": 1}, nil)
+	for i := 1; i <= 5; i++ {
+		c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x1 + (x2-x1)*float64(i)/5, "y": y, "button": "left", "buttons": 1}, nil)
+	}
+	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseReleased", "x": x2, "y": y, "button": "left", "clickCount": 1}, nil)
 }
 
 // screenshot saves the viewport (or the whole page) as a PNG.

@@ -68,6 +68,7 @@
       var g = document.getElementById(b.id), x1 = self.x(self.u({ t: b.t[0], c: b.c[0] })), x2 = self.x(self.u({ t: b.t[1], c: b.c[1] }));
       g.setAttribute("transform", "translate(" + x1.toFixed(1) + " 0)");
       g.querySelector("rect").setAttribute("width", Math.max(x2 - x1, 2).toFixed(1));
+      g.querySelector("text").setAttribute("x", Math.max(3, 3 - x1).toFixed(1)); // the label stays in view
     });
     this.plot.querySelectorAll(".point").forEach(function (p) { // its label on the side with room
       var x = self.x(self.u(p.datum)), text = p.querySelector("text"), right = x > PLOT_W / 2;
@@ -94,7 +95,7 @@
     var g = this.svg.querySelector("g.ticks"), self = this, ticks = [];
     while (g.firstChild) g.removeChild(g.firstChild);
     if (this.mode === "linear") {
-      var raw = (this.hi - this.lo) / 6, p = Math.pow(10, Math.floor(Math.log10(raw))), step = p;
+      var raw = (this.hi - this.lo) / 8, p = Math.pow(10, Math.floor(Math.log10(raw))), step = p;
       [2, 5, 10].forEach(function (k) { if (step < raw) step = k * p; });
       for (var t = Math.ceil(this.lo / step) * step; t <= this.hi; t += step) ticks.push({ t: t, digits: digitsFor(step) });
     } else {
