@@ -32,6 +32,7 @@ const (
 	laneRight = 20
 	plotW     = svgWidth - laneLeft - laneRight
 	laneH     = 60
+	stackDX   = 14 // between findings at one time on one lane
 	axisH     = 44
 	// the compressed view shows [viewLo, viewHi] of its [0, 1] positions
 	viewLo, viewHi = -0.03, 1.03
@@ -111,7 +112,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	}
 	origin := pageOrigin(r)
 	v.Origin = fullStamp(origin)
-	v.Data = pageData{T0Sec: origin.Unix(), T0Nsec: int64(origin.Nanosecond()), View: [2]float64{viewLo, viewHi}, PlotWidth: plotW,
+	v.Data = pageData{T0Sec: origin.Unix(), T0Nsec: int64(origin.Nanosecond()), View: [2]float64{viewLo, viewHi}, PlotWidth: plotW, StackDX: stackDX,
 		Findings: []findingData{}, Timelines: []timelineData{}}
 	for i := range r.Findings {
 		f := &r.Findings[i]
@@ -242,10 +243,13 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 	// any lane of the timeline
 	for n, q := range l.qps {
 		y := axisH + laneH*n + laneH/2
+		stack := map[int64]int{}
 		for _, i := range q.Findings {
 			f := &r.Findings[i]
 			fd := &data.Findings[i]
 			fd.Timeline, fd.Lane, fd.T, fd.C = id, n, ns(f.FirstTime), c(f.FirstTime)
+			fd.Stack = stack[fd.T]
+			stack[fd.T]++
 			for _, e := range f.Evidence {
 				at := evidenceTime(f, e)
 				if ev := evidenceEvent(l, n, e, at); ev != "" {
@@ -254,7 +258,7 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 					fd.Points = append(fd.Points, pointData{Lane: n, T: ns(at), C: c(at), What: e.What})
 				}
 			}
-			t.Marks = append(t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C), Y: y - 20, Shape: "diamond",
+			t.Marks = append(t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C) + stackDX*fd.Stack, Y: y - 20, Shape: "diamond",
 				Class: "finding sev-" + f.Severity.String(),
 				Tip: fmt.Sprintf("[%d] %s (%s)\n%s %s: %s\n(click: its evidence)", i, fullStamp(f.FirstTime), offset(origin, f.FirstTime),
 					f.Severity, f.Kind, f.Explanation)})

@@ -16,6 +16,7 @@ type pageData struct {
 	T0Nsec    int64          `json:"t0_nsec"`
 	View      [2]float64     `json:"compressed_view"` // the compressed view's default window
 	PlotWidth int            `json:"plot_width"`      // of each timeline's plot area
+	StackDX   int            `json:"stack_dx"`        // between findings at one time on one lane
 	Timelines []timelineData `json:"timelines"`
 	Findings  []findingData  `json:"findings"` // one per Report.Findings, same order
 }
@@ -48,6 +49,7 @@ type findingData struct {
 	Lane     int         `json:"lane"`
 	T        int64       `json:"t"`
 	C        float64     `json:"c"`
+	Stack    int         `json:"stack"`    // findings before it at the same time on its lane: drawn side by side
 	Evidence []string    `json:"evidence"` // ids of the events that are its evidence
 	Points   []pointData `json:"points"`   // evidence that is no event (a deadline, a peer's time)
 }

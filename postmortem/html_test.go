@@ -194,6 +194,14 @@ func TestHTMLStructure(t *testing.T) {
 			t.Errorf("%s: evidence %q and %d points, want %q and %d", f.Kind, got, len(d.Findings[i].Points), want, points)
 		}
 	}
+	// b's three findings at one time are drawn side by side
+	var stacks []int
+	for _, f := range d.Findings {
+		stacks = append(stacks, f.Stack)
+	}
+	if !slices.Equal(stacks, []int{0, 1, 2}) {
+		t.Errorf("findings at one time stacked %v, want [0 1 2]", stacks)
+	}
 	if !strings.Contains(page, "one-sided-rearm=1") || strings.Count(page, `<td class="sev-error">`) != 3 {
 		t.Error("summary or findings table incomplete")
 	}

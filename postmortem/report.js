@@ -63,7 +63,7 @@
   Timeline.prototype.draw = function () {
     var self = this;
     this.d.events.forEach(function (e) { self.place(e.id, self.u(e), self.d.lanes[e.lane]); });
-    this.d.findings.forEach(function (id) { var f = findings[id]; self.place(id, self.u(f), self.d.lanes[f.lane] - 20); });
+    this.d.findings.forEach(function (id) { var f = findings[id]; self.place(id, self.u(f), self.d.lanes[f.lane] - 20, f.stack * data.stack_dx); });
     this.d.bands.forEach(function (b) {
       var g = document.getElementById(b.id), x1 = self.x(self.u({ t: b.t[0], c: b.c[0] })), x2 = self.x(self.u({ t: b.t[1], c: b.c[1] }));
       g.setAttribute("transform", "translate(" + x1.toFixed(1) + " 0)");
@@ -81,8 +81,8 @@
     label.textContent = this.mode + " scale; " + this.describe();
     this.controls.querySelector('[data-act="mode"]').textContent = this.mode === "linear" ? "compressed scale" : "linear scale";
   };
-  Timeline.prototype.place = function (id, u, y) {
-    document.getElementById(id).setAttribute("transform", "translate(" + this.x(u).toFixed(1) + " " + y + ")");
+  Timeline.prototype.place = function (id, u, y, dx) {
+    document.getElementById(id).setAttribute("transform", "translate(" + (this.x(u) + (dx || 0)).toFixed(1) + " " + y + ")");
   };
   Timeline.prototype.describe = function () {
     if (this.mode === "linear") return "shown: " + dur(this.lo) + " to " + dur(this.hi) + " (" + dur(this.hi - this.lo).slice(1) + ")";
