@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -53,6 +54,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := pageJSON(t, b.String())
+	origin := pageOrigin(r)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a guard against a hung browser, not a measurement
 	defer cancel()
 	c := startChromium(t, ctx, bin, dir)
@@ -79,6 +81,20 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Errorf("not drawn: %v", missing)
 	}
 	notBlank(t, c.screenshot(t, filepath.Join(shots, "a-default.png"), true))
+
+	// hovering a mark shows its time in full and what it was
+	ev := data.Timelines[0].Events[len(data.Timelines[0].Events)-1]
+	c.eval(t, `document.getElementById("`+ev.ID+`").scrollIntoView({block: "center"})`)
+	m := c.rect(t, `document.getElementById("`+ev.ID+`")`)
+	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": m.X + m.W/2, "y": m.Y + m.H/2}, nil)
+	var qi, k int
+	fmt.Sscanf(ev.ID, "ev-%d-%d", &qi, &k)
+	e := r.QPs[qi].Entries[k]
+	wantTip := fullStamp(e.Time) + " (" + offset(origin, e.Time) + ")"
+	if tip := c.eval(t, `document.getElementById("tip").style.display === "block" ? document.getElementById("tip").textContent : ""`).(string); !strings.Contains(tip, wantTip) || !strings.Contains(tip, e.What) {
+		t.Errorf("hovering %s shows %q, want its time %q and %q", ev.ID, tip, wantTip, e.What)
+	}
+	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": 1, "y": 1}, nil)
 
 	// (b) the wheel zooms in around the cursor
 	tl := data.Timelines[0].ID
@@ -142,7 +158,6 @@ func TestHTMLInChromium(t *testing.T) {
 
 	// (c) a click on each finding highlights exactly its evidence; a
 	// second click clears it
-	origin := pageOrigin(r)
 	shot := slices.IndexFunc(data.Findings, func(f findingData) bool { return len(f.Points) > 0 })
 	if shot < 0 {
 		shot = len(data.Findings) - 1

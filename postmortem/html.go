@@ -83,6 +83,7 @@ type svgLane struct {
 type svgTick struct {
 	X            int
 	Clock, Label string // time of day, offset from the page's origin
+	Anchor       string // of the labels: middle, or end at the right edge
 }
 
 type svgBand struct {
@@ -189,9 +190,13 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 			ts = append(ts, b.from, b.to)
 		}
 	}
-	c, ticks := logScale(ts)
+	c, ticks := logScale(ts) // positions to 1e-7 of the timeline: less than a pixel at the deepest zoom
 	for _, tk := range ticks {
-		t.Ticks = append(t.Ticks, svgTick{X: xOf(tk.c), Clock: tk.t.UTC().Format("15:04:05.000000"), Label: offset(origin, tk.t)})
+		st := svgTick{X: xOf(tk.c), Clock: tk.t.UTC().Format("15:04:05.000000"), Label: offset(origin, tk.t), Anchor: "middle"}
+		if st.X > plotW-50 {
+			st.Anchor = "end"
+		}
+		t.Ticks = append(t.Ticks, st)
 	}
 	ns := func(at time.Time) int64 { return at.Sub(origin).Nanoseconds() }
 	for n, q := range l.qps {
@@ -313,7 +318,7 @@ func logScale(times []time.Time) (func(time.Time) float64, []scaleTick) {
 		if i < 0 {
 			return 0
 		}
-		return cum[i] / total
+		return math.Round(cum[i]/total*1e7) / 1e7
 	}
 	var ticks []scaleTick
 	last := -1

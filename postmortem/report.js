@@ -40,7 +40,11 @@
     this.controls = document.querySelector('.controls[data-timeline="' + d.id + '"]');
     this.mode = "compressed";
     this.items = d.events.concat(d.findings.map(function (id) { return findings[id]; }));
-    this.reset();
+    // the marks are drawn in this view already: the script's ticks (the
+    // same as after a reset) and the caption are missing
+    this.lo = data.compressed_view[0]; this.hi = data.compressed_view[1];
+    this.ticks();
+    this.caption();
   }
   Timeline.prototype.u = function (item) { return this.mode === "linear" ? item.t : item.c; };
   Timeline.prototype.x = function (u) { return (u - this.lo) / (this.hi - this.lo) * PLOT_W; };
@@ -77,8 +81,10 @@
       text.setAttribute("text-anchor", right ? "end" : "start");
     });
     this.ticks();
-    var label = this.controls.querySelector(".window");
-    label.textContent = this.mode + " scale; " + this.describe();
+    this.caption();
+  };
+  Timeline.prototype.caption = function () {
+    this.controls.querySelector(".window").textContent = this.mode + " scale; " + this.describe();
     this.controls.querySelector('[data-act="mode"]').textContent = this.mode === "linear" ? "compressed scale" : "linear scale";
   };
   Timeline.prototype.place = function (id, u, y, dx) {
@@ -208,13 +214,20 @@
     var el = f.timeline && document.getElementById(f.id);
     if (el) el.addEventListener("click", function () { select(f.id); });
   });
-  document.querySelectorAll("[data-tip]").forEach(function (el) {
-    el.addEventListener("mousemove", function (ev) {
-      tip.textContent = el.getAttribute("data-tip");
+  // hover: the mark's <title> at once in a box of our own (the title moves
+  // into the box on the first hover, so the browser's own tooltip does not
+  // show twice)
+  document.querySelectorAll("svg.timeline").forEach(function (svg) {
+    svg.addEventListener("mousemove", function (ev) {
+      var el = ev.target.closest(".mark, .finding, .band, .point");
+      if (!el) { tip.style.display = "none"; return; }
+      var title = el.querySelector("title");
+      if (title) { el.tipText = title.textContent; title.remove(); }
+      tip.textContent = el.tipText;
       tip.style.display = "block";
       tip.style.left = (ev.clientX + 12) + "px";
       tip.style.top = (ev.clientY + 12) + "px";
     });
-    el.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+    svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   });
 })();
