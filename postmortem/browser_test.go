@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -69,7 +70,9 @@ func TestHTMLInChromium(t *testing.T) {
 		var data = JSON.parse(document.getElementById("apm-data").textContent), bad = [];
 		data.timelines.forEach(function (tl) {
 			var plot = document.getElementById(tl.id).querySelector("svg.plot > rect.plot-bg").getBoundingClientRect();
-			tl.events.map(function (e) { return e.id; }).concat(tl.findings).forEach(function (id) {
+			var ids = tl.findings.slice();
+			tl.lanes.forEach(function (l) { l.t.forEach(function (t, k) { ids.push("ev-" + l.qp + "-" + k); }); });
+			ids.forEach(function (id) {
 				var el = document.getElementById(id), r = el && el.getBoundingClientRect();
 				if (!r || r.width === 0 || r.left + r.width / 2 < plot.left || r.left + r.width / 2 > plot.right) bad.push(id);
 			});
@@ -83,7 +86,8 @@ func TestHTMLInChromium(t *testing.T) {
 	notBlank(t, c.screenshot(t, filepath.Join(shots, "a-default.png"), true))
 
 	// hovering a mark shows its time in full and what it was
-	ev := data.Timelines[0].Events[len(data.Timelines[0].Events)-1]
+	evs := data.Timelines[0].events()
+	ev := evs[len(evs)-1]
 	c.eval(t, `document.getElementById("`+ev.ID+`").scrollIntoView({block: "center"})`)
 	m := c.rect(t, `document.getElementById("`+ev.ID+`")`)
 	c.call(t, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": m.X + m.W/2, "y": m.Y + m.H/2}, nil)
@@ -127,7 +131,6 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 		return out
 	}
-	evs := data.Timelines[0].Events
 	first := slices.MinFunc(evs, func(a, b eventData) int { return cmp.Compare(a.T, b.T) })
 	last := slices.MaxFunc(evs, func(a, b eventData) int { return cmp.Compare(a.T, b.T) })
 	x := xs()
@@ -179,7 +182,7 @@ func TestHTMLInChromium(t *testing.T) {
 			times[evidenceTime(&r.Findings[i], e).Sub(origin).Nanoseconds()] = true
 		}
 		for _, tld := range data.Timelines {
-			for _, e := range tld.Events {
+			for _, e := range tld.events() {
 				if slices.Contains(f.Evidence, e.ID) && !times[e.T] {
 					t.Errorf("finding %d (%s): %s is highlighted but is at no evidence time", i, r.Findings[i].Kind, e.ID)
 				}
@@ -251,6 +254,7 @@ type devtools struct {
 	from    *bufio.Reader
 	id      int
 	session string
+	stop    func() // ends the browser (once)
 }
 
 func startChromium(t *testing.T, ctx context.Context, bin, dir string) *devtools {
@@ -274,7 +278,8 @@ func startChromium(t *testing.T, ctx context.Context, bin, dir string) *devtools
 	}
 	inR.Close()
 	outW.Close()
-	t.Cleanup(func() {
+	c := &devtools{to: inW, from: bufio.NewReader(outR)}
+	c.stop = sync.OnceFunc(func() {
 		inW.Close()
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -283,7 +288,7 @@ func startChromium(t *testing.T, ctx context.Context, bin, dir string) *devtools
 			t.Logf("chromium's stderr:\n%s", stderr.Bytes())
 		}
 	})
-	c := &devtools{to: inW, from: bufio.NewReader(outR)}
+	t.Cleanup(c.stop)
 	var target struct {
 		TargetID string `json:"targetId"`
 	}
@@ -420,4 +425,37 @@ func (c *devtools) screenshot(t *testing.T, path string, full bool) []byte {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// TestHTMLLoadTime measures how long headless Chromium takes to load pages
+// (APMWATCH_HTML_PAGES="a.html b.html", each loaded APMWATCH_HTML_ROUNDS
+// times, 3 by default, alternating): from the navigation to the end of the
+// load event, as the page's own Navigation Timing says. It asserts nothing
+// about the times (docs/postmortem.md has the numbers and the command).
+func TestHTMLLoadTime(t *testing.T) {
+	pages := strings.Fields(os.Getenv("APMWATCH_HTML_PAGES"))
+	if len(pages) == 0 || os.Getenv("APMWATCH_BROWSER") != "1" {
+		t.Skip(`set APMWATCH_BROWSER=1 APMWATCH_HTML_PAGES="a.html ..."`)
+	}
+	rounds := 3
+	fmt.Sscan(os.Getenv("APMWATCH_HTML_ROUNDS"), &rounds)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	for round := range rounds {
+		for _, p := range pages {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := startChromium(t, ctx, "chromium", t.TempDir())
+			c.call(t, "Page.navigate", map[string]any{"url": "file://" + abs}, nil)
+			for c.eval(t, `document.readyState === "complete" && performance.getEntriesByType("navigation")[0].loadEventEnd > 0`) != true {
+				time.Sleep(100 * time.Millisecond)
+			}
+			ms := c.eval(t, `performance.getEntriesByType("navigation")[0].loadEventEnd`).(float64)
+			fi, _ := os.Stat(abs)
+			c.stop()
+			t.Logf("round %d: %s (%d MB): loaded in %.0f ms", round+1, p, fi.Size()>>20, ms)
+		}
+	}
 }

@@ -168,7 +168,7 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 	id := fmt.Sprintf("tl-%d", len(data.Timelines))
 	t := svgTimeline{ID: id, Title: l.title, Sub: l.sub, PlotW: plotW, Height: axisH + laneH*len(l.qps) + 4,
 		Date: origin.UTC().Format("2006-01-02") + " UTC"}
-	d := timelineData{ID: id, Events: []eventData{}, Findings: []string{}, Bands: []bandData{}}
+	d := timelineData{ID: id, Lanes: []laneData{}, Findings: []string{}, Bands: []bandData{}}
 	bands := make([][]band, len(l.qps))
 	var ts []time.Time
 	end := time.Time{}
@@ -203,7 +203,7 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 		y := axisH + laneH*n + laneH/2
 		side := []string{"side-a", "side-b"}[n%2]
 		t.Lanes = append(t.Lanes, svgLane{Y: y, Top: y - laneH/2, Class: side, Side: clip(q.Side, 28), QP: fmt.Sprintf("%s/%d", q.Device, q.QPN)})
-		d.Lanes = append(d.Lanes, y)
+		d.Lanes = append(d.Lanes, laneData{Y: y, QP: l.index[n], T: []int64{}, C: []float64{}})
 		for k, b := range bands[n] {
 			bd := bandData{ID: fmt.Sprintf("%s-b%d-%d", id, n, k), Lane: n,
 				T: [2]int64{ns(b.from), ns(b.to)}, C: [2]float64{c(b.from), c(b.to)}}
@@ -241,7 +241,8 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 				m.Class += " fail"
 			}
 			t.Marks = append(t.Marks, m)
-			d.Events = append(d.Events, eventData{ID: m.ID, Lane: n, T: ns(e.Time), C: c(e.Time)})
+			d.Lanes[n].T = append(d.Lanes[n].T, ns(e.Time))
+			d.Lanes[n].C = append(d.Lanes[n].C, c(e.Time))
 		}
 	}
 	// findings after the events: drawn on top, and evidence matched to

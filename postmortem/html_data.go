@@ -22,18 +22,36 @@ type pageData struct {
 }
 
 type timelineData struct {
-	ID       string      `json:"id"`
-	Lanes    []int       `json:"lanes"` // y of each lane
-	Events   []eventData `json:"events"`
-	Findings []string    `json:"findings"`
-	Bands    []bandData  `json:"bands"`
+	ID       string     `json:"id"`
+	Lanes    []laneData `json:"lanes"`
+	Findings []string   `json:"findings"`
+	Bands    []bandData `json:"bands"`
+}
+
+// laneData is a lane's events, in order: the k-th is the mark "ev-QP-k".
+type laneData struct {
+	Y  int       `json:"y"`
+	QP int       `json:"qp"` // index in Report.QPs
+	T  []int64   `json:"t"`
+	C  []float64 `json:"c"`
 }
 
 type eventData struct {
-	ID   string  `json:"id"`
-	Lane int     `json:"lane"`
-	T    int64   `json:"t"`
-	C    float64 `json:"c"`
+	ID   string
+	Lane int
+	T    int64
+	C    float64
+}
+
+// events lists a timeline's events as the script does.
+func (tl timelineData) events() []eventData {
+	var out []eventData
+	for n, l := range tl.Lanes {
+		for k := range l.T {
+			out = append(out, eventData{ID: eventID(l.QP, k), Lane: n, T: l.T[k], C: l.C[k]})
+		}
+	}
+	return out
 }
 
 type bandData struct {

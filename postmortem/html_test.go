@@ -72,7 +72,7 @@ func checkPage(t *testing.T, r *Report, page string) pageData {
 	d := pageJSON(t, page)
 	inData := map[string]bool{}
 	for _, tl := range d.Timelines {
-		for _, e := range tl.Events {
+		for _, e := range tl.events() {
 			inData[e.ID] = true
 		}
 	}
@@ -84,7 +84,7 @@ func checkPage(t *testing.T, r *Report, page string) pageData {
 			if !inData[id] {
 				t.Errorf("%s %s (%s) is not in the data", q.ID, q.Entries[k].What, id)
 			}
-			if !strings.Contains(page, `<g id="`+id+`" class="mark `+q.Entries[k].Kind) {
+			if !strings.Contains(page, ` id="`+id+`" class="mark `+q.Entries[k].Kind) {
 				t.Errorf("%s %s (%s) has no mark", q.ID, q.Entries[k].What, id)
 			}
 		}
@@ -100,7 +100,7 @@ func checkPage(t *testing.T, r *Report, page string) pageData {
 		if d.Findings[i].ID != id || !strings.Contains(page, `id="row-`+id+`"`) {
 			t.Errorf("finding %d (%s) has no row", i, f.Kind)
 		}
-		if d.Findings[i].Timeline != "" && !strings.Contains(page, `<g id="`+id+`" class="finding sev-`+f.Severity.String()+`"`) {
+		if d.Findings[i].Timeline != "" && !strings.Contains(page, `<path id="`+id+`" class="finding sev-`+f.Severity.String()+`"`) {
 			t.Errorf("finding %d (%s) has no mark", i, f.Kind)
 		}
 		if got := len(d.Findings[i].Evidence) + len(d.Findings[i].Points); d.Findings[i].Timeline != "" && got != len(f.Evidence) {
@@ -216,7 +216,7 @@ func TestHTMLStructure(t *testing.T) {
 
 func eventTimes(tl timelineData) []int64 {
 	var out []int64
-	for _, e := range tl.Events {
+	for _, e := range tl.events() {
 		out = append(out, e.T)
 	}
 	return out

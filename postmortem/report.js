@@ -39,6 +39,10 @@
     this.ns = this.svg.namespaceURI;
     this.controls = document.querySelector('.controls[data-timeline="' + d.id + '"]');
     this.mode = "compressed";
+    d.events = []; // the k-th event of a lane is the mark ev-QP-k
+    d.lanes.forEach(function (l, n) {
+      l.t.forEach(function (t, k) { d.events.push({ id: "ev-" + l.qp + "-" + k, lane: n, t: t, c: l.c[k] }); });
+    });
     this.items = d.events.concat(d.findings.map(function (id) { return findings[id]; }));
     // the marks are drawn in this view already: the script's ticks (the
     // same as after a reset) and the caption are missing
@@ -66,8 +70,8 @@
   };
   Timeline.prototype.draw = function () {
     var self = this;
-    this.d.events.forEach(function (e) { self.place(e.id, self.u(e), self.d.lanes[e.lane]); });
-    this.d.findings.forEach(function (id) { var f = findings[id]; self.place(id, self.u(f), self.d.lanes[f.lane] - 20, f.stack * data.stack_dx); });
+    this.d.events.forEach(function (e) { self.place(e.id, self.u(e), self.d.lanes[e.lane].y); });
+    this.d.findings.forEach(function (id) { var f = findings[id]; self.place(id, self.u(f), self.d.lanes[f.lane].y - 20, f.stack * data.stack_dx); });
     this.d.bands.forEach(function (b) {
       var g = document.getElementById(b.id), x1 = self.x(self.u({ t: b.t[0], c: b.c[0] })), x2 = self.x(self.u({ t: b.t[1], c: b.c[1] }));
       g.setAttribute("transform", "translate(" + x1.toFixed(1) + " 0)");
@@ -186,7 +190,7 @@
     tl.svg.classList.add("selecting");
     f.evidence.forEach(function (e) { document.getElementById(e).classList.add("evidence"); });
     f.points.forEach(function (p) {
-      var g = tl.el(tl.plot, "g", { "class": "point evidence" }), y = tl.d.lanes[p.lane];
+      var g = tl.el(tl.plot, "g", { "class": "point evidence" }), y = tl.d.lanes[p.lane].y;
       g.datum = p;
       tl.el(g, "line", { x1: 0, y1: y - 27, x2: 0, y2: y + 27 });
       tl.el(g, "text", { x: 4, y: y + 24 }).textContent = p.what;
