@@ -33,6 +33,8 @@ const (
 	plotW     = svgWidth - laneLeft - laneRight
 	laneH     = 60
 	stackDX   = 14 // between findings at one time on one lane
+	triangle  = "M0 -5 l6 10 h-12 z"
+	diamond   = "M0 -7 l7 7 l-7 7 l-7 -7 z"
 	axisH     = 44
 	// the compressed view shows [viewLo, viewHi] of its [0, 1] positions
 	viewLo, viewHi = -0.03, 1.03
@@ -94,11 +96,13 @@ type svgBand struct {
 }
 
 type svgMark struct {
-	ID    string
-	X, Y  int
-	Shape string // circle, rect, triangle, diamond
-	Class string // mark and the event kind, finding and severity, fail
-	Tip   string
+	ID     string
+	X, Y   int
+	Circle bool // else Rect, else a path of D
+	Rect   bool
+	D      string
+	Class  string // mark and the event kind, finding and severity, fail
+	Tip    string
 }
 
 // WriteHTML writes the report as one self-contained HTML page: no network,
@@ -231,11 +235,11 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 				Tip: fmt.Sprintf("%s (%s)\n%s %s: %s", fullStamp(e.Time), offset(origin, e.Time), q.Side, e.What, e.Detail)}
 			switch e.Kind {
 			case "qp-event", "port-event":
-				m.Shape = "triangle"
+				m.D = triangle
 			case "mad", "cm-notify", "cm-handler":
-				m.Shape = "rect"
+				m.Rect = true
 			default:
-				m.Shape = "circle"
+				m.Circle = true
 			}
 			if e.Fail {
 				m.Class += " fail"
@@ -264,7 +268,7 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 					fd.Points = append(fd.Points, pointData{Lane: n, T: ns(at), C: c(at), What: e.What})
 				}
 			}
-			t.Marks = append(t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C) + stackDX*fd.Stack, Y: y - 20, Shape: "diamond",
+			t.Marks = append(t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C) + stackDX*fd.Stack, Y: y - 20, D: diamond,
 				Class: "finding sev-" + f.Severity.String(),
 				Tip: fmt.Sprintf("[%d] %s (%s)\n%s %s: %s\n(click: its evidence)", i, fullStamp(f.FirstTime), offset(origin, f.FirstTime),
 					f.Severity, f.Kind, f.Explanation)})
