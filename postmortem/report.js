@@ -8,7 +8,6 @@
   var PLOT_W = data.plot_width, MIN_SPAN = { linear: 20, compressed: 1e-5 };
   var tip = document.getElementById("tip");
   var findings = {}, timelines = {}, selected = null;
-  document.body.classList.add("js");
   data.findings.forEach(function (f) { findings[f.id] = f; });
 
   // ---- time labels: nanoseconds after the origin, in full
@@ -58,6 +57,7 @@
     } else {
       var ts = this.items.map(function (i) { return i.t; });
       this.d.bands.forEach(function (b) { ts.push(b.t[0], b.t[1]); });
+      if (!ts.length) ts.push(0);
       var a = Math.min.apply(null, ts), b = Math.max.apply(null, ts), m = Math.max((b - a) * 0.03, 500);
       this.lo = a - m; this.hi = b + m;
     }
@@ -234,4 +234,6 @@
     });
     svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
   });
+  // last: the controls show only when everything above ran
+  document.body.classList.add("js");
 })();
