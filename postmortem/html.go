@@ -68,8 +68,12 @@ type svgTimeline struct {
 	Title  string
 	Sub    []string // episode and LAP lines
 	Date   string   // of the page's origin
-	Height int
+	Width  int
+	Left   int // of the plot
+	Right  int
 	PlotW  int
+	Height int
+	LaneH  int
 	Lanes  []svgLane
 	Ticks  []svgTick
 	Bands  []svgBand
@@ -90,7 +94,8 @@ type svgTick struct {
 
 type svgBand struct {
 	ID         string
-	X, W, Y    int
+	X, W, Y, H int
+	LabelY     int
 	Class      string // band rearmed, band open
 	Label, Tip string
 }
@@ -170,12 +175,13 @@ func findingID(i int) string { return fmt.Sprintf("f-%d", i) }
 // the page's data.
 func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svgTimeline {
 	id := fmt.Sprintf("tl-%d", len(data.Timelines))
-	t := svgTimeline{ID: id, Title: l.title, Sub: l.sub, PlotW: plotW, Height: axisH + laneH*len(l.qps) + 4,
-		Date: origin.UTC().Format("2006-01-02") + " UTC"}
-	d := timelineData{ID: id, Lanes: []laneData{}, Findings: []string{}, Bands: []bandData{}}
-	bands := make([][]band, len(l.qps))
+	b := &tlBuilder{r: r, data: data, l: l, origin: origin,
+		t: svgTimeline{ID: id, Title: l.title, Sub: l.sub, Width: svgWidth, Left: laneLeft, Right: svgWidth - laneRight, PlotW: plotW,
+			Height: axisH + laneH*len(l.qps) + 4, LaneH: laneH, Date: origin.UTC().Format("2006-01-02") + " UTC"},
+		d: timelineData{ID: id, Lanes: []laneData{}, Findings: []string{}, Bands: []bandData{}}}
+	// every time the timeline shows, for the compressed scale
 	var ts []time.Time
-	end := time.Time{}
+	var end time.Time
 	for _, q := range l.qps {
 		for _, e := range q.Entries {
 			ts = append(ts, e.Time)
@@ -188,95 +194,123 @@ func timeline(r *Report, data *pageData, l timelineLayout, origin time.Time) svg
 			}
 		}
 	}
+	bands := make([][]band, len(l.qps))
 	for n, q := range l.qps {
 		bands[n] = episodeBands(q, l.peerStarts[n], end)
-		for _, b := range bands[n] {
-			ts = append(ts, b.from, b.to)
+		for _, bd := range bands[n] {
+			ts = append(ts, bd.from, bd.to)
 		}
 	}
-	c, ticks := logScale(ts) // positions to 1e-7 of the timeline: less than a pixel at the deepest zoom
+	var ticks []scaleTick
+	b.c, ticks = logScale(ts)
 	for _, tk := range ticks {
 		st := svgTick{X: xOf(tk.c), Clock: tk.t.UTC().Format("15:04:05.000000"), Label: offset(origin, tk.t), Anchor: "middle"}
 		if st.X > plotW-50 {
 			st.Anchor = "end"
 		}
-		t.Ticks = append(t.Ticks, st)
+		b.t.Ticks = append(b.t.Ticks, st)
 	}
-	ns := func(at time.Time) int64 { return at.Sub(origin).Nanoseconds() }
 	for n, q := range l.qps {
 		y := axisH + laneH*n + laneH/2
-		side := []string{"side-a", "side-b"}[n%2]
-		t.Lanes = append(t.Lanes, svgLane{Y: y, Top: y - laneH/2, Class: side, Side: clip(q.Side, 28), QP: fmt.Sprintf("%s/%d", q.Device, q.QPN)})
-		d.Lanes = append(d.Lanes, laneData{Y: y, QP: l.index[n], T: []int64{}, C: []float64{}})
-		for k, b := range bands[n] {
-			bd := bandData{ID: fmt.Sprintf("%s-b%d-%d", id, n, k), Lane: n,
-				T: [2]int64{ns(b.from), ns(b.to)}, C: [2]float64{c(b.from), c(b.to)}}
-			sb := svgBand{ID: bd.ID, X: xOf(bd.C[0]), W: max(xOf(bd.C[1])-xOf(bd.C[0]), 2), Y: y - laneH/2 + 2, Class: "band rearmed", Label: "rearmed"}
-			cause := "migrated"
-			if b.peer {
-				cause = "peer migrated"
-			}
-			sb.Tip = fmt.Sprintf("%s %s at %s (%s); rearmed at %s (%s later)", q.Side, cause, fullStamp(b.from), offset(origin, b.from),
-				fullStamp(b.to), b.to.Sub(b.from))
-			if !b.rearmed {
-				sb.Class, sb.Label = "band open", "no rearm"
-				sb.Tip = fmt.Sprintf("%s %s at %s (%s); no rearm by %s (%s later)", q.Side, cause, fullStamp(b.from), offset(origin, b.from),
-					fullStamp(b.to), b.to.Sub(b.from))
-			}
-			if b.peer {
-				sb.Label = cause + ", " + sb.Label
-				sb.Class += " peer"
-			}
-			t.Bands = append(t.Bands, sb)
-			d.Bands = append(d.Bands, bd)
-		}
-		for k, e := range q.Entries {
-			m := svgMark{ID: eventID(l.index[n], k), X: xOf(c(e.Time)), Y: y, Class: "mark " + e.Kind,
-				Tip: fmt.Sprintf("%s (%s)\n%s %s: %s", fullStamp(e.Time), offset(origin, e.Time), q.Side, e.What, e.Detail)}
-			switch e.Kind {
-			case "qp-event", "port-event":
-				m.D = triangle
-			case "mad", "cm-notify", "cm-handler":
-				m.Rect = true
-			default:
-				m.Circle = true
-			}
-			if e.Fail {
-				m.Class += " fail"
-			}
-			t.Marks = append(t.Marks, m)
-			d.Lanes[n].T = append(d.Lanes[n].T, ns(e.Time))
-			d.Lanes[n].C = append(d.Lanes[n].C, c(e.Time))
-		}
+		b.t.Lanes = append(b.t.Lanes, svgLane{Y: y, Top: y - laneH/2, Class: []string{"side-a", "side-b"}[n%2],
+			Side: clip(q.Side, 28), QP: fmt.Sprintf("%s/%d", q.Device, q.QPN)})
+		b.d.Lanes = append(b.d.Lanes, laneData{Y: y, QP: l.index[n], T: []int64{}, C: []float64{}})
+		b.bands(n, q, bands[n])
+		b.events(n, q)
 	}
-	// findings after the events: drawn on top, and evidence matched to
-	// any lane of the timeline
+	// findings after the events: drawn on top, and their evidence may be
+	// an event of any lane
 	for n, q := range l.qps {
-		y := axisH + laneH*n + laneH/2
-		stack := map[int64]int{}
-		for _, i := range q.Findings {
-			f := &r.Findings[i]
-			fd := &data.Findings[i]
-			fd.Timeline, fd.Lane, fd.T, fd.C = id, n, ns(f.FirstTime), c(f.FirstTime)
-			fd.Stack = stack[fd.T]
-			stack[fd.T]++
-			for _, e := range f.Evidence {
-				at := evidenceTime(f, e)
-				if ev := evidenceEvent(l, n, e, at); ev != "" {
-					fd.Evidence = append(fd.Evidence, ev)
-				} else {
-					fd.Points = append(fd.Points, pointData{Lane: n, T: ns(at), C: c(at), What: e.What})
-				}
-			}
-			t.Marks = append(t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C) + stackDX*fd.Stack, Y: y - 20, D: diamond,
-				Class: "finding sev-" + f.Severity.String(),
-				Tip: fmt.Sprintf("[%d] %s (%s)\n%s %s: %s\n(click: its evidence)", i, fullStamp(f.FirstTime), offset(origin, f.FirstTime),
-					f.Severity, f.Kind, f.Explanation)})
-			d.Findings = append(d.Findings, fd.ID)
-		}
+		b.findings(n, q)
 	}
-	data.Timelines = append(data.Timelines, d)
-	return t
+	data.Timelines = append(data.Timelines, b.d)
+	return b.t
+}
+
+// tlBuilder builds one timeline's markup (t) and data (d).
+type tlBuilder struct {
+	r      *Report
+	data   *pageData
+	l      timelineLayout
+	origin time.Time
+	c      func(time.Time) float64 // the compressed scale
+	t      svgTimeline
+	d      timelineData
+}
+
+func (b *tlBuilder) ns(at time.Time) int64 { return at.Sub(b.origin).Nanoseconds() }
+
+func (b *tlBuilder) bands(n int, q *QP, bands []band) {
+	y := b.d.Lanes[n].Y
+	for k, bd := range bands {
+		data := bandData{ID: fmt.Sprintf("%s-b%d-%d", b.d.ID, n, k), Lane: n,
+			T: [2]int64{b.ns(bd.from), b.ns(bd.to)}, C: [2]float64{b.c(bd.from), b.c(bd.to)}}
+		x1, x2 := xOf(data.C[0]), xOf(data.C[1])
+		sb := svgBand{ID: data.ID, X: x1, W: max(x2-x1, 2), Y: y - laneH/2 + 2, H: laneH - 4, LabelY: y + laneH/2 - 6,
+			Class: "band rearmed", Label: "rearmed"}
+		cause := "migrated"
+		if bd.peer {
+			cause = "peer migrated"
+		}
+		outcome := "rearmed at"
+		if !bd.rearmed {
+			sb.Class, sb.Label, outcome = "band open", "no rearm", "no rearm by"
+		}
+		if bd.peer {
+			sb.Label = cause + ", " + sb.Label
+		}
+		sb.Tip = fmt.Sprintf("%s %s at %s (%s); %s %s (%s later)", q.Side, cause, fullStamp(bd.from), offset(b.origin, bd.from),
+			outcome, fullStamp(bd.to), bd.to.Sub(bd.from))
+		b.t.Bands = append(b.t.Bands, sb)
+		b.d.Bands = append(b.d.Bands, data)
+	}
+}
+
+func (b *tlBuilder) events(n int, q *QP) {
+	lane := &b.d.Lanes[n]
+	for k, e := range q.Entries {
+		m := svgMark{ID: eventID(lane.QP, k), X: xOf(b.c(e.Time)), Y: lane.Y, Class: "mark " + e.Kind,
+			Tip: fmt.Sprintf("%s (%s)\n%s %s: %s", fullStamp(e.Time), offset(b.origin, e.Time), q.Side, e.What, e.Detail)}
+		switch e.Kind {
+		case "qp-event", "port-event":
+			m.D = triangle
+		case "mad", "cm-notify", "cm-handler":
+			m.Rect = true
+		default:
+			m.Circle = true
+		}
+		if e.Fail {
+			m.Class += " fail"
+		}
+		b.t.Marks = append(b.t.Marks, m)
+		lane.T = append(lane.T, b.ns(e.Time))
+		lane.C = append(lane.C, b.c(e.Time))
+	}
+}
+
+func (b *tlBuilder) findings(n int, q *QP) {
+	y := b.d.Lanes[n].Y
+	stack := map[int64]int{}
+	for _, i := range q.Findings {
+		f := &b.r.Findings[i]
+		fd := &b.data.Findings[i]
+		fd.Timeline, fd.Lane, fd.T, fd.C = b.d.ID, n, b.ns(f.FirstTime), b.c(f.FirstTime)
+		fd.Stack = stack[fd.T]
+		stack[fd.T]++
+		for _, e := range f.Evidence {
+			at := evidenceTime(f, e)
+			if ev := evidenceEvent(b.l, n, e, at); ev != "" {
+				fd.Evidence = append(fd.Evidence, ev)
+			} else {
+				fd.Points = append(fd.Points, pointData{Lane: n, T: b.ns(at), C: b.c(at), What: e.What})
+			}
+		}
+		b.t.Marks = append(b.t.Marks, svgMark{ID: fd.ID, X: xOf(fd.C) + stackDX*fd.Stack, Y: y - 20, D: diamond,
+			Class: "finding sev-" + f.Severity.String(),
+			Tip: fmt.Sprintf("[%d] %s (%s)\n%s %s: %s\n(click: its evidence)", i, fullStamp(f.FirstTime), offset(b.origin, f.FirstTime),
+				f.Severity, f.Kind, f.Explanation)})
+		b.d.Findings = append(b.d.Findings, fd.ID)
+	}
 }
 
 func eventID(qp, entry int) string { return fmt.Sprintf("ev-%d-%d", qp, entry) }
