@@ -205,6 +205,17 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Errorf("finding %d: a second click left %v highlighted elements", i, left)
 		}
 	}
+	// Enter on a focused row selects and deselects its finding
+	if len(data.Findings) > 0 {
+		id := data.Findings[0].ID
+		c.eval(t, `document.getElementById("row-`+id+`").focus()`)
+		for _, want := range []bool{true, false} {
+			c.key(t, "Enter")
+			if sel := c.eval(t, `document.getElementById("row-`+id+`").classList.contains("selected")`).(bool); sel != want {
+				t.Errorf("Enter on the row of %s: selected=%v, want %v", id, sel, want)
+			}
+		}
+	}
 	// the diamond on the timeline selects too
 	if len(data.Timelines[0].Findings) > 0 {
 		id := data.Timelines[0].Findings[0]

@@ -155,6 +155,15 @@ func (c *devtools) click(t *testing.T, b box) {
 	}
 }
 
+// key presses and releases a key (a name of KeyboardEvent.key such as "Enter").
+func (c *devtools) key(t *testing.T, key string) {
+	t.Helper()
+	codes := map[string]int{"Enter": 13}
+	for _, typ := range []string{"rawKeyDown", "keyUp"} {
+		c.call(t, "Input.dispatchKeyEvent", map[string]any{"type": typ, "key": key, "code": key, "windowsVirtualKeyCode": codes[key]}, nil)
+	}
+}
+
 // drag presses the left button at (x1, y), moves to x2 and releases.
 func (c *devtools) drag(t *testing.T, x1, x2, y float64) {
 	t.Helper()

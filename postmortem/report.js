@@ -213,6 +213,10 @@
   data.timelines.forEach(function (d) { var t = new Timeline(d); timelines[d.id] = t; t.listen(); });
   document.querySelectorAll("[data-finding]").forEach(function (row) {
     row.addEventListener("click", function () { select(row.getAttribute("data-finding")); });
+    row.tabIndex = 0; // and from the keyboard: Tab to it, Enter or Space
+    row.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); select(row.getAttribute("data-finding")); }
+    });
   });
   data.findings.forEach(function (f) {
     var el = f.timeline && document.getElementById(f.id);
