@@ -128,19 +128,19 @@ func checkPage(t *testing.T, r *Report, page string) pageData {
 	return d
 }
 
-// The lab's pair (or any pair given): every event and finding shows; the
-// side that rearmed has a closed band, the other an open one.
+// The lab's pair (or any two recordings given): every event and finding
+// shows, a pair's timeline comes first, with its episode bands.
 func TestHTMLPair(t *testing.T) {
 	r := run(t, Options{}, pagePair(t)...)
-	if len(r.Pairs) != 1 {
-		t.Fatalf("%d pairs, want 1", len(r.Pairs))
+	if len(r.Pairs) == 0 {
+		t.Fatal("the recordings hold no pair")
 	}
 	page := renderHTML(t, r)
 	d := checkPage(t, r, page)
-	if len(d.Timelines) != 1 || len(d.Timelines[0].Lanes) != 2 {
-		t.Fatalf("want one timeline of two lanes: %+v", d.Timelines)
+	if len(d.Timelines) < len(r.Pairs) || len(d.Timelines[0].Lanes) != 2 {
+		t.Fatalf("want a timeline of two lanes per pair first: %+v", d.Timelines)
 	}
-	if len(d.Timelines[0].Bands) == 0 {
+	if r.Summary.Migrations > 0 && len(d.Timelines[0].Bands) == 0 {
 		t.Error("no episode band")
 	}
 }
