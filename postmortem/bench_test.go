@@ -160,3 +160,35 @@ func BenchmarkHostile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteHTML writes the page of a replayed synthetic recording (200
+// QPs, each with its full timeline of 2000 entries) and reports the page's
+// size per timeline event.
+func BenchmarkWriteHTML(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.rec")
+	writeBig(b, path, 8)
+	r, err := Run(context.Background(), []string{path}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var entries int
+	for _, q := range r.QPs {
+		entries += len(q.Entries)
+	}
+	var size int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var w countWriter
+		if err := WriteHTML(&w, r); err != nil {
+			b.Fatal(err)
+		}
+		size = int(w)
+	}
+	b.ReportMetric(float64(entries), "events")
+	b.ReportMetric(float64(size)/float64(entries), "page-bytes/event")
+	b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+type countWriter int
+
+func (w *countWriter) Write(p []byte) (int, error) { *w += countWriter(len(p)); return len(p), nil }

@@ -113,6 +113,8 @@ type QP struct {
 	Findings   []int       `json:"findings"` // indexes into Report.Findings
 	Entries    []Entry     `json:"timeline"`
 	Dropped    int         `json:"timeline_dropped,omitempty"`
+	MigratedAt []time.Time `json:"-"` // each migration (the HTML page's episode bands)
+	RearmedAt  []time.Time `json:"-"` // each successful rearm
 }
 
 // Entry is one timeline point.
@@ -356,6 +358,12 @@ func (h *hist) report(since, until time.Time) QP {
 	}
 	if h.peer != nil {
 		q.Peer = h.peer.id()
+	}
+	for _, b := range h.migrations {
+		q.MigratedAt = append(q.MigratedAt, s.wall(b))
+	}
+	for _, b := range h.rearms {
+		q.RearmedAt = append(q.RearmedAt, s.wall(b))
 	}
 	for _, e := range h.entries {
 		t := s.wall(e.Boot)
