@@ -23,7 +23,9 @@ const (
 	// armed alternate.
 	UnprotectedFailure Kind = "unprotected-failure"
 
-	OneSidedRearm Kind = "one-sided-rearm" // postmortem pairing of two recordings
+	OneSidedRearm Kind = "one-sided-rearm" // postmortem pairing of two recordings, and the fleet live
+
+	UnprotectedConnection Kind = "unprotected-connection" // the fleet: neither end of a connection armed
 
 	Actuated         Kind = "actuated"      // the actuator rearmed the QP and verified it
 	WouldActuate     Kind = "would-actuate" // monitor mode: what enforce would have done
@@ -36,12 +38,13 @@ const (
 	ByModel    = "model"
 	ByPairing  = "pairing"
 	ByActuator = "actuator"
+	ByFleet    = "fleet"
 )
 
 // KindInfo is the registry entry of one kind.
 type KindInfo struct {
 	Kind     Kind
-	By       string   // ByModel, ByPairing or ByActuator
+	By       string   // ByModel, ByPairing, ByFleet or ByActuator
 	Severity Severity // of a new finding of this kind (resolutions are info)
 	Rule     string   // the file of package apm that decides it, for the model's kinds
 }
@@ -60,6 +63,7 @@ var registry = []KindInfo{
 	{StuckRearm, ByModel, SevWarning, "stuck_rearm.go"},
 	{UnprotectedFailure, ByModel, SevCritical, "unprotected_failure.go"},
 	{OneSidedRearm, ByPairing, SevError, ""},
+	{UnprotectedConnection, ByFleet, SevError, ""},
 	{Actuated, ByActuator, SevInfo, ""},
 	{WouldActuate, ByActuator, SevInfo, ""},
 	{ActuationSkipped, ByActuator, SevWarning, ""},

@@ -44,6 +44,14 @@ type Config struct {
 	Model apm.Config
 	// Actor, when set, observes every event and acts on findings.
 	Actor Actor
+	// Device restricts the daemon to one RDMA device ("" for all): the
+	// events and rdma netlink rows of others are dropped.
+	Device string
+	// Host is the host name the daemon reports as ("" for the probes').
+	Host string
+	// Sink, when set, gets every event, finding line and tick (for
+	// example a publisher to NATS).
+	Sink Sink
 }
 
 // DefaultConfig returns the documented defaults (docs/audit.md).

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/readyfile"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // tickEvery is the loop's clock: the model's deadlines, the actor's Tick,
@@ -76,6 +78,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	d := &daemon{cfg: cfg, deps: deps, ctx: ctx, m: newMetrics(), recon: newReconciler(),
 		open: map[uint64]open{}, events: make(chan item, 4096),
 		log: slog.New(slog.NewTextHandler(deps.Stderr, nil))}
+	if c, ok := cfg.Sink.(prometheus.Collector); ok {
+		if err := d.m.reg.Register(c); err != nil {
+			return fmt.Errorf("registering the sink's metrics: %w", err)
+		}
+	}
+	d.deps.Snapshot = scopeSnapshot(cfg.Device, d.deps.Snapshot)
 	model, err := apm.New(cfg.Model, func(f apm.Finding) { d.found = append(d.found, f) })
 	if err != nil {
 		return err
@@ -173,6 +181,9 @@ func (d *daemon) handle(e *event.Event) {
 		d.log.Info("qp listed by rdma netlink but never seen by the probes", "device", u.Device, "qpn", u.QPN,
 			"mig_state", u.Truth.Mig.String(), "pid", u.PID, "comm", u.Comm)
 	}
+	if d.cfg.Sink != nil {
+		d.cfg.Sink.Observe(e)
+	}
 	d.model.Handle(e)
 	d.publish()
 }
@@ -195,6 +206,9 @@ func (d *daemon) tick() {
 	}
 	d.m.modelQPs.Set(float64(d.model.Stats().QPs))
 	d.sweepOpen()
+	if d.cfg.Sink != nil {
+		d.cfg.Sink.Tick(now)
+	}
 	if d.rec != nil {
 		d.rec.tick(now)
 	}
@@ -248,6 +262,9 @@ drain:
 	}
 	d.model.Finish(d.deps.Boot())
 	d.publish()
+	if d.cfg.Sink != nil {
+		d.cfg.Sink.Tick(d.now())
+	}
 	if d.pending != nil {
 		d.dispatchBundle()
 	}

@@ -31,7 +31,7 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 		if d.pending != nil && d.pending.has(f.Resolves) {
 			d.pending.lines = append(d.pending.lines, line)
 		}
-		d.flog.write(line)
+		d.write(line)
 		if r, ok := d.cfg.Actor.(Resolver); ok && fromModel {
 			r.Resolve(f)
 		}
@@ -45,11 +45,19 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 	if d.rec != nil {
 		line.Bundle = d.addToBundle(line)
 	}
-	d.flog.write(line)
+	d.write(line)
 	if fromModel && d.cfg.Actor != nil {
 		for _, a := range d.cfg.Actor.Act(d.ctx, f) {
 			d.finding(d.actorID(a), false)
 		}
+	}
+}
+
+// write sends a line to the finding log and the sink.
+func (d *daemon) write(line Line) {
+	d.flog.write(line)
+	if d.cfg.Sink != nil {
+		d.cfg.Sink.Line(line)
 	}
 }
 

@@ -43,7 +43,7 @@ func (d *daemon) attach(reason string) error {
 		d.m.sourceUp.Set(0)
 		return err
 	}
-	src = groundtruth.Wrap(src, groundtruth.Options{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
+	src = groundtruth.Wrap(d.scope(src), groundtruth.Options{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
 		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}

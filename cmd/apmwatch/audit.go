@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
@@ -10,6 +12,7 @@ import (
 func newAuditCmd() *cobra.Command {
 	cfg := audit.DefaultConfig()
 	var opts collector.Options
+	var pub publishFlags
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Run as a daemon: findings as JSON lines, Prometheus metrics, a flight recorder and incident bundles",
@@ -17,6 +20,14 @@ func newAuditCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
+			}
+			p, err := pub.start(cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if p != nil {
+				cfg.Sink = p
+				defer p.Close(5 * time.Second)
 			}
 			return audit.Main(cmd.Context(), cfg, audit.Deps{
 				Open:   func() (event.Source, error) { return collector.Open(opts) },
@@ -40,6 +51,9 @@ func newAuditCmd() *cobra.Command {
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
 	addEventHookFlag(fl, &opts.EventHooks)
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
+	fl.StringVar(&cfg.Device, "device", "", "watch only this RDMA device (events and rdma netlink rows of others are dropped)")
+	fl.StringVar(&cfg.Host, "host", "", "the host name to report as (default: the system's)")
+	pub.add(fl)
 	addModelFlags(fl, &cfg.Model)
 	_ = fl.MarkHidden("force-kprobe")
 	enforceAudit(cmd, &cfg)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet"
 	"github.com/apmwatch/apmwatch/postmortem"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -18,16 +20,23 @@ func newPostmortemCmd() *cobra.Command {
 	var format string
 	var filters filterFlags
 	var since, until string
+	var fromNATS fleet.NATSOptions
 	cmd := &cobra.Command{
-		Use:   "postmortem FILE...",
+		Use:   "postmortem FILE... | postmortem --nats URL --since T [--until T]",
 		Short: "Replay recordings through the APM model: summary, findings, timelines, both ends of a connection",
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{errors.New("give at least one recording file")}
+			if fromNATS.URL != "" && len(args) > 0 {
+				return usageError{errors.New("give recording files or --nats, not both")}
+			}
+			if len(args) == 0 && fromNATS.URL == "" {
+				return usageError{errors.New("give at least one recording file (or --nats URL)")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if fromNATS.URL != "" {
+				return postmortemNATS(cmd, fromNATS, since, until, format, o.Config.RearmDeadline)
+			}
 			f, err := filters.filter()
 			if err != nil {
 				return err
@@ -72,5 +81,56 @@ func newPostmortemCmd() *cobra.Command {
 	fl.BoolVar(&o.All, "all", false, "timelines of every QP, not only those with APM activity")
 	fl.IntVar(&o.MaxEntries, "max-entries", 2000, "timeline events kept per QP")
 	addModelFlags(fl, &o.Config)
+	fl.StringVar(&fromNATS.URL, "nats", "", "read the fleet streams (connection records, finding lines) of --since..--until from this NATS instead of files")
+	addNATSFlags(fl, &fromNATS)
 	return cmd
+}
+
+// postmortemNATS replays a time range of the fleet streams. Its --since
+// and --until are RFC 3339 times or durations before now (--since 1h).
+func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, format string, deadline time.Duration) error {
+	if err := checkNATSURL("--nats", o.URL); err != nil {
+		return usageError{err}
+	}
+	if err := o.Validate(); err != nil {
+		return usageError{err}
+	}
+	asJSON, err := outputJSON(cmd, format)
+	if err != nil {
+		return err
+	}
+	if since == "" {
+		return usageError{errors.New("--nats needs --since (RFC 3339, or a duration before now: 1h)")}
+	}
+	now := time.Now()
+	var h fleet.HistoryOptions
+	if h.Since, err = agoOrTime("--since", since, now); err != nil {
+		return err
+	}
+	h.Until = now
+	if until != "" {
+		if h.Until, err = agoOrTime("--until", until, now); err != nil {
+			return err
+		}
+	}
+	h.NATS, h.Deadline = o, deadline
+	hist, err := fleet.ReadHistory(cmd.Context(), h)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return fleet.WriteHistoryJSON(cmd.OutOrStdout(), hist)
+	}
+	return fleet.WriteHistoryText(cmd.OutOrStdout(), hist)
+}
+
+func agoOrTime(flag, s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, usageError{fmt.Errorf("bad %s %q: want RFC 3339 (2026-01-02T15:04:05Z) or a duration before now (1h)", flag, s)}
+	}
+	return now.Add(-d), nil
 }

@@ -34,7 +34,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newVersionCmd())
 	root.AddCommand(newTraceCmd(), newProbesCmd())
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
-	root.AddCommand(newAuditCmd())
+	root.AddCommand(newAuditCmd(), newFleetCmd())
 	root.AddCommand(newQPCmd(), newActuateCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())

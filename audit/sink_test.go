@@ -1,0 +1,65 @@
+package audit
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm/apmtest"
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// recSink records what the daemon hands a Sink.
+type recSink struct {
+	mu      sync.Mutex
+	devices map[string]int
+	lines   []Line
+	ticks   int
+}
+
+func (s *recSink) Observe(e *event.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devices[e.Device]++
+}
+
+func (s *recSink) Line(l Line) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, l)
+}
+
+func (s *recSink) Tick(time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ticks++
+}
+
+func TestSinkGetsOneDeviceAndTheHostNamedByConfig(t *testing.T) {
+	sink := &recSink{devices: map[string]int{}}
+	h := newHarness(t, func(c *Config) { c.Device, c.Host, c.Sink = "rxe0", "nodeA", sink })
+	h.daemon()
+	other := apmtest.New()
+	other.Device = "rxe1"
+	missedRearm(other)
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(other.Steps)
+	h.src.ch <- &event.Event{Kind: event.KindQPEvent, Boot: b.Now(), QPN: 17, QP: &event.QPEvent{Type: event.EvPathMig}} // no device
+	h.feed(b.Steps)
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	ls := h.lines(1)
+	if ls[0].QP.Device != "rxe0" || ls[0].Host != "nodeA" {
+		t.Fatalf("finding line: %+v", ls[0])
+	}
+	h.stop()
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.devices) != 1 || sink.devices["rxe0"] == 0 {
+		t.Fatalf("events the sink saw, by device: %v", sink.devices)
+	}
+	if len(sink.lines) != 1 || sink.lines[0].Host != "nodeA" || sink.lines[0].QP.Device != "rxe0" || sink.ticks == 0 {
+		t.Fatalf("sink lines %+v, ticks %d", sink.lines, sink.ticks)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/spf13/cobra"
+)
+
+func newFleetCmd() *cobra.Command {
+	cfg := fleet.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Pair both ends of every connection from the hosts' records on NATS JetStream and judge them live",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.NATS.URL != "" {
+				if err := checkNATSURL("--nats", cfg.NATS.URL); err != nil {
+					return usageError{err}
+				}
+			} else if cfg.StoreDir == "" {
+				cfg.StoreDir = defaultStore()
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return fleet.Run(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.NATS.URL, "nats", "", "consume from this NATS (nats://host:4222); none: serve an embedded NATS with JetStream")
+	fl.StringVar(&cfg.Listen, "listen", cfg.Listen, "the embedded NATS listens here")
+	fl.StringVar(&cfg.StoreDir, "store", "", "the embedded NATS keeps its streams here (default /var/lib/apmwatch/fleet as root, else ~/.local/state/apmwatch/fleet)")
+	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (JSON) once the instance consumes")
+	fl.StringVar(&cfg.Findings, "findings", "", "append finding lines to this file")
+	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output (always without --findings)")
+	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
+	fl.IntVar(&cfg.Instance, "instance", 0, "this instance's index among --instances (they split the partitions)")
+	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
+	fl.DurationVar(&cfg.Engine.Deadline, "rearm-deadline", cfg.Engine.Deadline, "a pair one-sided or unprotected this long is judged")
+	addNATSFlags(fl, &cfg.NATS)
+	cmd.AddCommand(newFleetStatusCmd())
+	return cmd
+}
+
+func defaultStore() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/apmwatch/fleet"
+	}
+	if d, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(d, ".local", "state", "apmwatch", "fleet")
+	}
+	return filepath.Join(os.TempDir(), "apmwatch-fleet")
+}
+
+func newFleetStatusCmd() *cobra.Command {
+	var o fleet.NATSOptions
+	var format string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the fabric's connections that cannot fail over now",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := outputJSON(cmd, format)
+			if err != nil {
+				return err
+			}
+			if err := checkNATSURL("--nats", o.URL); err != nil {
+				return usageError{err}
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			s, err := fleet.ReadStatus(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				e := json.NewEncoder(cmd.OutOrStdout())
+				return e.Encode(escape.Value(s))
+			}
+			return fleet.WriteStatusTable(cmd.OutOrStdout(), s)
+		},
+	}
+	addOutputFlag(cmd, &format, "")
+	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+fleet.DefaultListen, "the NATS the hosts publish to")
+	addNATSFlags(cmd.Flags(), &o)
+	return cmd
+}

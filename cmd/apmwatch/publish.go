@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/spf13/pflag"
+)
+
+// natsFlags are the NATS client options, named as the nats CLI names them.
+func addNATSFlags(fl *pflag.FlagSet, o *fleet.NATSOptions) {
+	fl.StringVar(&o.Creds, "nats-creds", "", "NATS credentials file (user JWT and NKey seed)")
+	fl.StringVar(&o.TLSCA, "nats-tls-ca", "", "CA certificates to verify the NATS server with")
+	fl.StringVar(&o.TLSCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
+	fl.StringVar(&o.TLSKey, "nats-tls-key", "", "client certificate's key")
+}
+
+// checkNATSURL accepts nats://, tls://, ws:// and wss:// URLs, comma-separated.
+func checkNATSURL(flag, u string) error {
+	for _, one := range strings.Split(u, ",") {
+		if !strings.Contains(one, "://") {
+			return fmt.Errorf("bad %s %q: want nats://host:port", flag, u)
+		}
+	}
+	return nil
+}
+
+// publishFlags are audit's --publish options.
+type publishFlags struct {
+	url      string
+	nats     fleet.NATSOptions
+	queue    string
+	queueMax int64
+}
+
+func (p *publishFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&p.url, "publish", "", "publish finding lines and connection records to NATS JetStream at this URL (nats://host:4222)")
+	fl.StringVar(&p.queue, "publish-queue", "", "keep what NATS has not acknowledged in this directory (default: RECORDER-DIR/publish-queue)")
+	fl.Int64Var(&p.queueMax, "publish-queue-max-bytes", fleet.DefaultQueueMax, "bound the publish queue; past it the oldest records go (counted)")
+	addNATSFlags(fl, &p.nats)
+}
+
+// start opens the publisher, or returns nil without --publish.
+func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publisher, error) {
+	if p.url == "" {
+		if p.queue != "" {
+			return nil, usageError{errors.New("--publish-queue needs --publish")}
+		}
+		return nil, nil
+	}
+	if err := checkNATSURL("--publish", p.url); err != nil {
+		return nil, usageError{err}
+	}
+	if err := p.nats.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if p.queueMax < fleet.MinQueueMax {
+		return nil, usageError{fmt.Errorf("--publish-queue-max-bytes must be at least %d: %d", fleet.MinQueueMax, p.queueMax)}
+	}
+	dir := p.queue
+	if dir == "" {
+		if cfg.RecorderDir == "" {
+			return nil, usageError{errors.New("--publish needs --publish-queue DIR or --recorder-dir DIR for its on-disk queue")}
+		}
+		dir = filepath.Join(cfg.RecorderDir, "publish-queue")
+	}
+	host := cfg.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	o := p.nats
+	o.URL = p.url
+	pub, err := fleet.NewPublisher(fleet.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax,
+		Log: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return nil, err
+	}
+	return pub, nil
+}

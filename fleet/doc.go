@@ -1,0 +1,19 @@
+// Package fleet sees both ends of every connection, live, over NATS
+// JetStream (docs/fleet.md). On each host `apmwatch audit --publish`
+// turns its events into connection records (Conn: one end of an RC/UC
+// connection, its addresses and APM state) and publishes them with its
+// finding lines through a bounded on-disk queue (Queue, Publisher). A
+// `apmwatch fleet` instance consumes the records of its partitions, pairs
+// the two ends of each connection (Engine: the local address and QPN of
+// one are the remote address and QPN of the other) and judges the pair:
+// one-sided-rearm and unprotected-connection, with both hosts' evidence.
+//
+// Subjects (one stream each, created by whoever connects first):
+//
+//	apmwatch.conn.<partition>.<host>.<device>.<qpn>   stream APMWATCH_CONN
+//	apmwatch.finding.host.<host>                      stream APMWATCH_FINDINGS
+//	apmwatch.finding.fleet.<partition>                stream APMWATCH_FINDINGS
+//
+// The partition is a stable hash of the connection (both ends compute
+// the same one), so one instance holds both ends of a connection.
+package fleet

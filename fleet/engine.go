@@ -1,0 +1,291 @@
+package fleet
+
+import (
+	"container/heap"
+	"time"
+)
+
+// PairState is what a paired connection's two ends say together.
+type PairState uint8
+
+const (
+	// StateUnpaired is an end whose peer has no record (yet): counted
+	// apart, never judged.
+	StateUnpaired    PairState = iota
+	StateNoAPM                 // neither end ever armed: APM is not used
+	StateArmed                 // both ends armed: protected
+	StateHalfArmed             // one end armed, the other never: no migration yet
+	StateOneSided              // after a migration one end rearmed, the other did not
+	StateUnprotected           // both ends used APM and neither is armed now
+	nStates
+)
+
+var stateNames = [...]string{"unpaired", "no-apm", "armed", "half-armed", "one-sided", "unprotected"}
+
+func (s PairState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Bad reports a state in which the connection cannot fail over.
+func (s PairState) Bad() bool { return s >= StateHalfArmed }
+
+// EngineConfig holds the engine's thresholds.
+type EngineConfig struct {
+	// Deadline is how long a pair must stay one-sided or unprotected
+	// before it is judged (the model's rearm deadline).
+	Deadline time.Duration
+	// Partition is put in the findings (which partition judged them).
+	Partition func(l, r EndKey) int
+}
+
+// Engine pairs the two ends of every connection and judges the pairs.
+// It is a plain data structure (one goroutine drives it); its clock is
+// passed in. Memory: one end record and one map entry per tracked end
+// (BenchmarkEngine measures it).
+type Engine struct {
+	cfg    EngineConfig
+	ends   map[EndKey]*end
+	names  names
+	judged map[uint64]bool // finding IDs already given (restarts: loaded from the stream)
+	due    dueHeap
+	counts [nStates]int // paired connections by state; unpaired counts ends
+	emit   func(Line)
+	// Records counts the records applied; Stale those older than what the
+	// engine had, Invalid those with no local address.
+	Records, Stale, Invalid uint64
+}
+
+// end is one end of a connection, as its last record says.
+type end struct {
+	key, remote EndKey
+	host, dev   uint32 // names
+	pid         uint32
+	port        uint32
+	mig         uint8 // 0 unknown, else event.MigState+1
+	armed, apm  bool
+	state       PairState
+	epN         uint32
+	migrated    int64 // first migration of the current episode (unix ns), 0 none
+	rearm       int64 // the rearm after it, 0 none
+	migRead     int64
+	since       int64 // when armed last changed (or the end was first seen)
+	at          int64 // the record's publish time
+	rev         uint64
+	open        uint64 // the finding open on this pair (both ends hold it)
+	peer        *end
+}
+
+// NewEngine returns an engine that hands its findings and resolutions to
+// emit.
+func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
+	if cfg.Partition == nil {
+		cfg.Partition = partitionOf
+	}
+	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit}
+}
+
+// MarkJudged notes a finding (or resolution) ID given before, by this
+// instance's earlier run or another: it is not given again.
+func (g *Engine) MarkJudged(id uint64) { g.judged[id] = true }
+
+// Apply takes one record at time now.
+func (g *Engine) Apply(c *Conn, now time.Time) {
+	g.Records++
+	local, remote := c.Keys()
+	if !local.Valid() {
+		g.Invalid++
+		return
+	}
+	at := c.At.UnixNano()
+	e := g.ends[local]
+	if e != nil && (at < e.at || at == e.at && c.Rev <= e.rev) {
+		g.Stale++
+		return
+	}
+	if c.Gone {
+		if e != nil {
+			g.remove(e)
+		}
+		return
+	}
+	if e == nil {
+		e = &end{key: local}
+		g.ends[local] = e
+		g.counts[StateUnpaired]++
+	}
+	if !remote.Valid() && e.remote.Valid() && e.remote.QPN == c.Remote.QPN {
+		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
+	}
+	if e.remote != remote && e.peer != nil {
+		g.unlink(e)
+	}
+	e.remote, e.at, e.rev = remote, at, c.Rev
+	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, c.Port
+	e.since = unixNano(c.Changed)
+	if e.since == 0 {
+		e.since = at
+	}
+	e.armed, e.apm, e.epN = c.Armed, c.APM, c.Episode.N
+	e.migrated, e.rearm = unixNano(c.Episode.Migrated()), unixNano(c.Episode.Rearm)
+	e.mig, e.migRead = 0, unixNano(c.MigRead)
+	if m, ok := parseMig(c.Mig); ok {
+		e.mig = m + 1
+	}
+	if e.peer == nil && remote.Valid() {
+		if p := g.ends[remote]; p != nil && p.peer == nil && p.remote == local && p != e {
+			e.peer, p.peer = p, e
+			g.counts[StateUnpaired] -= 2
+			e.state, p.state = StateNoAPM, StateNoAPM // evaluated below
+			g.counts[StateNoAPM] += 2
+		}
+	}
+	g.evaluate(e, now)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// remove forgets an end (its QP is gone); its peer becomes unpaired and
+// the pair's open finding closes.
+func (g *Engine) remove(e *end) {
+	if e.peer != nil {
+		g.unlink(e)
+	}
+	g.counts[StateUnpaired]--
+	delete(g.ends, e.key)
+}
+
+func (g *Engine) unlink(e *end) {
+	p := e.peer
+	g.counts[e.state] -= 2
+	e.peer, p.peer = nil, nil
+	e.state, p.state = StateUnpaired, StateUnpaired
+	e.open, p.open = 0, 0
+	g.counts[StateUnpaired] += 2
+}
+
+func (g *Engine) setState(e *end, s PairState) {
+	if e.state == s {
+		return
+	}
+	if e.peer != nil {
+		g.counts[e.state] -= 2
+		g.counts[s] += 2
+	}
+	e.state = s
+	if e.peer != nil {
+		e.peer.state = s
+	}
+}
+
+// stateOf judges a pair's ends.
+func stateOf(a, b *end) PairState {
+	switch {
+	case !a.apm && !b.apm:
+		return StateNoAPM
+	case a.armed && b.armed:
+		return StateArmed
+	case a.armed != b.armed && a.migrated == 0 && b.migrated == 0:
+		return StateHalfArmed
+	case a.armed != b.armed:
+		return StateOneSided
+	}
+	return StateUnprotected
+}
+
+// evaluate recomputes e's pair and judges it when due.
+func (g *Engine) evaluate(e *end, now time.Time) {
+	p := e.peer
+	if p == nil {
+		return
+	}
+	s := stateOf(e, p)
+	g.setState(e, s)
+	if !s.Bad() {
+		if e.open != 0 {
+			g.resolve(e)
+		}
+		return
+	}
+	if s == StateHalfArmed {
+		return
+	}
+	due := max(e.since, p.since) + int64(g.cfg.Deadline)
+	if now.UnixNano() >= due {
+		g.judge(e, s, due)
+		return
+	}
+	heap.Push(&g.due, dueAt{at: due, key: e.key})
+}
+
+// Advance judges the pairs whose deadline passed by now.
+func (g *Engine) Advance(now time.Time) {
+	n := now.UnixNano()
+	for len(g.due) > 0 && g.due[0].at <= n {
+		d := heap.Pop(&g.due).(dueAt)
+		if e := g.ends[d.key]; e != nil {
+			g.evaluate(e, now)
+		}
+	}
+}
+
+// Stats are the engine's gauges.
+type Stats struct {
+	Ends     int
+	Unpaired int
+	ByState  map[PairState]int // paired connections
+}
+
+// Stats returns the gauges.
+func (g *Engine) Stats() Stats {
+	st := Stats{Ends: len(g.ends), Unpaired: g.counts[StateUnpaired], ByState: map[PairState]int{}}
+	for s := StateNoAPM; s < nStates; s++ {
+		st.ByState[s] = g.counts[s] / 2
+	}
+	return st
+}
+
+// dueAt is a pair to look at again at a time.
+type dueAt struct {
+	at  int64
+	key EndKey
+}
+
+type dueHeap []dueAt
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueAt)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// names interns host and device names.
+type names struct {
+	list []string
+	ids  map[string]uint32
+}
+
+func newNames() names { return names{ids: map[string]uint32{}} }
+
+func (n *names) id(s string) uint32 {
+	if i, ok := n.ids[s]; ok {
+		return i
+	}
+	n.list = append(n.list, s)
+	n.ids[s] = uint32(len(n.list) - 1)
+	return uint32(len(n.list) - 1)
+}
+
+func (n *names) name(i uint32) string { return n.list[i] }

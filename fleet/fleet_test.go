@@ -1,0 +1,253 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// twoHosts starts a publisher per host over a fake sysfs: hostA's ibsim0
+// port has LID 1, hostB's ibsim1 LID 2, both in subnet fe80::.
+func twoHosts(t *testing.T, url string) (a, b *Publisher) {
+	sys := t.TempDir()
+	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
+	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	return newPublisher(t, url, "hostA", sys), newPublisher(t, url, "hostB", sys)
+}
+
+// oneSided connects n pairs (QPNs 100+i on hostA, 200+i on hostB), arms
+// them, migrates them and rearms only hostA's ends.
+func oneSided(a, b *Publisher, n int) []*side {
+	var sides []*side
+	for i := range n {
+		sa := &side{p: a, dev: "ibsim0", qpn: uint32(100 + i)}
+		sb := &side{p: b, dev: "ibsim1", qpn: uint32(200 + i)}
+		sa.connect(2, sb.qpn)
+		sb.connect(1, sa.qpn)
+		sides = append(sides, sa, sb)
+	}
+	a.Tick(time.Now())
+	b.Tick(time.Now())
+	for _, s := range sides {
+		s.pathMig()
+	}
+	for i := 0; i < len(sides); i += 2 {
+		sides[i].arm()
+	}
+	a.Tick(time.Now())
+	b.Tick(time.Now())
+	return sides
+}
+
+func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	f := startFleet(t, srv.URL(), 0, 1)
+	defer f.stop()
+	a, b := twoHosts(t, srv.URL())
+	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	oneSided(a, b, 1)
+	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) > 0 })
+	ls := f.out.lines(t)
+	l := ls[0]
+	if len(ls) != 1 || l.Kind != apm.OneSidedRearm || l.Host != "hostB" || l.QP.QPN != 200 || l.Peer.Host != "hostA" || l.Peer.QPN != 100 ||
+		!slices.Equal(l.Hosts, []string{"hostA", "hostB"}) || l.Type != "finding" {
+		t.Fatalf("lines: %+v", ls)
+	}
+	waitFor(t, 10*time.Second, "the finding in the stream", func() bool {
+		return len(streamMsgs(t, srv.URL(), FindingsStream, fleetFindingSubject(l.Partition))) == 1
+	})
+	if n := len(streamMsgs(t, srv.URL(), FindingsStream, HostFindingSubject("hostA"))); n != 1 {
+		t.Fatalf("hostA's finding lines in the stream: %d", n)
+	}
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Rows) != 1 || st.Rows[0].State != "one-sided" || st.Rows[0].A.Host != "hostA" || st.Rows[0].B.Host != "hostB" ||
+		!st.Rows[0].ArmedA || st.Rows[0].ArmedB || st.ByState["one-sided"] != 1 {
+		t.Fatalf("status: %+v", st)
+	}
+	var tab strings.Builder
+	if err := WriteStatusTable(&tab, st); err != nil || !strings.Contains(tab.String(), "1 connections cannot fail over") {
+		t.Fatalf("table: %v\n%s", err, tab.String())
+	}
+}
+
+func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	f := startFleet(t, srv.URL(), 0, 1)
+	a, b := twoHosts(t, srv.URL())
+	sides := oneSided(a, b, 3)
+	waitFor(t, 20*time.Second, "3 findings", func() bool { return len(f.out.lines(t)) == 3 })
+	f.stop()
+
+	g := startFleet(t, srv.URL(), 0, 1)
+	defer g.stop()
+	if r := g.readyInfo(t); r.Ends != 6 {
+		t.Fatalf("rebuilt %d ends, want 6", r.Ends)
+	}
+	// hostB's first QP rearms: the rebuilt instance knows the open
+	// finding and resolves it; the other two are not judged again
+	sides[1].arm()
+	b.Tick(time.Now())
+	waitFor(t, 20*time.Second, "a resolution", func() bool { return len(g.out.lines(t)) > 0 })
+	time.Sleep(time.Second) // twice the deadline: a second judgement would be out by now
+	ls := g.out.lines(t)
+	if len(ls) != 1 || !ls[0].Resolved || ls[0].Resolves != f.out.lines(t)[0].ID {
+		t.Fatalf("after the restart: %+v", ls)
+	}
+}
+
+func TestFleetInstancesSplitTheWork(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	f0 := startFleet(t, srv.URL(), 0, 2)
+	defer f0.stop()
+	f1 := startFleet(t, srv.URL(), 1, 2)
+	defer f1.stop()
+	a, b := twoHosts(t, srv.URL())
+	const n = 40
+	oneSided(a, b, n)
+	waitFor(t, 30*time.Second, fmt.Sprint(n, " findings"), func() bool { return len(f0.out.lines(t))+len(f1.out.lines(t)) >= n })
+	time.Sleep(time.Second)
+	l0, l1 := f0.out.lines(t), f1.out.lines(t)
+	if len(l0)+len(l1) != n || len(l0) == 0 || len(l1) == 0 {
+		t.Fatalf("instance 0 gave %d, instance 1 %d, want %d in all, some each", len(l0), len(l1), n)
+	}
+	seen := map[uint32]bool{}
+	for i, ls := range [][]outLine{l0, l1} {
+		for _, l := range ls {
+			if l.Partition%2 != i || seen[l.QP.QPN] {
+				t.Fatalf("instance %d: %+v", i, l)
+			}
+			seen[l.QP.QPN] = true
+		}
+	}
+}
+
+func TestPublishQueueHoldsWhileNATSIsDownAndCatchesUp(t *testing.T) {
+	listen, store := freePort(t), t.TempDir()
+	srv := startServer(t, listen, store)
+	url := srv.URL()
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	line := func(i int) {
+		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: uint64(i), Kind: apm.MissedRearm}})
+	}
+	line(0)
+	waitFor(t, 10*time.Second, "the first line stored", func() bool {
+		m, err := tryStreamMsgs(url, FindingsStream, HostFindingSubject("hostA"))
+		return err == nil && len(m) == 1 && p.q.Stats().Pending == 0
+	})
+	srv.Shutdown()
+	const n = 500
+	for i := 1; i <= n; i++ {
+		line(i)
+	}
+	waitFor(t, 10*time.Second, "the lines on disk", func() bool { return p.q.Stats().Pending == n })
+	srv = startServer(t, listen, store)
+	defer srv.Shutdown()
+	waitFor(t, 30*time.Second, "the queue to drain", func() bool { return p.q.Stats().Pending == 0 })
+	msgs := streamMsgs(t, url, FindingsStream, HostFindingSubject("hostA"))
+	ids := map[uint64]bool{}
+	for _, m := range msgs {
+		var l outLine
+		if err := jsonUnmarshal(m, &l); err != nil {
+			t.Fatal(err)
+		}
+		ids[l.ID] = true
+	}
+	if len(msgs) != n+1 || len(ids) != n+1 {
+		t.Fatalf("%d messages, %d distinct, want %d", len(msgs), len(ids), n+1)
+	}
+	if st := p.q.Stats(); st.Dropped != 0 {
+		t.Fatalf("dropped: %+v", st)
+	}
+}
+
+func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	since := time.Now().Add(-time.Second)
+	a, b := twoHosts(t, srv.URL())
+	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	oneSided(a, b, 2)
+	waitFor(t, 20*time.Second, "the records in the stream", func() bool {
+		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		return err == nil && len(m) == 8
+	})
+	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since, Until: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Records != 8 || len(h.Lines) != 1 || len(h.Judged) != 2 || len(h.Connections) != 2 {
+		t.Fatalf("history: %d records, %d lines, %d judged, %d connections", h.Records, len(h.Lines), len(h.Judged), len(h.Connections))
+	}
+	for _, c := range h.Connections {
+		if c.State != "one-sided" || len(c.Records) != 4 {
+			t.Fatalf("connection: %+v", c)
+		}
+	}
+	for _, l := range h.Judged {
+		if l.Kind != apm.OneSidedRearm || l.Host != "hostB" {
+			t.Fatalf("judged: %+v", l)
+		}
+	}
+	var text strings.Builder
+	if err := WriteHistoryText(&text, h); err != nil || !strings.Contains(text.String(), "one-sided-rearm hostB ibsim1 QP 200") {
+		t.Fatalf("text: %v\n%s", err, text.String())
+	}
+	// a range before anything was published is empty
+	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since.Add(-time.Hour), Until: since})
+	if err != nil || h.Records != 0 || len(h.Lines) != 0 {
+		t.Fatalf("empty range: %+v, %v", h, err)
+	}
+}
+
+func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for i := range 2 {
+		var subs []string
+		for p := i * Partitions / 2; p < (i+1)*Partitions/2; p++ {
+			subs = append(subs, connFilter(p))
+		}
+		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: fmt.Sprintf("CONN_%d", i), Subjects: subs,
+			MaxMsgsPerSubject: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := startFleet(t, srv.URL(), 0, 1)
+	defer f.stop()
+	a, b := twoHosts(t, srv.URL())
+	const n = 10
+	oneSided(a, b, n)
+	waitFor(t, 20*time.Second, "the findings", func() bool { return len(f.out.lines(t)) >= n })
+	if _, err := js.Stream(context.Background(), ConnStream); err == nil {
+		t.Fatal("the default stream was created over the operator's")
+	}
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	if err != nil || len(st.Rows) != n {
+		t.Fatalf("status over two streams: %+v, %v", st, err)
+	}
+}

@@ -1,0 +1,269 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HistoryOptions choose a time range of the fleet streams.
+type HistoryOptions struct {
+	NATS         NATSOptions
+	Since, Until time.Time // stream times (when NATS stored the messages)
+	Deadline     time.Duration
+}
+
+// History is a postmortem of a time range of the fleet streams: the
+// finding lines the hosts and the fleet published in it, and the
+// connection records replayed through the pairing engine (the findings it
+// gives, and each connection's records from both ends).
+type History struct {
+	NATS        string            `json:"nats"`
+	Since       time.Time         `json:"since"`
+	Until       time.Time         `json:"until"`
+	Records     int               `json:"records"`
+	Lines       []json.RawMessage `json:"lines"`  // as published, hosts' and fleet's
+	Judged      []Line            `json:"judged"` // the replay's findings
+	Connections []HistConn        `json:"connections"`
+	Truncated   bool              `json:"truncated,omitempty"` // bounds reached: not everything is listed
+}
+
+// HistConn is one connection's records in the range.
+type HistConn struct {
+	Connection string      `json:"connection"`
+	State      string      `json:"state"` // at the end of the range
+	Records    []HistEntry `json:"records"`
+}
+
+// HistEntry is one record of one end.
+type HistEntry struct {
+	At      time.Time `json:"at"`
+	Host    string    `json:"host"`
+	Device  string    `json:"device"`
+	QPN     uint32    `json:"qpn"`
+	Armed   bool      `json:"armed"`
+	Mig     string    `json:"mig_state,omitempty"`
+	Episode uint32    `json:"episode"`
+	Gone    bool      `json:"gone,omitempty"`
+}
+
+// Bounds of a history (the stream may hold millions of records).
+const (
+	maxHistLines   = 100000
+	maxHistConns   = 10000
+	maxHistPerConn = 200
+)
+
+// ReadHistory reads the range.
+func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
+	if o.Until.IsZero() {
+		o.Until = time.Now()
+	}
+	if !o.Since.Before(o.Until) {
+		return nil, fmt.Errorf("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = 2 * time.Second
+	}
+	o.NATS.Name = "apmwatch postmortem"
+	nc, err := o.NATS.connect(false)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	h := &History{NATS: o.NATS.URL, Since: o.Since.UTC(), Until: o.Until.UTC(), Lines: []json.RawMessage{}, Judged: []Line{}}
+	err = readRange(ctx, js, FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) {
+		if len(h.Lines) >= maxHistLines {
+			h.Truncated = true
+			return
+		}
+		if json.Valid(m.Data()) {
+			h.Lines = append(h.Lines, json.RawMessage(m.Data()))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", FindingsStream, err)
+	}
+	var filters []string
+	for p := range Partitions {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, js, filters)
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, err
+	}
+	byConn := map[string]*HistConn{}
+	// each stream holds whole partitions, so both ends of a connection:
+	// one replay each, in the stream's order
+	for name, fs := range streams {
+		if err := h.replay(ctx, js, name, fs, o, byConn); err != nil {
+			return nil, err
+		}
+	}
+	for _, hc := range byConn {
+		if hc.State == "" {
+			hc.State = StateUnpaired.String()
+		}
+		h.Connections = append(h.Connections, *hc)
+	}
+	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
+	return h, nil
+}
+
+func (h *History) replay(ctx context.Context, js jetstream.JetStream, stream string, filters []string, o HistoryOptions, byConn map[string]*HistConn) error {
+	g := NewEngine(EngineConfig{Deadline: o.Deadline}, func(l Line) { h.Judged = append(h.Judged, l) })
+	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) {
+		var c Conn
+		if json.Unmarshal(m.Data(), &c) != nil {
+			return
+		}
+		h.Records++
+		g.Advance(ts)
+		g.Apply(&c, ts)
+		l, r := c.Keys()
+		a, b := l, r
+		if less(b, a) {
+			a, b = b, a
+		}
+		name := a.String() + " <-> " + b.String()
+		hc := byConn[name]
+		if hc == nil {
+			if len(byConn) >= maxHistConns {
+				h.Truncated = true
+				return
+			}
+			hc = &HistConn{Connection: name}
+			byConn[name] = hc
+		}
+		if len(hc.Records) >= maxHistPerConn {
+			h.Truncated = true
+			return
+		}
+		hc.Records = append(hc.Records, HistEntry{At: c.At, Host: c.Host, Device: c.Device, QPN: c.Local.QPN, Armed: c.Armed,
+			Mig: c.Mig, Episode: c.Episode.N, Gone: c.Gone})
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", stream, err)
+	}
+	g.Advance(o.Until)
+	for k, e := range g.ends {
+		if e.peer == nil || less(e.peer.key, k) {
+			continue
+		}
+		if hc := byConn[k.String()+" <-> "+e.peer.key.String()]; hc != nil {
+			hc.State = e.state.String()
+		}
+	}
+	return nil
+}
+
+// readRange delivers a stream's messages stored in [since, until].
+func readRange(ctx context.Context, js jetstream.JetStream, stream string, filters []string, since, until time.Time, fn func(jetstream.Msg, time.Time)) error {
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime: &since, FilterSubjects: filters})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.CachedInfo().NumPending == 0 {
+		return nil
+	}
+	for {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if md.Timestamp.After(until) {
+				return nil
+			}
+			fn(m, md.Timestamp)
+			if md.NumPending == 0 {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if got == 0 {
+			return nil
+		}
+	}
+}
+
+// WriteHistoryText writes the history for a terminal.
+func WriteHistoryText(w io.Writer, h *History) error {
+	fmt.Fprintf(w, "fleet streams at %s, %s to %s: %d connection records, %d finding lines\n", escape.Text(h.NATS),
+		h.Since.Format(time.RFC3339), h.Until.Format(time.RFC3339), h.Records, len(h.Lines))
+	if h.Truncated {
+		fmt.Fprintln(w, "(bounds reached: not everything is listed; narrow --since/--until)")
+	}
+	fmt.Fprintf(w, "\nfinding lines published (%d):\n", len(h.Lines))
+	for _, raw := range h.Lines {
+		var l struct {
+			Type        string    `json:"type"`
+			Host        string    `json:"host"`
+			Kind        string    `json:"kind"`
+			Logged      time.Time `json:"logged"`
+			Explanation string    `json:"explanation"`
+			QP          struct {
+				Device string `json:"device"`
+				QPN    uint32 `json:"qpn"`
+			} `json:"qp"`
+			Peer *PeerEnd `json:"peer"`
+		}
+		if json.Unmarshal(raw, &l) != nil {
+			continue
+		}
+		peer := ""
+		if l.Peer != nil {
+			peer = fmt.Sprintf(" peer %s %s QP %d", escape.Text(l.Peer.Host), escape.Text(l.Peer.Device), l.Peer.QPN)
+		}
+		fmt.Fprintf(w, "  %s %s %s %s %s QP %d%s: %s\n", l.Logged.Format(time.RFC3339), escape.Text(l.Type), escape.Text(l.Kind),
+			escape.Text(l.Host), escape.Text(l.QP.Device), l.QP.QPN, peer, escape.Text(l.Explanation))
+	}
+	fmt.Fprintf(w, "\nthe records replayed judge (%d):\n", len(h.Judged))
+	for _, l := range h.Judged {
+		fmt.Fprintf(w, "  %s %s %s %s QP %d: %s\n", l.LastTime.Format(time.RFC3339), l.Kind, escape.Text(l.Host), escape.Text(l.QP.Device),
+			l.QP.QPN, escape.Text(l.Explanation))
+	}
+	fmt.Fprintf(w, "\nconnections (%d):\n", len(h.Connections))
+	for _, c := range h.Connections {
+		fmt.Fprintf(w, "  %s: %s at the end\n", c.Connection, c.State)
+		for _, r := range c.Records {
+			what := fmt.Sprintf("armed=%v mig=%s episode=%d", r.Armed, r.Mig, r.Episode)
+			if r.Gone {
+				what = "gone"
+			}
+			fmt.Fprintf(w, "    %s %s %s QP %d %s\n", r.At.Format("15:04:05.000"), escape.Text(r.Host), escape.Text(r.Device), r.QPN, escape.Text(what))
+		}
+	}
+	return nil
+}
+
+// WriteHistoryJSON writes the history as one JSON object.
+func WriteHistoryJSON(w io.Writer, h *History) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(escape.Value(h))
+}

@@ -1,0 +1,340 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/internal/outfile"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config is what `apmwatch fleet` takes from its flags.
+type Config struct {
+	NATS        NATSOptions // URL "": serve an embedded NATS
+	Listen      string      // the embedded server's address
+	StoreDir    string      // the embedded server's JetStream store
+	ReadyFile   string      // written once the instance consumes
+	Findings    string      // append finding lines here
+	Stdout      bool        // also to standard output (always without Findings)
+	MetricsAddr string
+	Instance    int // this instance's index, from 0
+	Instances   int // how many share the partitions
+	Engine      EngineConfig
+	Limits      StreamLimits
+}
+
+// DefaultConfig returns the documented defaults (docs/fleet.md).
+func DefaultConfig() Config {
+	return Config{Listen: DefaultListen, MetricsAddr: "127.0.0.1:9579", Instances: 1,
+		Engine: EngineConfig{Deadline: 2 * time.Second}, Limits: DefaultLimits}
+}
+
+// Validate reports the first bad option in one line.
+func (c Config) Validate() error {
+	switch {
+	case c.Instances < 1 || c.Instances > Partitions:
+		return fmt.Errorf("--instances must be 1 to %d: %d", Partitions, c.Instances)
+	case c.Instance < 0 || c.Instance >= c.Instances:
+		return fmt.Errorf("--instance must be 0 to %d: %d", c.Instances-1, c.Instance)
+	case c.Engine.Deadline <= 0:
+		return fmt.Errorf("--rearm-deadline must be positive: %v", c.Engine.Deadline)
+	case c.NATS.URL == "" && c.StoreDir == "":
+		return errors.New("the embedded nats needs --store DIR")
+	}
+	return c.NATS.Validate()
+}
+
+// partitions returns the partitions this instance owns.
+func (c Config) partitions() []int {
+	var ps []int
+	for p := range Partitions {
+		if p%c.Instances == c.Instance {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Ready is the ready file's content.
+type Ready struct {
+	NATS       string `json:"nats"`
+	Instance   int    `json:"instance"`
+	Instances  int    `json:"instances"`
+	Partitions []int  `json:"partitions"`
+	Ends       int    `json:"ends"` // rebuilt from the stream
+}
+
+// instance is one running fleet instance.
+type instance struct {
+	cfg    Config
+	log    *slog.Logger
+	js     jetstream.JetStream
+	engine *Engine
+	out    []io.Writer
+	m      *fleetMetrics
+	url    string
+}
+
+// Run runs a fleet instance until ctx is done.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
+	if cfg.NATS.URL == "" {
+		srv, err := StartEmbedded(cfg.Listen, cfg.StoreDir)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		cfg.NATS.URL = srv.URL()
+		log.Info("embedded nats serving", "url", cfg.NATS.URL, "store", cfg.StoreDir)
+	}
+	in.url = cfg.NATS.URL
+	cfg.NATS.Name = fmt.Sprintf("apmwatch fleet %d/%d", cfg.Instance, cfg.Instances)
+	nc, err := cfg.NATS.connect(true)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if in.js, err = jetstream.New(nc); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if cfg.Findings != "" {
+		f, err := outfile.Create(cfg.Findings, os.O_APPEND)
+		if err != nil {
+			return fmt.Errorf("opening the finding log: %w", err)
+		}
+		defer f.Close()
+		in.out = append(in.out, f)
+	}
+	if cfg.Stdout || cfg.Findings == "" {
+		in.out = append(in.out, stdout)
+	}
+	mctx, stopMetrics := context.WithCancel(context.Background())
+	defer stopMetrics()
+	if cfg.MetricsAddr != "" {
+		if err := in.m.serve(mctx, cfg.MetricsAddr, func(err error) { log.Error("metrics server stopped", "err", err) }); err != nil {
+			return err
+		}
+	}
+	if err := in.waitStreams(ctx, nc); err != nil {
+		return err
+	}
+	in.engine = NewEngine(cfg.Engine, in.emit)
+	if err := in.loadJudged(ctx); err != nil {
+		return err
+	}
+	return in.consume(ctx)
+}
+
+// waitStreams creates the streams, waiting for NATS as long as it takes.
+func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
+	said := false
+	for {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := ensureStreams(c, in.js, in.cfg.Limits)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !said {
+			in.log.Warn("waiting for nats", "url", in.url, "err", err)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// loadJudged reads this instance's partitions' findings from the stream:
+// what an earlier run (or a former owner) judged is not judged again.
+func (in *instance) loadJudged(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	var filters []string
+	for _, p := range in.cfg.partitions() {
+		filters = append(filters, fleetFindingSubject(p))
+	}
+	streams, err := streamsOf(ctx, in.js, filters)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for name, fs := range streams {
+		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
+			var l struct {
+				ID uint64 `json:"id"`
+			}
+			if json.Unmarshal(m.Data(), &l) == nil && l.ID != 0 {
+				in.engine.MarkJudged(l.ID)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("reading earlier findings: %w", err)
+		}
+		n += k
+	}
+	in.log.Info("earlier findings read", "findings", n)
+	return nil
+}
+
+// readAll delivers every message a consumer has now, then returns.
+func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) (int, error) {
+	c, err := js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return 0, err
+	}
+	pending := c.CachedInfo().NumPending
+	n := 0
+	for uint64(n) < pending {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return n, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			fn(m)
+			n++
+			got++
+			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
+				pending = uint64(n)
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return n, err
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// consume rebuilds the partitions' state from the last record of every
+// end, then follows new records, judging as it goes.
+func (in *instance) consume(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	var filters []string
+	for _, p := range in.cfg.partitions() {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, in.js, filters)
+	if err != nil {
+		return err
+	}
+	msgs := make(chan jetstream.Msg, 4096)
+	var initial uint64
+	for name, fs := range streams {
+		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
+		}
+		initial += c.CachedInfo().NumPending
+		cc, err := c.Consume(func(m jetstream.Msg) {
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
+		}
+		defer cc.Stop()
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var applied uint64
+	ready := false
+	markReady := func() {
+		ready = true
+		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
+			"rebuilt_ends", len(in.engine.ends))
+		if in.cfg.ReadyFile != "" {
+			r := Ready{NATS: in.url, Instance: in.cfg.Instance, Instances: in.cfg.Instances, Partitions: in.cfg.partitions(), Ends: len(in.engine.ends)}
+			if err := writeReady(in.cfg.ReadyFile, r); err != nil {
+				in.log.Error("writing the ready file", "err", err)
+			}
+		}
+	}
+	if initial == 0 {
+		markReady()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			applied++
+			now := time.Now()
+			var rec Conn
+			if err := json.Unmarshal(m.Data(), &rec); err != nil {
+				in.m.badRecords.Inc()
+				continue
+			}
+			in.engine.Apply(&rec, now)
+			in.m.records.Inc()
+			if md, err := m.Metadata(); err == nil {
+				in.m.lagMessages.Set(float64(md.NumPending))
+				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
+					markReady()
+				}
+			}
+			if !rec.At.IsZero() {
+				in.m.lagSeconds.Set(max(0, now.Sub(rec.At).Seconds()))
+			}
+		case now := <-tick.C:
+			in.engine.Advance(now)
+			in.m.update(in.engine)
+		}
+	}
+}
+
+// emit writes a finding line out and to the findings stream.
+func (in *instance) emit(l Line) {
+	l.Logged = time.Now().UTC()
+	b, err := json.Marshal(escape.Value(l))
+	if err != nil {
+		return
+	}
+	in.m.findings.WithLabelValues(string(l.Kind), l.Type).Inc()
+	line := append(b, '\n')
+	for _, w := range in.out {
+		w.Write(line)
+	}
+	_, err = in.js.PublishMsgAsync(&nats.Msg{Subject: fleetFindingSubject(l.Partition), Data: b,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", l.ID)}}})
+	if err != nil {
+		in.m.publishErrors.Inc()
+	}
+}
+
+func writeReady(path string, r Ready) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := outfile.WriteFile(path+".tmp", append(b, '\n')); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}

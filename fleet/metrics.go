@@ -1,0 +1,93 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/apmwatch/apmwatch/internal/version"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// fleetMetrics are a fleet instance's series (docs/fleet.md).
+type fleetMetrics struct {
+	reg           *prometheus.Registry
+	connections   *prometheus.GaugeVec // state
+	unpaired      prometheus.Gauge
+	ends          prometheus.Gauge
+	records       prometheus.Counter
+	badRecords    prometheus.Counter
+	staleRecords  prometheus.Gauge
+	lagMessages   prometheus.Gauge
+	lagSeconds    prometheus.Gauge
+	findings      *prometheus.CounterVec // kind, type
+	publishErrors prometheus.Counter
+}
+
+func newFleetMetrics() *fleetMetrics {
+	m := &fleetMetrics{reg: prometheus.NewRegistry()}
+	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "connections",
+		Help: "Paired connections of this instance's partitions, by pair state (no-apm, armed, half-armed, one-sided, unprotected)."}, []string{"state"})
+	m.unpaired = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "unpaired_ends",
+		Help: "Connection ends whose peer has no record."})
+	m.ends = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "ends",
+		Help: "Connection ends tracked."})
+	m.records = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "records_total",
+		Help: "Connection records consumed."})
+	m.badRecords = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "bad_records_total",
+		Help: "Connection records that did not decode."})
+	m.staleRecords = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "stale_records",
+		Help: "Records older than the one already applied for their end, since start."})
+	m.lagMessages = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_messages",
+		Help: "Records in the stream not yet consumed by this instance."})
+	m.lagSeconds = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_seconds",
+		Help: "Age of the last record consumed (now minus its host's publish time)."})
+	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "findings_total",
+		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
+	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
+		Help: "Findings that could not be handed to JetStream."})
+	v := version.Get()
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "build_info", Help: "Always 1.",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
+	info.Set(1)
+	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
+		m.findings, m.publishErrors, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *fleetMetrics) update(g *Engine) {
+	st := g.Stats()
+	for s := StateNoAPM; s < nStates; s++ {
+		m.connections.WithLabelValues(s.String()).Set(float64(st.ByState[s]))
+	}
+	m.unpaired.Set(float64(st.Unpaired))
+	m.ends.Set(float64(st.Ends))
+	m.staleRecords.Set(float64(g.Stale))
+}
+
+func (m *fleetMetrics) serve(ctx context.Context, addr string, onErr func(error)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			onErr(err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	return nil
+}

@@ -1,0 +1,280 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PublishConfig is what `apmwatch audit --publish` takes.
+type PublishConfig struct {
+	NATS      NATSOptions
+	Host      string // the host name in records and subjects
+	QueueDir  string // the on-disk queue
+	QueueMax  int64  // its bound, bytes
+	SysfsRoot string // /sys/class/infiniband ("" for that)
+	Limits    StreamLimits
+	Refresh   time.Duration // republish unchanged ends this often (DefaultRefresh)
+	Log       *slog.Logger
+}
+
+// DefaultRefresh is how often an unchanged end is published again: well
+// within the connection stream's age limit.
+const DefaultRefresh = time.Hour
+
+// DefaultQueueMax bounds the publish queue by default.
+const DefaultQueueMax = 64 << 20
+
+// Publisher is the audit daemon's Sink: it turns events into connection
+// records (Tracker) and, with every finding line, puts them in the
+// on-disk queue, which a goroutine sends to JetStream. The audit loop
+// never waits for NATS, nor for the disk: it hands messages over a
+// bounded channel (a message that does not fit is dropped and counted).
+type Publisher struct {
+	cfg     PublishConfig
+	tracker *Tracker
+	q       *Queue
+	in      chan Msg
+	wake    chan struct{}
+	run     string // this run's ID, in message IDs
+	seq     uint64
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	log     *slog.Logger
+	m       pubMetrics
+	closeMu sync.Once
+}
+
+// intakeSize bounds the messages between the audit loop and the queue.
+const intakeSize = 8192
+
+// NewPublisher opens the queue, dials NATS (without waiting for it) and
+// starts sending.
+func NewPublisher(cfg PublishConfig) (*Publisher, error) {
+	if err := cfg.NATS.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.QueueMax == 0 {
+		cfg.QueueMax = DefaultQueueMax
+	}
+	if cfg.Limits == (StreamLimits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	q, err := OpenQueue(cfg.QueueDir, cfg.QueueMax)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NATS.Name = "apmwatch audit " + cfg.Host
+	nc, err := cfg.NATS.connect(true)
+	if err != nil {
+		q.Close()
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		q.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	tr := NewTracker(cfg.Host, cfg.SysfsRoot)
+	tr.Refresh = cfg.Refresh
+	p := &Publisher{cfg: cfg, tracker: tr, q: q, in: make(chan Msg, intakeSize),
+		wake: make(chan struct{}, 1), run: strconv.FormatInt(time.Now().UnixNano(), 36), nc: nc, js: js, log: cfg.Log,
+		m: newPubMetrics(q, nc)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.wg.Add(2)
+	go p.intake()
+	go p.send(ctx)
+	return p, nil
+}
+
+// Line queues a finding line (audit.Sink).
+func (p *Publisher) Line(l audit.Line) {
+	b, err := json.Marshal(escape.Value(l))
+	if err != nil {
+		return
+	}
+	p.put(HostFindingSubject(l.Host), b, "finding")
+}
+
+// Observe takes one event (audit.Sink).
+func (p *Publisher) Observe(e *event.Event) { p.tracker.Observe(e) }
+
+// Tick queues the records of the ends that changed (audit.Sink).
+func (p *Publisher) Tick(now time.Time) {
+	for _, c := range p.tracker.Flush(now) {
+		b, err := json.Marshal(&c)
+		if err != nil {
+			continue
+		}
+		p.put(ConnSubject(&c), b, "conn")
+	}
+}
+
+func (p *Publisher) put(subject string, data []byte, what string) {
+	p.seq++
+	m := Msg{Subject: subject, ID: p.cfg.Host + "-" + p.run + "-" + strconv.FormatUint(p.seq, 10), Data: data}
+	select {
+	case p.in <- m:
+		p.m.queued.WithLabelValues(what).Inc()
+	default:
+		p.m.dropped.WithLabelValues("intake-full").Inc()
+	}
+}
+
+// intake writes what the loop hands over to the queue on disk.
+func (p *Publisher) intake() {
+	defer p.wg.Done()
+	for m := range p.in {
+		if err := p.q.Append(m); err != nil {
+			p.m.dropped.WithLabelValues("disk-error").Inc()
+			p.log.Warn("publish queue: cannot write", "err", err)
+			continue
+		}
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sendBatch is how many messages are in flight to JetStream at once.
+const sendBatch = 256
+
+// send sends the queue's head to JetStream, in order, and moves the head
+// past what JetStream acknowledged. While NATS is away it retries every
+// second; the queue holds the rest.
+func (p *Publisher) send(ctx context.Context) {
+	defer p.wg.Done()
+	ensured := false
+	down := false
+	for {
+		msgs, pos := p.q.Peek(sendBatch)
+		if len(msgs) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		var err error
+		if !ensured {
+			if err = p.ensure(ctx); err == nil {
+				ensured = true
+			}
+		}
+		n := 0
+		if err == nil {
+			n, err = p.publish(ctx, msgs)
+		}
+		if n > 0 {
+			if aerr := p.q.Ack(pos[n-1]); aerr != nil {
+				p.log.Warn("publish queue", "err", aerr)
+			}
+			p.m.sent.Add(float64(n))
+		}
+		if err != nil {
+			p.m.errors.Inc()
+			if !down {
+				p.log.Warn("nats: publishing failed, keeping the records on disk", "err", err)
+				down = true
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if down {
+			p.log.Info("nats: publishing again")
+			down = false
+		}
+	}
+}
+
+func (p *Publisher) ensure(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return ensureStreams(c, p.js, p.cfg.Limits)
+}
+
+// publish sends msgs and returns how many from the first were stored.
+func (p *Publisher) publish(ctx context.Context, msgs []Msg) (int, error) {
+	if !p.nc.IsConnected() {
+		return 0, nats.ErrConnectionClosed
+	}
+	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, m := range msgs {
+		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Data: m.Data,
+			Header: nats.Header{jetstream.MsgIDHeader: []string{m.ID}}})
+		if err != nil {
+			break
+		}
+		futs = append(futs, f)
+	}
+	timeout := time.After(10 * time.Second)
+	for i, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return i, err
+		case <-timeout:
+			return i, fmt.Errorf("no acknowledgement from jetstream in 10s")
+		case <-ctx.Done():
+			return i, ctx.Err()
+		}
+	}
+	if len(futs) < len(msgs) {
+		return len(futs), fmt.Errorf("jetstream refused a publish")
+	}
+	return len(futs), nil
+}
+
+// Close stops taking messages, tries for up to wait to send what is
+// queued, and closes. What is not sent stays on disk for the next run.
+func (p *Publisher) Close(wait time.Duration) {
+	p.closeMu.Do(func() {
+		close(p.in)
+		deadline := time.Now().Add(wait)
+		for time.Now().Before(deadline) {
+			if st := p.q.Stats(); st.Pending == 0 && len(p.in) == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.cancel()
+		p.wg.Wait()
+		p.nc.Close()
+		p.q.Close()
+	})
+}
+
+// Describe and Collect make the publisher's metrics part of the audit's
+// registry (prometheus.Collector).
+func (p *Publisher) Describe(ch chan<- *prometheus.Desc) { p.m.describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (p *Publisher) Collect(ch chan<- prometheus.Metric) { p.m.collect(ch) }

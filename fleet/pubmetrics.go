@@ -1,0 +1,60 @@
+package fleet
+
+import (
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// pubMetrics are the publisher's series (docs/fleet.md).
+type pubMetrics struct {
+	queued  *prometheus.CounterVec // type
+	dropped *prometheus.CounterVec // reason
+	sent    prometheus.Counter
+	errors  prometheus.Counter
+	gauges  []prometheus.Collector
+}
+
+func newPubMetrics(q *Queue, nc *nats.Conn) pubMetrics {
+	m := pubMetrics{
+		queued: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queued_total",
+			Help: "Messages handed to the publish queue, by type (conn, finding)."}, []string{"type"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_dropped_total",
+			Help: "Messages lost before reaching the publish queue, by reason (intake-full: the queue writer fell behind; disk-error)."}, []string{"reason"}),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Name: "published_total",
+			Help: "Messages JetStream acknowledged."}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_errors_total",
+			Help: "Failed publish attempts (NATS away or refusing); the messages stay queued."}),
+	}
+	m.gauges = []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "publish_queue_bytes",
+			Help: "Bytes of the on-disk publish queue."}, func() float64 { return float64(q.Stats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "publish_queue_messages",
+			Help: "Messages waiting in the publish queue for NATS."}, func() float64 { return float64(q.Stats().Pending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queue_lost_total",
+			Help: "Messages dropped from the publish queue past its bound (oldest first)."}, func() float64 { return float64(q.Stats().Dropped) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "nats_connected",
+			Help: "1 while connected to NATS."}, func() float64 {
+			if nc.IsConnected() {
+				return 1
+			}
+			return 0
+		}),
+	}
+	return m
+}
+
+func (m *pubMetrics) all() []prometheus.Collector {
+	return append([]prometheus.Collector{m.queued, m.dropped, m.sent, m.errors}, m.gauges...)
+}
+
+func (m *pubMetrics) describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.all() {
+		c.Describe(ch)
+	}
+}
+
+func (m *pubMetrics) collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.all() {
+		c.Collect(ch)
+	}
+}

@@ -1,0 +1,127 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/olekukonko/tablewriter"
+)
+
+// StatusRow is one connection that cannot fail over now.
+type StatusRow struct {
+	State    string    `json:"state"`
+	A        PeerEnd   `json:"a"`
+	B        PeerEnd   `json:"b"`
+	ArmedA   bool      `json:"armed_a"`
+	ArmedB   bool      `json:"armed_b"`
+	Since    time.Time `json:"since"` // the later end's last change
+	Evidence []string  `json:"evidence"`
+}
+
+// Status is the fabric's state now, from the last record of every end.
+type Status struct {
+	At       time.Time         `json:"at"`
+	Ends     int               `json:"ends"`
+	Unpaired int               `json:"unpaired_ends"`
+	ByState  map[string]int    `json:"connections"`
+	Rows     []StatusRow       `json:"unprotected"`
+	Errors   map[string]string `json:"errors,omitempty"`
+}
+
+// ReadStatus rebuilds every partition from the stream (the last record of
+// each end) and lists the connections that cannot fail over: one-sided,
+// unprotected, half-armed.
+func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
+	o.Name = "apmwatch fleet status"
+	nc, err := o.connect(false)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	g := NewEngine(EngineConfig{Deadline: time.Nanosecond}, func(Line) {})
+	now := time.Now()
+	var filters []string
+	for p := range Partitions {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, js, filters)
+	if err != nil {
+		return nil, err
+	}
+	for name, fs := range streams {
+		_, err = readAll(ctx, js, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+			FilterSubjects: fs}, func(m jetstream.Msg) {
+			var c Conn
+			if json.Unmarshal(m.Data(), &c) == nil {
+				g.Apply(&c, now)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return g.status(now), nil
+}
+
+func (g *Engine) status(now time.Time) *Status {
+	st := g.Stats()
+	s := &Status{At: now.UTC(), Ends: st.Ends, Unpaired: st.Unpaired, ByState: map[string]int{}, Rows: []StatusRow{}}
+	for k, v := range st.ByState {
+		s.ByState[k.String()] = v
+	}
+	for _, e := range g.ends {
+		if e.peer == nil || !e.state.Bad() || less(e.peer.key, e.key) {
+			continue
+		}
+		a, b := e, e.peer
+		s.Rows = append(s.Rows, StatusRow{State: e.state.String(),
+			A:      PeerEnd{Host: g.names.name(a.host), Device: g.names.name(a.dev), QPN: a.key.QPN},
+			B:      PeerEnd{Host: g.names.name(b.host), Device: g.names.name(b.dev), QPN: b.key.QPN},
+			ArmedA: a.armed, ArmedB: b.armed, Since: time.Unix(0, max(a.since, b.since)).UTC(),
+			Evidence: []string{g.evidence(a).What, g.evidence(b).What}})
+	}
+	sort.Slice(s.Rows, func(i, j int) bool { return s.Rows[i].Since.Before(s.Rows[j].Since) })
+	return s
+}
+
+// WriteStatusTable writes the status as a table and a summary line.
+func WriteStatusTable(w io.Writer, s *Status) error {
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
+	t.Header([]string{"STATE", "HOST A", "DEVICE", "QPN", "ARMED", "HOST B", "DEVICE", "QPN", "ARMED", "SINCE"})
+	yn := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	for _, r := range s.Rows {
+		if err := t.Append([]string{r.State, escape.Text(r.A.Host), escape.Text(r.A.Device), fmt.Sprint(r.A.QPN), yn(r.ArmedA),
+			escape.Text(r.B.Host), escape.Text(r.B.Device), fmt.Sprint(r.B.QPN), yn(r.ArmedB), r.Since.Format(time.RFC3339)}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d connections cannot fail over; %d paired (%d armed, %d one-sided, %d unprotected, %d half-armed, %d without APM), %d ends unpaired\n",
+		len(s.Rows), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
+	return err
+}
+
+func paired(s *Status) int {
+	n := 0
+	for _, v := range s.ByState {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,276 @@
+package fleet
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// Tracker turns one host's events into connection records: for every
+// RC/UC QP that is connected (a destination QPN), its addresses (the
+// primary path loaded at RTR, the port's GID and LID from sysfs), its
+// APM state and its current episode. It is not safe for concurrent use:
+// the audit loop feeds it.
+type Tracker struct {
+	host  string
+	ports *portAddrs
+	qps   map[event.QPKey]*tqp
+	dirty map[event.QPKey]bool
+	rev   uint64
+	// Refresh republishes an unchanged end this often, so that a
+	// long-lived connection outlives the stream's age limit (0: never).
+	Refresh  time.Duration
+	nextScan time.Time
+}
+
+// tqp is what the tracker knows of one QP.
+type tqp struct {
+	typ       event.QPType
+	state     event.QPState
+	port      uint32
+	sgidIndex uint8
+	dlid      uint16
+	dgid      [16]byte
+	global    bool
+	destQPN   uint32
+	mig       event.MigState
+	hasMig    bool
+	migRead   time.Time
+	armed     bool
+	apm       bool   // armed at least once
+	changed   uint64 // Boot of the last change the events made to armed
+	changedAt time.Time
+	ep        Episode
+	pid       uint32
+	comm      string
+	gone      bool
+	published bool
+	pubAt     time.Time // when its last record was made
+}
+
+// maxTracked bounds the tracker's table (hostile input: a flood of QPNs).
+const maxTracked = 1 << 20
+
+// NewTracker returns a tracker for the named host; sysfsRoot is
+// /sys/class/infiniband ("" for that).
+func NewTracker(host, sysfsRoot string) *Tracker {
+	return &Tracker{host: host, ports: newPortAddrs(sysfsRoot), qps: map[event.QPKey]*tqp{}, dirty: map[event.QPKey]bool{}}
+}
+
+// Observe takes one event (probes or rdma netlink reading).
+func (t *Tracker) Observe(e *event.Event) {
+	if e.QPN == 0 || e.Device == "" {
+		return
+	}
+	k := e.Key()
+	q := t.qps[k]
+	if q == nil {
+		if len(t.qps) >= maxTracked || !t.creates(e) {
+			return
+		}
+		q = &tqp{}
+		t.qps[k] = q
+	}
+	if e.PID != 0 {
+		q.pid = e.PID
+	}
+	if e.Comm != "" {
+		q.comm = e.Comm
+	}
+	before := *q
+	switch {
+	case e.Modify != nil:
+		t.modify(q, e)
+	case e.QP != nil:
+		if e.QP.Type == event.EvPathMig && !q.inFreshMigration(e) {
+			q.migrate(e.Time)
+			q.changed, q.changedAt = e.Boot, e.Time
+		}
+	case e.Life != nil && e.Kind == event.KindQPDestroy:
+		if e.Life.Ret == 0 {
+			q.gone = true
+		}
+	case e.Life != nil && e.Kind == event.KindQPCreate:
+		if e.Life.Ret == 0 && (q.gone || q.published) {
+			*q = tqp{typ: e.Life.QPType, published: q.published} // a reused QPN: a new end
+		}
+		q.typ = e.Life.QPType
+	case e.Truth != nil:
+		t.truth(q, e)
+	}
+	if !q.same(&before) {
+		t.dirty[k] = true
+	}
+}
+
+// creates reports whether an event makes a QP worth tracking.
+func (t *Tracker) creates(e *event.Event) bool {
+	switch {
+	case e.Modify != nil:
+		return e.Modify.Ret == 0 && (e.Modify.QPType == event.QPTypeRC || e.Modify.QPType == event.QPTypeUC)
+	case e.Truth != nil:
+		return e.Truth.Op == event.TruthRead && (e.Truth.QPType == event.QPTypeRC || e.Truth.QPType == event.QPTypeUC)
+	case e.Life != nil && e.Kind == event.KindQPCreate:
+		return e.Life.Ret == 0 && (e.Life.QPType == event.QPTypeRC || e.Life.QPType == event.QPTypeUC)
+	}
+	return false
+}
+
+func (t *Tracker) modify(q *tqp, e *event.Event) {
+	m := e.Modify
+	if m.Ret != 0 {
+		return
+	}
+	if m.QPType != 0 || q.typ == 0 {
+		q.typ = m.QPType
+	}
+	if m.Has(event.AttrState) {
+		q.state = m.State
+		if m.State == event.StateReset {
+			*q = tqp{typ: q.typ, published: q.published, pid: q.pid, comm: q.comm}
+			return
+		}
+	}
+	if m.Has(event.AttrAV) && m.Primary != nil {
+		p := m.Primary
+		q.port, q.sgidIndex, q.dlid, q.dgid, q.global = p.Port, p.SGIDIndex, p.DLID, p.DGID, p.IsGlobal
+	}
+	if m.Has(event.AttrDestQPN) {
+		q.destQPN = m.DestQPN
+	}
+	if m.Has(event.AttrPathMigState) {
+		switch m.MigState {
+		case event.MigMigrated: // a forced migration
+			q.migrate(e.Time)
+		case event.MigRearm, event.MigArmed:
+			if !q.armed && len(q.ep.Migrations) > 0 {
+				q.ep.Rearm = e.Time
+			}
+			q.armed, q.apm = true, true
+		}
+		q.changed, q.changedAt = e.Boot, e.Time
+	}
+}
+
+// migrate starts a new episode (or adds to the open one: no rearm since).
+func (q *tqp) migrate(at time.Time) {
+	q.ep.N++
+	if !q.ep.Rearm.IsZero() || q.armed {
+		q.ep.Migrations, q.ep.Rearm = nil, time.Time{}
+	}
+	if len(q.ep.Migrations) < maxMigrations {
+		q.ep.Migrations = append(q.ep.Migrations, at)
+	}
+	q.armed, q.apm = false, true
+}
+
+// inFreshMigration reports a PATH_MIG that follows the forced migration
+// of the same episode (the hardware's event for the software's request).
+func (q *tqp) inFreshMigration(e *event.Event) bool {
+	return !q.armed && len(q.ep.Migrations) > 0 && q.ep.Rearm.IsZero() && e.Time.Sub(q.ep.Migrations[len(q.ep.Migrations)-1]) < time.Second
+}
+
+// truth takes an rdma netlink reading. Its mig state overrides what the
+// events say only when the reading began after the events' last change
+// (a reading during an arm may show the state before it).
+func (t *Tracker) truth(q *tqp, e *event.Event) {
+	tr := e.Truth
+	if tr.Op == event.TruthGone {
+		q.gone = true
+		return
+	}
+	if tr.QPType != 0 {
+		q.typ = tr.QPType
+	}
+	if tr.HasState {
+		q.state = tr.State
+	}
+	if tr.RQPN != 0 && q.destQPN == 0 {
+		q.destQPN = tr.RQPN
+	}
+	at := e.Time
+	q.mig, q.hasMig, q.migRead = tr.Mig, true, at
+	if e.Boot-min(tr.Span, e.Boot) <= q.changed {
+		return
+	}
+	switch tr.Mig {
+	case event.MigArmed, event.MigRearm:
+		if !q.armed {
+			if len(q.ep.Migrations) > 0 {
+				q.ep.Rearm = at
+			}
+			q.armed, q.apm, q.changed, q.changedAt = true, true, e.Boot, at
+		}
+	case event.MigMigrated:
+		if q.armed {
+			q.migrate(at)
+			q.changed, q.changedAt = e.Boot, e.Time
+		}
+	}
+}
+
+func (q *tqp) same(o *tqp) bool {
+	return q.typ == o.typ && q.state == o.state && q.port == o.port && q.sgidIndex == o.sgidIndex && q.dlid == o.dlid &&
+		q.dgid == o.dgid && q.global == o.global && q.destQPN == o.destQPN && q.mig == o.mig && q.hasMig == o.hasMig &&
+		q.armed == o.armed && q.apm == o.apm && q.ep.N == o.ep.N && q.ep.Rearm.Equal(o.ep.Rearm) && q.gone == o.gone
+}
+
+// Flush returns a record of every end that changed since the last call,
+// and forgets the ends that are gone.
+func (t *Tracker) Flush(now time.Time) []Conn {
+	if t.Refresh > 0 && !now.Before(t.nextScan) {
+		t.nextScan = now.Add(time.Minute)
+		for k, q := range t.qps {
+			if q.published && now.Sub(q.pubAt) >= t.Refresh {
+				t.dirty[k] = true
+			}
+		}
+	}
+	var out []Conn
+	for k := range t.dirty {
+		q := t.qps[k]
+		delete(t.dirty, k)
+		if q == nil {
+			continue
+		}
+		if q.gone {
+			delete(t.qps, k)
+			if !q.published {
+				continue
+			}
+		}
+		if !q.gone && (q.destQPN == 0 || q.typ != event.QPTypeRC && q.typ != event.QPTypeUC) {
+			continue // not connected yet
+		}
+		q.published, q.pubAt = true, now
+		out = append(out, t.record(k, q, now))
+	}
+	return out
+}
+
+func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
+	t.rev++
+	c := Conn{Host: t.host, Device: k.Device, Type: q.typ.String(), Global: q.global, Armed: q.armed, APM: q.apm,
+		Local: Addr{QPN: k.QPN}, Remote: Addr{LID: q.dlid, QPN: q.destQPN}, PID: q.pid, Comm: q.comm,
+		Gone: q.gone, At: now.UTC(), Rev: t.rev, Episode: q.ep, Changed: q.changedAt.UTC()}
+	if q.changedAt.IsZero() {
+		q.changedAt = now
+		c.Changed = now.UTC()
+	}
+	c.Episode.Migrations = append([]time.Time(nil), q.ep.Migrations...)
+	if q.state != 0 || q.typ != 0 {
+		c.State = q.state.String()
+	}
+	if q.hasMig {
+		c.Mig, c.MigRead = q.mig.String(), q.migRead.UTC()
+	}
+	if q.global {
+		c.Remote.GID = netip.AddrFrom16(q.dgid).String()
+	}
+	c.Local.GID, c.Local.LID, c.Port = t.ports.lookup(k.Device, q.port, q.sgidIndex, now)
+	return c
+}
+
+// Len is the number of QPs tracked.
+func (t *Tracker) Len() int { return len(t.qps) }

@@ -1,0 +1,68 @@
+package fleet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+func TestTrackerRecordsAConnectedQPWithItsAddressesAndEpisode(t *testing.T) {
+	sys := t.TempDir()
+	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
+	tr := NewTracker("hostA", sys)
+	at := time.Unix(1000, 0)
+	ev := func(e *event.Event) {
+		at = at.Add(time.Second)
+		e.Device, e.QPN, e.Time, e.Boot = "ibsim0", 17, at, uint64(at.UnixNano())
+		tr.Observe(e)
+	}
+	ev(&event.Event{Kind: event.KindModify, Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrState | event.AttrAV | event.AttrDestQPN,
+		State: event.StateRTR, DestQPN: 18, Primary: &event.Path{Port: 1, DLID: 2}}})
+	ev(&event.Event{Kind: event.KindModify, Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrPathMigState, MigState: event.MigRearm}})
+	cs := tr.Flush(at)
+	if len(cs) != 1 {
+		t.Fatalf("records: %+v", cs)
+	}
+	c := cs[0]
+	if c.Host != "hostA" || c.Local != (Addr{GID: "fe80::1", LID: 1, QPN: 17}) || c.Remote != (Addr{LID: 2, QPN: 18}) || !c.Armed || !c.APM || c.Port != 1 {
+		t.Fatalf("record: %+v", c)
+	}
+	if len(tr.Flush(at)) != 0 {
+		t.Fatal("a record without a change")
+	}
+	ev(&event.Event{Kind: event.KindQPEvent, QP: &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC}})
+	// an rdma netlink reading that started before the migration says
+	// nothing against it
+	ev(&event.Event{Kind: event.KindTruth, Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, Mig: event.MigArmed, Span: uint64(2 * time.Second)}})
+	c = tr.Flush(at)[0]
+	if c.Armed || c.Episode.N != 1 || len(c.Episode.Migrations) != 1 || c.Mig != "ARMED" {
+		t.Fatalf("after the migration: %+v", c)
+	}
+	// a later reading in REARM is a rearm the probes did not see
+	ev(&event.Event{Kind: event.KindTruth, Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, Mig: event.MigRearm}})
+	c = tr.Flush(at)[0]
+	if !c.Armed || c.Episode.Rearm.IsZero() || !c.Changed.Equal(at) {
+		t.Fatalf("after the reading: %+v", c)
+	}
+	ev(&event.Event{Kind: event.KindQPDestroy, Life: &event.QPLife{QPType: event.QPTypeRC}})
+	c = tr.Flush(at)[0]
+	if !c.Gone || tr.Len() != 0 {
+		t.Fatalf("after the destroy: %+v (tracked %d)", c, tr.Len())
+	}
+}
+
+func TestTrackerRepublishesUnchangedEndsAfterRefresh(t *testing.T) {
+	tr := NewTracker("hostA", t.TempDir())
+	tr.Refresh = time.Hour
+	at := time.Unix(1000, 0)
+	tr.Observe(&event.Event{Kind: event.KindTruth, Device: "d", QPN: 5, Time: at, Boot: 1,
+		Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 6, Mig: event.MigArmed}})
+	if len(tr.Flush(at)) != 1 || len(tr.Flush(at.Add(30*time.Minute))) != 0 {
+		t.Fatal("first record, then none within the refresh")
+	}
+	cs := tr.Flush(at.Add(61 * time.Minute))
+	if len(cs) != 1 || !cs[0].At.Equal(at.Add(61*time.Minute).UTC()) {
+		t.Fatalf("refresh: %+v", cs)
+	}
+}
