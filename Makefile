@@ -49,3 +49,4 @@ include postmortem/postmortem.mk
 include audit/audit.mk
 include deploy/prometheus/prometheus.mk
 include deploy/package/package.mk
+include deploy/deploy.mk

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
-	"golang.org/x/sys/unix"
+	"github.com/apmwatch/apmwatch/internal/boottime"
 )
 
 // Finding kinds the enforcer emits (audit counts findings by kind, so each
@@ -60,15 +60,7 @@ type Enforcer struct {
 
 // NewEnforcer returns an enforcer acting through a.
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Do: a.Do, Boot: bootNow, Now: time.Now, PortState: a.roots.portState, Owner: a.roots.netlinkOwner(a)}
-}
-
-func bootNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
+	return &Enforcer{Policy: p, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, Owner: a.roots.netlinkOwner(a)}
 }
 
 // Stats returns the counters.

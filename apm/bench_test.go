@@ -77,19 +77,26 @@ func (st *stream) step(qpn uint32, s int) *event.Event {
 	return ev
 }
 
-// BenchmarkModelEvents: events per second through reorder stage and model
-// on one goroutine, 4096 QPs living through create, connect with an
-// alternate, migration, MVAPICH2 rearm, COMM_EST and destroy, interleaved.
-func BenchmarkModelEvents(b *testing.B) {
-	const qps = 4096
+// benchModel is a stream and a model for the throughput benchmarks, with
+// the timer reset; *found counts findings.
+func benchModel(b *testing.B) (*stream, *apm.Model, *int) {
 	st := newStream(time.Microsecond)
-	found := 0
-	m, err := apm.New(apm.DefaultConfig(), func(apm.Finding) { found++ })
+	found := new(int)
+	m, err := apm.New(apm.DefaultConfig(), func(apm.Finding) { *found++ })
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	return st, m, found
+}
+
+// BenchmarkModelEvents: events per second through reorder stage and model
+// on one goroutine, 4096 QPs living through create, connect with an
+// alternate, migration, MVAPICH2 rearm, COMM_EST and destroy, interleaved.
+func BenchmarkModelEvents(b *testing.B) {
+	const qps = 4096
+	st, m, found := benchModel(b)
 	for i := range b.N {
 		q := i % qps
 		s := (i / qps) % 8
@@ -98,8 +105,8 @@ func BenchmarkModelEvents(b *testing.B) {
 	m.Finish(m.Now())
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	if found != 0 {
-		b.Fatalf("%d findings from a healthy stream", found)
+	if *found != 0 {
+		b.Fatalf("%d findings from a healthy stream", *found)
 	}
 }
 
@@ -223,14 +230,7 @@ func TestNoGrowthAfterChurn(t *testing.T) {
 // back.
 func BenchmarkModelEventsReordered(b *testing.B) {
 	const qps = 4096
-	st := newStream(time.Microsecond)
-	found := 0
-	m, err := apm.New(apm.DefaultConfig(), func(apm.Finding) { found++ })
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
+	st, m, found := benchModel(b)
 	for i := 0; i+1 < b.N; i += 2 {
 		e1 := st.step(uint32(1000+i%qps), (i/qps)%8)
 		e2 := st.step(uint32(1000+(i+1)%qps), ((i+1)/qps)%8)
@@ -240,7 +240,7 @@ func BenchmarkModelEventsReordered(b *testing.B) {
 	m.Finish(m.Now())
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	if found != 0 || m.Stats().Late != 0 {
-		b.Fatalf("%d findings, %d late from a healthy stream", found, m.Stats().Late)
+	if *found != 0 || m.Stats().Late != 0 {
+		b.Fatalf("%d findings, %d late from a healthy stream", *found, m.Stats().Late)
 	}
 }

@@ -50,6 +50,11 @@ type Config struct {
 	// within this long after a PORT_ERR on the QP's primary port counts as
 	// the loss of the connection (unprotected-failure).
 	PortFailureWindow time.Duration
+	// MaxPending bounds the inputs held in the reorder window (0: no bound).
+	// Past it the oldest is applied at once and later, older inputs are
+	// late: memory and ordering work stay bounded whatever a source (or a
+	// crafted recording) packs into one window.
+	MaxPending int
 	// MaxQPs bounds the number of tracked QPs; 0 means no bound. Events for
 	// new QPs beyond it are counted in Stats.Dropped.
 	MaxQPs int
@@ -73,6 +78,7 @@ func DefaultConfig() Config {
 		RebootGap:       30 * time.Second,
 
 		PortFailureWindow: 10 * time.Second,
+		MaxPending:        1 << 16,
 	}
 }
 
@@ -105,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlapCount < 2 || c.FlapCount > 64 {
 		errs = append(errs, fmt.Errorf("flap count must be in 2..64: %d", c.FlapCount))
+	}
+	if c.MaxPending < 0 {
+		errs = append(errs, fmt.Errorf("max pending must not be negative: %d", c.MaxPending))
 	}
 	if c.MaxQPs < 0 {
 		errs = append(errs, fmt.Errorf("max qps must not be negative: %d", c.MaxQPs))

@@ -113,6 +113,12 @@ func (m *Model) Handle(ev *event.Event) {
 	}
 	m.in.push(ev)
 	m.release(m.in.releaseLimit())
+	for m.cfg.MaxPending > 0 && m.in.len() > m.cfg.MaxPending {
+		// More inputs inside one window than the bound: the oldest is
+		// applied now; what comes later and older is late.
+		old, _ := m.in.popOldest()
+		m.apply(old)
+	}
 }
 
 // NewBoot tells the model that the source's host booted again (its boot id

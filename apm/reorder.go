@@ -1,6 +1,10 @@
 package apm
 
-import "github.com/apmwatch/apmwatch/event"
+import (
+	"sort"
+
+	"github.com/apmwatch/apmwatch/event"
+)
 
 // reorder holds events for a bounded window of Boot time and releases them
 // in Boot order. Events arrive nearly sorted (per-CPU streams interleave),
@@ -18,11 +22,27 @@ func (r *reorder) push(ev *event.Event) {
 	r.max = max(r.max, ev.Boot)
 	r.buf = append(r.buf, ev)
 	i := len(r.buf) - 1
-	for i > r.head && r.buf[i-1].Boot > ev.Boot {
+	for steps := 0; i > r.head && r.buf[i-1].Boot > ev.Boot; steps++ {
+		if steps == 32 {
+			// Far out of order (a hostile recording): find the place by
+			// bisection and move the tail in one copy.
+			j := r.head + sort.Search(i-r.head, func(k int) bool { return r.buf[r.head+k].Boot > ev.Boot })
+			copy(r.buf[j+1:i+1], r.buf[j:i])
+			i = j
+			break
+		}
 		r.buf[i] = r.buf[i-1]
 		i--
 	}
 	r.buf[i] = ev
+}
+
+// popOldest returns the oldest event whatever its Boot.
+func (r *reorder) popOldest() (*event.Event, bool) {
+	if r.head == len(r.buf) {
+		return nil, false
+	}
+	return r.pop(^uint64(0))
 }
 
 // pop returns the oldest event whose Boot is at most limit.

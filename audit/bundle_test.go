@@ -73,6 +73,18 @@ func TestBundleSliceAndFiles(t *testing.T) {
 	if _, err := os.Stat(bd.dir + ".tmp"); !os.IsNotExist(err) {
 		t.Fatal("the .tmp directory is left")
 	}
+	// Bundles name processes and hosts: 0750 and 0640 whatever the umask
+	// (022 here, which would leave 0755 and 0644 readable by anyone).
+	fi, _ := os.Stat(bd.dir)
+	if fi.Mode().Perm() != 0o750 {
+		t.Errorf("bundle directory mode %v", fi.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(bd.dir)
+	for _, e := range ents {
+		if fi, _ := e.Info(); fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mode %v", e.Name(), fi.Mode().Perm())
+		}
+	}
 }
 
 // Bundles written over and over leave neither goroutines nor heap behind.

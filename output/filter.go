@@ -40,12 +40,18 @@ func ParseFilter(devices, qpns, pids, comms, kinds []string) (Filter, error) {
 		if err != nil {
 			return f, fmt.Errorf("bad --qpn %q: want a number (decimal or 0x hex)", s)
 		}
+		if err := event.CheckQPN(n); err != nil {
+			return f, err
+		}
 		f.QPNs = append(f.QPNs, n)
 	}
 	for _, s := range split(pids) {
 		n, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {
 			return f, fmt.Errorf("bad --pid %q: want a number", s)
+		}
+		if err := event.CheckPID(int64(n)); err != nil {
+			return f, err
 		}
 		f.PIDs = append(f.PIDs, uint32(n))
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // NewWriter returns the renderer for an --output value.
@@ -41,7 +42,7 @@ func RunProbes(asJSON bool, d ProbesDeps) error {
 	if asJSON {
 		enc := json.NewEncoder(d.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(hooks)
+		return enc.Encode(escape.Value(hooks)) // --event-hook names come from the command line
 	}
 	return PrintHooks(d.Stdout, hooks)
 }

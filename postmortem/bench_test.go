@@ -3,6 +3,7 @@ package postmortem
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/craft"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -132,3 +134,61 @@ func TestBigReplay(t *testing.T) {
 }
 
 var _ = apmtest.PathA
+
+// BenchmarkHostile replays each crafted recording (internal/craft) of
+// 16 MB through the whole postmortem and its JSON report: the time and the
+// bytes allocated per file (docs/performance.md, "Hostile recordings").
+func BenchmarkHostile(b *testing.B) {
+	dir := b.TempDir()
+	for _, f := range craft.Files(16e6) {
+		path := filepath.Join(dir, f.Name+".rec")
+		if err := os.WriteFile(path, f.Data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(f.Data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				r, err := Run(context.Background(), []string{path}, Options{})
+				if err != nil {
+					continue // refused: the error is the bound
+				}
+				if err := WriteJSON(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWriteHTML writes the page of a replayed synthetic recording (200
+// QPs, each with its full timeline of 2000 entries) and reports the page's
+// size per timeline event.
+func BenchmarkWriteHTML(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.rec")
+	writeBig(b, path, 8)
+	r, err := Run(context.Background(), []string{path}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var entries int
+	for _, q := range r.QPs {
+		entries += len(q.Entries)
+	}
+	var size int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var w countWriter
+		if err := WriteHTML(&w, r); err != nil {
+			b.Fatal(err)
+		}
+		size = int(w)
+	}
+	b.ReportMetric(float64(entries), "events")
+	b.ReportMetric(float64(size)/float64(entries), "page-bytes/event")
+	b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+type countWriter int
+
+func (w *countWriter) Write(p []byte) (int, error) { *w += countWriter(len(p)); return len(p), nil }

@@ -79,3 +79,31 @@ func TestReportEscapesHostStrings(t *testing.T) {
 		t.Fatalf("writing escaped the report in place: %q", rep.QPs[0].Comm)
 	}
 }
+
+// WriteJSON, which writes the lists an element at a time, writes what one
+// json.MarshalIndent of the escaped report would.
+func TestWriteJSONAsOneDocument(t *testing.T) {
+	b := newHost(0)
+	b.Comm = hostile
+	connect(b, 7, 8, 3)
+	b.After(time.Second)
+	b.PathMig(7)
+	path := write(t, t.TempDir(), "a.rec", "h\x00st", b, uint64(10*time.Second))
+	for _, o := range []Options{{All: true}, {QPNs: []uint32{999}}} {
+		rep, err := Run(context.Background(), []string{path}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := WriteJSON(&got, rep); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.MarshalIndent(escape.Value(*rep), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != string(want)+"\n" {
+			t.Fatalf("streamed JSON differs:\n%s\nwant\n%s", got.String(), want)
+		}
+	}
+}

@@ -24,10 +24,12 @@ type hist struct {
 	first   uint64
 	last    uint64
 
-	migrations []uint64 // Boot of each migration: PATH_MIG, or a forced MIGRATED
-	rearms     []uint64 // Boot of each successful modify to REARM
-	forced     bool     // the last migration was forced and its PATH_MIG may follow
-	reading    string   // the last ground-truth reading's label
+	migrations []uint64 // Boot of each migration kept: PATH_MIG, or a forced MIGRATED
+	rearms     []uint64 // Boot of each successful modify to REARM kept
+	nMig       int      // migrations, kept or not
+	nRearm     int
+	forced     bool   // the last migration was forced and its PATH_MIG may follow
+	reading    string // the last ground-truth reading's label
 	commIDs    []uint32
 	entries    []entry
 	dropped    int // entries beyond the cap
@@ -54,11 +56,19 @@ func (h *hist) name() string { return fmt.Sprintf("%s %s/%d", h.s.label, h.devic
 
 // histories indexes a stream's QP histories.
 type histories struct {
-	all   []*hist
-	cur   map[event.QPKey]*hist
-	comms map[commKey]*hist
-	gen   uint32
-	max   int // entries kept per QP
+	all    []*hist
+	cur    map[event.QPKey]*hist
+	byKey  map[event.QPKey][]*hist // every generation of a QPN, in order
+	comms  map[commKey]*hist
+	gen    uint32
+	max    int // entries kept per QP
+	maxQPs int // histories kept (0: no bound)
+	b      *budget
+}
+
+func newHistories(maxEntries, maxQPs int, b *budget) histories {
+	return histories{cur: map[event.QPKey]*hist{}, byKey: map[event.QPKey][]*hist{}, comms: map[commKey]*hist{},
+		max: maxEntries, maxQPs: maxQPs, b: b}
 }
 
 type commKey struct {
@@ -70,10 +80,16 @@ func (hs *histories) get(s *stream, k event.QPKey, fresh bool, boot uint64) *his
 	if h := hs.cur[k]; h != nil && !fresh {
 		return h
 	}
+	if hs.maxQPs > 0 && len(hs.all) >= hs.maxQPs {
+		delete(hs.cur, k) // later events of this generation are not filed in the last one
+		hs.b.DroppedQPs++
+		return nil
+	}
 	hs.gen++
 	h := &hist{s: s, device: k.Device, qpn: k.QPN, gen: hs.gen, first: boot}
 	hs.cur[k] = h
 	hs.all = append(hs.all, h)
+	hs.byKey[k] = append(hs.byKey[k], h)
 	return h
 }
 
@@ -120,19 +136,19 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 				h.alt = &p
 			}
 			if m.Has(event.AttrPathMigState) && m.MigState == event.MigRearm {
-				h.rearms = append(h.rearms, e.Boot)
+				hs.step(&h.rearms, &h.nRearm, e.Boot)
 				h.forced = false
 			}
 			if m.Has(event.AttrPathMigState) && m.MigState == event.MigMigrated && !m.Has(event.AttrState) {
-				h.migrations = append(h.migrations, e.Boot)
+				hs.step(&h.migrations, &h.nMig, e.Boot)
 				h.forced = true
 			}
 		}
 	case e.QP != nil:
 		if e.QP.Type == event.EvPathMig {
 			// the event of a forced migration is the same migration
-			if !h.forced || e.Boot-h.migrations[len(h.migrations)-1] > uint64(forcedEventWithin) {
-				h.migrations = append(h.migrations, e.Boot)
+			if !h.forced || len(h.migrations) == 0 || e.Boot-h.migrations[len(h.migrations)-1] > uint64(forcedEventWithin) {
+				hs.step(&h.migrations, &h.nMig, e.Boot)
 			}
 			h.forced = false
 		}
@@ -153,9 +169,25 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 		h.dropped++
 		return h
 	}
+	if !take(&hs.b.timeline) {
+		h.dropped++
+		hs.b.DroppedTimeline++
+		return h
+	}
 	h.entries = append(h.entries, entry{Boot: e.Boot, Seq: e.Seq, Kind: e.Kind.String(),
 		What: label(e), Detail: output.Detail(e), Fail: fail})
 	return h
+}
+
+// step keeps the time of a migration or rearm while the budget lasts, and
+// counts it in any case.
+func (hs *histories) step(at *[]uint64, n *int, boot uint64) {
+	*n++
+	if !take(&hs.b.steps) {
+		hs.b.DroppedSteps++
+		return
+	}
+	*at = append(*at, boot)
 }
 
 // truth files a ground-truth reading into the current history of its QP:
@@ -173,6 +205,10 @@ func (hs *histories) truth(e *event.Event) *hist {
 	if what == h.reading || len(h.entries) >= hs.max {
 		return h
 	}
+	if !take(&hs.b.timeline) {
+		hs.b.DroppedTimeline++
+		return h
+	}
 	h.reading = what
 	h.last = e.Boot
 	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: output.Detail(e)})
@@ -180,9 +216,13 @@ func (hs *histories) truth(e *event.Event) *hist {
 }
 
 func (hs *histories) bindComm(h *hist, device string, id uint32) {
-	if hs.comms[commKey{device, id}] != h {
-		h.commIDs = append(h.commIDs, id)
+	if hs.comms[commKey{device, id}] == h {
+		return
 	}
+	if len(h.commIDs) >= maxQPCommIDs || len(hs.comms) >= 2*maxCommIDs {
+		return
+	}
+	h.commIDs = append(h.commIDs, id)
 	hs.comms[commKey{device, id}] = h
 	hs.comms[commKey{"", id}] = h
 }

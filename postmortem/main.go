@@ -1,10 +1,11 @@
 package postmortem
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/apmwatch/apmwatch/internal/outfile"
 )
@@ -34,16 +35,42 @@ func Main(ctx context.Context, paths []string, o Options, out Output) error {
 		return err
 	}
 	if out.HTML != "" {
-		var b bytes.Buffer
-		if err := WriteHTML(&b, rep); err != nil {
-			return fmt.Errorf("rendering html: %w", err)
-		}
-		if err := outfile.WriteFile(out.HTML, b.Bytes()); err != nil {
-			return fmt.Errorf("writing html: %w", err)
+		if err := writeHTMLFile(out.HTML, rep); err != nil {
+			return err
 		}
 	}
 	if out.Format == "json" {
 		return WriteJSON(out.Stdout, rep)
 	}
 	return WriteText(out.Stdout, rep)
+}
+
+// writeHTMLFile renders the page into path.tmp as it goes (a large report
+// is never held whole) and renames it to path once complete, so a failed
+// render leaves no half page. path must not be a symbolic link.
+func writeHTMLFile(path string, rep *Report) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("writing html: %s %w", path, outfile.ErrSymlink)
+	}
+	tmp := path + ".tmp"
+	f, err := outfile.Create(tmp, os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("writing html: %w", err)
+	}
+	bw := bufio.NewWriter(f)
+	err = WriteHTML(bw, rep)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing html: %w", err)
+	}
+	return nil
 }

@@ -75,7 +75,11 @@ func pairUp(ss []*stream) []*pairing {
 		}
 		var best *hist
 		var bestOv time.Duration
-		for _, b := range byQPN[a.destQPN] {
+		cands := byQPN[a.destQPN]
+		if len(cands) > maxPeerCandidates { // a QPN of thousands of generations: the latest ones
+			cands = cands[len(cands)-maxPeerCandidates:]
+		}
+		for _, b := range cands {
 			if b == a || b.peer != nil || b.destQPN != a.qpn || b.s == a.s && b.device == a.device && b.qpn == a.qpn {
 				continue
 			}
@@ -88,8 +92,9 @@ func pairUp(ss []*stream) []*pairing {
 			out = append(out, &pairing{a: a, b: best})
 		}
 	}
+	laps := indexLAPs(ss)
 	for _, p := range out {
-		p.laps = lapsOf(p.a, p.b)
+		p.laps = laps.of(p.a, p.b)
 	}
 	return out
 }
@@ -132,10 +137,11 @@ func oneSided(ps []*pairing, deadline time.Duration, ids *apm.IDs) []finding {
 			var covered [2]bool
 			for side, h := range []*hist{p.a, p.b} {
 				end := start[side] + int64(deadline)
-				for _, b := range h.rearms {
-					if t := h.s.wall(b).UnixNano(); t >= start[side] && t <= end {
+				// the first rearm at or after the start (rearms are in Boot order)
+				k := sort.Search(len(h.rearms), func(k int) bool { return h.s.wall(h.rearms[k]).UnixNano() >= start[side] })
+				if k < len(h.rearms) {
+					if t := h.s.wall(h.rearms[k]).UnixNano(); t <= end {
 						rearmed[side] = t
-						break
 					}
 				}
 				covered[side] = rearmed[side] != 0 || h.s.wall(h.s.endBoot).UnixNano() >= end
@@ -195,47 +201,71 @@ func oneSidedFinding(id uint64, not, did *hist, start, rearm int64, migrated boo
 	}}
 }
 
-// lapsOf follows the LAPs of a pair: each LAP one side sent (or received)
-// about the connection, and whether the other side's recording saw it
-// arrive (or leave).
-func lapsOf(a, b *hist) []LAP {
-	var out []LAP
-	for _, d := range [2][2]*hist{{a, b}, {b, a}} {
-		x, y := d[0], d[1]
-		for _, m := range x.s.mads {
-			if m.h != x || m.attr != event.CMAttrLAP || m.dir != event.MADSend {
+// lapIndex holds each stream's CM LAP MADs by the QP history they were
+// tied to, and the received ones by (TID, sender's comm id), so that
+// following the LAPs of every pair costs as much as the MADs.
+type lapIndex struct {
+	byHist map[*hist][]*mad
+	recv   map[*stream]map[lapKey]*mad
+}
+
+type lapKey struct {
+	tid   uint64
+	local uint32
+}
+
+func indexLAPs(ss []*stream) lapIndex {
+	x := lapIndex{byHist: map[*hist][]*mad{}, recv: map[*stream]map[lapKey]*mad{}}
+	for _, s := range ss {
+		x.recv[s] = map[lapKey]*mad{}
+		for i := range s.mads {
+			m := &s.mads[i]
+			if m.attr != event.CMAttrLAP {
 				continue
 			}
-			sent := x.s.wall(m.boot)
-			l := LAP{From: x.name(), To: y.name(), Sent: &sent, TID: m.tid, Note: "not seen arriving in " + y.s.label + "'s recording"}
-			for _, r := range y.s.mads {
-				if r.dir == event.MADRecv && r.attr == event.CMAttrLAP && r.tid == m.tid && r.local == m.local {
-					t := y.s.wall(r.boot)
-					l.Received = &t
-					l.Note = fmt.Sprintf("arrived after %v", t.Sub(sent))
-					if r.h != y {
-						l.Note += " but was not tied to the peer QP there"
-					}
-					break
+			if m.h != nil {
+				x.byHist[m.h] = append(x.byHist[m.h], m)
+			}
+			if k := (lapKey{m.tid, m.local}); m.dir == event.MADRecv && x.recv[s][k] == nil {
+				x.recv[s][k] = m
+			}
+		}
+	}
+	return x
+}
+
+// of follows the LAPs of a pair: each LAP one side sent (or received)
+// about the connection, and whether the other side's recording saw it
+// arrive (or leave).
+func (x lapIndex) of(a, b *hist) []LAP {
+	var out []LAP
+	received := map[uint64]bool{} // TIDs of the sends seen arriving
+	for _, d := range [2][2]*hist{{a, b}, {b, a}} {
+		x0, y := d[0], d[1]
+		for _, m := range x.byHist[x0] {
+			if m.dir != event.MADSend {
+				continue
+			}
+			sent := x0.s.wall(m.boot)
+			l := LAP{From: x0.name(), To: y.name(), Sent: &sent, TID: m.tid, Note: "not seen arriving in " + y.s.label + "'s recording"}
+			if r := x.recv[y.s][lapKey{m.tid, m.local}]; r != nil {
+				t := y.s.wall(r.boot)
+				l.Received = &t
+				l.Note = fmt.Sprintf("arrived after %v", t.Sub(sent))
+				if r.h != y {
+					l.Note += " but was not tied to the peer QP there"
 				}
+				received[m.tid] = true
 			}
 			out = append(out, l)
 		}
-		for _, m := range y.s.mads {
-			if m.h != y || m.attr != event.CMAttrLAP || m.dir != event.MADRecv {
+		for _, m := range x.byHist[y] {
+			if m.dir != event.MADRecv || received[m.tid] {
 				continue
 			}
-			sentSeen := false
-			for _, l := range out {
-				if l.TID == m.tid && l.Received != nil {
-					sentSeen = true
-				}
-			}
-			if !sentSeen {
-				t := y.s.wall(m.boot)
-				out = append(out, LAP{From: x.name(), To: y.name(), Received: &t, TID: m.tid,
-					Note: "received; its send is not in " + x.s.label + "'s recording"})
-			}
+			t := y.s.wall(m.boot)
+			out = append(out, LAP{From: x0.name(), To: y.name(), Received: &t, TID: m.tid,
+				Note: "received; its send is not in " + x0.s.label + "'s recording"})
 		}
 	}
 	return out

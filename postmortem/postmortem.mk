@@ -2,9 +2,9 @@
 EXAMPLE_KERNEL ?= 6.12
 
 .PHONY: html-test
-html-test: setup ## render a postmortem HTML report in headless Chromium, check the screenshot is not blank
+html-test: setup ## drive the postmortem HTML page of the pair examples in headless Chromium (screenshots in build/html-test)
 	@command -v chromium >/dev/null || { echo "html-test: chromium missing: run make setup (lab/setup-host.sh installs it)" >&2; exit 1; }
-	APMWATCH_BROWSER=1 $(GO) test -count=1 -run '^TestHTMLInChromium$$' ./postmortem
+	APMWATCH_BROWSER=1 APMWATCH_SCREENSHOT_DIR=$(BUILD)/html-test $(GO) test -count=1 -run '^TestHTMLInChromium$$' -v ./postmortem
 
 # `make test` renders the HTML too.
 test: html-test
@@ -15,3 +15,10 @@ examples: build lab-assets ## regenerate examples/*.rec: scenarios recorded in t
 	@$(MAKE) --no-print-directory lab-run KERNEL=$(EXAMPLE_KERNEL) CMD='sh /extra/examples.sh' \
 		LAB_EXTRA=$(CURDIR)/postmortem/testdata/lab > $(BUILD)/examples/out.txt
 	@sh postmortem/testdata/unpack.sh examples < $(BUILD)/examples/out.txt
+
+.PHONY: fuzz-replay
+fuzz-replay: ## bounded fuzz run of the whole replay: reader, model, reports (FUZZTIME=20s)
+	$(GO) test -run '^$$' -fuzz '^FuzzReplay$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./postmortem
+
+# `make test` runs the bounded fuzz run of the replay too.
+test: fuzz-replay

@@ -41,17 +41,23 @@ type streamResult struct {
 	Stats    event.Stats
 	Model    apm.Stats
 	Warnings []string
-	Elapsed  time.Duration
+	// WarningsDropped counts the warnings beyond maxWarnings.
+	WarningsDropped uint64
+	Elapsed         time.Duration
 }
 
 // replay feeds the stream's events to a new model and files them into
 // histories. warn gets every recording warning; tick, when set, the wall
 // time of each event for a progress display.
-func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, warn func(recording.Warning), tick func(*stream, time.Time)) error {
+func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, b *budget, warn func(recording.Warning), tick func(*stream, time.Time)) error {
 	start := time.Now()
-	s.h = histories{cur: map[event.QPKey]*hist{}, comms: map[commKey]*hist{}, max: maxEntries}
+	s.h = newHistories(maxEntries, cfg.MaxQPs, b)
 	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
-		s.res.Warnings = append(s.res.Warnings, w.String())
+		if len(s.res.Warnings) < maxWarnings {
+			s.res.Warnings = append(s.res.Warnings, w.String())
+		} else {
+			s.res.WarningsDropped++
+		}
 		if warn != nil {
 			warn(w)
 		}
@@ -60,7 +66,16 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 		return err
 	}
 	defer r.Close()
-	m, err := apm.New(cfg, func(f apm.Finding) { s.raw = append(s.raw, finding{s, f}) }, ids)
+	if cfg.MaxPending == 0 || cfg.MaxPending > maxInWindow {
+		cfg.MaxPending = maxInWindow
+	}
+	m, err := apm.New(cfg, func(f apm.Finding) {
+		if !take(&b.findings) {
+			b.DroppedFindings++
+			return
+		}
+		s.raw = append(s.raw, finding{s, f})
+	}, ids)
 	if err != nil {
 		return err
 	}
@@ -100,6 +115,15 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 	s.res.Elapsed = time.Since(start)
 	return nil
 }
+
+// maxInWindow bounds the events the model holds in its reorder window.
+// The model orders each event by walking back from the newest it holds and
+// keeps every event of the window: a recording with millions of events
+// within one window (real probes deliver a few hundred), or with their
+// Boot stamps going backwards, would cost memory and ordering work. Past
+// the bound (apm.Config.MaxPending) the model applies the oldest it holds
+// at once, and events older than that are taken as late (apm.Stats.Late).
+const maxInWindow = 1024
 
 // judgedUntil is the Boot time the recording is known to cover: the file's
 // last write (when the writer stopped) when it is after the last event,

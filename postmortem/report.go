@@ -78,6 +78,12 @@ type Summary struct {
 	Resolved   int            `json:"resolved"`
 	Warnings   int            `json:"warnings"`
 	Shown      int            `json:"timelines_shown"`
+	// What the report's bounds left out (docs/postmortem.md, "Bounds").
+	DroppedQPs      uint64 `json:"qps_dropped"`      // events of QPs beyond --max-qps
+	DroppedTimeline uint64 `json:"timeline_dropped"` // entries beyond the report's total
+	DroppedFindings uint64 `json:"findings_dropped"`
+	DroppedSteps    uint64 `json:"steps_dropped"` // migrations and rearms not kept for pairing
+	DroppedWarnings uint64 `json:"warnings_dropped"`
 }
 
 // Finding is a model or pairing finding with its side and its resolution.
@@ -107,6 +113,8 @@ type QP struct {
 	Findings   []int       `json:"findings"` // indexes into Report.Findings
 	Entries    []Entry     `json:"timeline"`
 	Dropped    int         `json:"timeline_dropped,omitempty"`
+	MigratedAt []time.Time `json:"-"` // each migration (the HTML page's episode bands)
+	RearmedAt  []time.Time `json:"-"` // each successful rearm
 }
 
 // Entry is one timeline point.
@@ -126,6 +134,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	}
 	if o.Config == (apm.Config{}) {
 		o.Config = apm.DefaultConfig()
+		o.Config.MaxQPs = DefaultMaxQPs
 	}
 	if o.Deadline > 0 {
 		o.Config.RearmDeadline = o.Deadline
@@ -139,8 +148,14 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	}
 	alignClocks(ss)
 	seen := map[string]bool{}
+	b := newBudget()
 	warn := func(w recording.Warning) {
-		if s := w.String(); !seen[s] {
+		s := w.String()
+		switch {
+		case seen[s]:
+		case len(seen) >= maxWarnings*len(ss):
+			b.DroppedWarnings++
+		default:
 			seen[s] = true
 			if o.Warn != nil {
 				o.Warn("warning: " + escape.Text(s))
@@ -150,7 +165,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	p := newProgress(o.Progress, ss)
 	ids := &apm.IDs{} // one allocator: every finding of the report has its own ID
 	for _, s := range ss {
-		if err := s.replay(ctx, o.Config, ids, o.MaxEntries, warn, p.tick); err != nil {
+		if err := s.replay(ctx, o.Config, ids, o.MaxEntries, b, warn, p.tick); err != nil {
 			p.done()
 			return nil, err
 		}
@@ -162,6 +177,12 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	osr := oneSided(pairs, o.Config.RearmDeadline, ids)
 	rep := build(ss, clocks, pairs, osr, o)
 	rep.Summary.Warnings = len(seen)
+	if b.DroppedWarnings > 0 && o.Warn != nil {
+		o.Warn(fmt.Sprintf("warning: %d more warnings not shown", b.DroppedWarnings))
+	}
+	sum := &rep.Summary
+	sum.DroppedQPs, sum.DroppedTimeline, sum.DroppedFindings = b.DroppedQPs, b.DroppedTimeline, b.DroppedFindings
+	sum.DroppedSteps, sum.DroppedWarnings = b.DroppedSteps, b.DroppedWarnings
 	return rep, nil
 }
 
@@ -173,7 +194,7 @@ func matchQP(o *Options, h *hist) bool {
 func (h *hist) id() string { return fmt.Sprintf("%s/%s/%d#%d", h.s.label, h.device, h.qpn, h.gen) }
 
 func (h *hist) interesting() bool {
-	return len(h.findings) > 0 || len(h.migrations) > 0 || len(h.rearms) > 0 || h.alt != nil
+	return len(h.findings) > 0 || h.nMig > 0 || h.nRearm > 0 || h.alt != nil
 }
 
 // build turns the replayed streams into the report, applying the filters
@@ -248,7 +269,7 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 		rep.Summary.Lost += s.res.Stats.Lost
 		for _, h := range s.h.all {
 			rep.Summary.QPs++
-			rep.Summary.Migrations += len(h.migrations)
+			rep.Summary.Migrations += h.nMig
 			show := matchQP(&o, h) && (o.All || len(o.QPNs) > 0 || len(o.Devices) > 0 || h.interesting())
 			if show && (!since.IsZero() || !until.IsZero()) {
 				show = inWindow(s.wall(h.first), s.wall(h.last))
@@ -278,13 +299,15 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 // owner is the history a finding about (device, qpn) at boot belongs to:
 // the latest generation that existed by then.
 func (hs *histories) owner(device string, qpn uint32, boot uint64) *hist {
-	var best *hist
-	for _, h := range hs.all {
-		if h.device == device && h.qpn == qpn && (best == nil || h.first <= boot) {
-			best = h
-		}
+	gens := hs.byKey[event.QPKey{Device: device, QPN: qpn}] // in order of their first event
+	i := sort.Search(len(gens), func(i int) bool { return gens[i].first > boot })
+	switch {
+	case len(gens) == 0:
+		return nil
+	case i == 0:
+		return gens[0]
 	}
-	return best
+	return gens[i-1]
 }
 
 func (s *stream) firstBoot() uint64 {
@@ -328,13 +351,19 @@ func (h *hist) report(since, until time.Time) QP {
 	s := h.s
 	q := QP{ID: h.id(), Side: s.label, Device: h.device, QPN: h.qpn, Gen: h.gen, PID: h.pid, Comm: h.comm,
 		DestQPN: h.destQPN, Primary: h.primary, Alt: h.alt, First: s.wall(h.first), Last: s.wall(h.last),
-		Migrations: len(h.migrations), Rearms: len(h.rearms), Findings: h.findings, Dropped: h.dropped,
+		Migrations: h.nMig, Rearms: h.nRearm, Findings: h.findings, Dropped: h.dropped,
 		Entries: []Entry{}}
 	if q.Findings == nil {
 		q.Findings = []int{}
 	}
 	if h.peer != nil {
 		q.Peer = h.peer.id()
+	}
+	for _, b := range h.migrations {
+		q.MigratedAt = append(q.MigratedAt, s.wall(b))
+	}
+	for _, b := range h.rearms {
+		q.RearmedAt = append(q.RearmedAt, s.wall(b))
 	}
 	for _, e := range h.entries {
 		t := s.wall(e.Boot)

@@ -1,6 +1,7 @@
 package postmortem
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,11 +18,67 @@ const stamp = "15:04:05.000000"
 
 // WriteJSON writes the report as one indented JSON document. Strings from
 // the recordings are escaped (internal/escape): the document is valid UTF-8
-// and escape.Unescape gives back the recorded bytes.
+// and escape.Unescape gives back the recorded bytes. The lists are written
+// one element at a time, so a large report is never held whole as JSON.
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(escaped(r))
+	bw := bufio.NewWriter(w)
+	ew := &errWriter{w: bw}
+	ew.f("{\n")
+	jsonList(ew, "recordings", r.Recordings)
+	jsonValue(ew, "summary", r.Summary)
+	jsonList(ew, "clocks", r.Clocks)
+	jsonList(ew, "findings", r.Findings)
+	jsonList(ew, "qps", r.QPs)
+	jsonList(ew, "pairs", r.Pairs)
+	ew.f("\n}\n")
+	if ew.err != nil {
+		return ew.err
+	}
+	return bw.Flush()
+}
+
+// jsonValue and jsonList write one field of the report as
+// json.MarshalIndent(report, "", "  ") would (a comma before every field
+// but the first), a list one element at a time.
+func jsonValue(w *errWriter, name string, v any) {
+	jsonName(w, name)
+	w.marshal(v, "  ")
+}
+
+func jsonList[T any](w *errWriter, name string, list []T) {
+	jsonName(w, name)
+	switch {
+	case list == nil:
+		w.f("null")
+	case len(list) == 0:
+		w.f("[]")
+	default:
+		w.f("[")
+		for i := range list {
+			if i > 0 {
+				w.f(",")
+			}
+			w.f("\n    ")
+			w.marshal(list[i], "    ")
+		}
+		w.f("\n  ]")
+	}
+}
+
+func jsonName(w *errWriter, name string) {
+	if name != "recordings" { // the first field
+		w.f(",\n")
+	}
+	w.f("  %q: ", name)
+}
+
+// marshal writes v, its strings escaped, indented under prefix.
+func (e *errWriter) marshal(v any, prefix string) {
+	b, err := json.MarshalIndent(escape.Value(v), prefix, "  ")
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	e.Write(b)
 }
 
 // escaped is a copy of the report with every string escaped, for the
@@ -113,6 +170,10 @@ func writeSummary(w *errWriter, r *Report) {
 		s.Events, s.Lost, s.QPs, s.Migrations, s.Pairs, strings.Join(kinds, " "), s.Resolved, s.Warnings)
 	if s.Lost > 0 {
 		w.f("note: the probes lost %d events while recording: findings may be missing or wrong\n", s.Lost)
+	}
+	if s.DroppedQPs+s.DroppedTimeline+s.DroppedFindings+s.DroppedSteps > 0 {
+		w.f("note: bounds left out %d events of QPs beyond --max-qps, %d timeline entries, %d findings, %d migrations and rearms (docs/postmortem.md, \"Bounds\")\n",
+			s.DroppedQPs, s.DroppedTimeline, s.DroppedFindings, s.DroppedSteps)
 	}
 }
 

@@ -365,6 +365,9 @@ func decodeStats(body []byte) (event.Stats, error) {
 	if n > uint64(len(d.b)) { // each counter takes at least one byte
 		return s, errShort
 	}
+	if n > maxCPUs {
+		return s, fmt.Errorf("%d per-cpu counters, more than %d cpus", n, maxCPUs)
+	}
 	if n > 0 {
 		s.LostPerCPU = make([]uint64, n)
 		for i := range s.LostPerCPU {

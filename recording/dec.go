@@ -3,6 +3,7 @@ package recording
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -129,13 +130,23 @@ func (d *dec) sub() dec {
 	return dec{b: d.bytes(d.uvarint())}
 }
 
+// str reads a string of an event: at most maxString bytes.
 func (d *dec) str(in *interner) string {
-	b := d.bytes(d.uvarint())
+	n := d.uvarint()
+	if n > maxString {
+		d.fail(fmt.Errorf("string of %d bytes, more than %d", n, maxString))
+		return ""
+	}
+	b := d.bytes(n)
 	if in == nil {
 		return string(b)
 	}
 	return in.get(b)
 }
+
+// text reads a string of the header, which is bounded by the header's
+// size (maxRecord) only.
+func (d *dec) text() string { return string(d.bytes(d.uvarint())) }
 
 // interner shares the strings that repeat in a recording (device names,
 // commands, hook names) so a replay does not allocate them per event.

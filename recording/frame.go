@@ -71,5 +71,33 @@ const (
 	recEnd   byte = 3 // written by Close: the file ends here on purpose
 )
 
-// maxRecord bounds one record body; an event is about 100 bytes.
+// maxRecord bounds one record body (and the header frame); an event is
+// about 100 bytes. Writers refuse larger records, readers skip them.
 const maxRecord = 1 << 20
+
+// Bounds on what a file may claim, so that a hostile or damaged file costs
+// memory and time in proportion to its size (docs/recording.md, "Bounds").
+const (
+	// maxCPUs bounds the per-CPU lost counters of a stats record (the
+	// kernel's NR_CPUS is at most 8192).
+	maxCPUs = 1 << 14
+	// maxHooks bounds the hooks of a header.
+	maxHooks = 4096
+	// maxString bounds a string of an event (a comm is 16 bytes, a device
+	// name 64, a kernel function name 512).
+	maxString = 512
+	// maxExpansion bounds what a file's compressed blocks decompress to,
+	// in all, as a multiple of their compressed size (real streams: 3 to
+	// 22), after the first expansionAllowance bytes.
+	maxExpansion       = 64
+	expansionAllowance = 16 << 20
+	// A file yields at most one record per byte read, after the first
+	// recordAllowance (records take at least 2 bytes uncompressed; real
+	// compressed streams hold fewer than 0.3 per byte).
+	recordAllowance = 1 << 20
+	// resyncFactor bounds the bytes checksummed for frames that turn out
+	// damaged: this many times the bytes read so far, after the first
+	// resyncAllowance. Beyond it the rest of the file is skipped.
+	resyncFactor    = 4
+	resyncAllowance = 4 * maxPayload
+)

@@ -55,6 +55,9 @@ func appendHeader(b []byte, h *Header) []byte {
 }
 
 func decodeHeader(body []byte) (*Header, error) {
+	if len(body) > maxRecord {
+		return nil, fmt.Errorf("header of %d bytes, more than %d", len(body), maxRecord)
+	}
 	d := dec{b: body}
 	h := &Header{Version: d.u16le(), Compat: d.u16le()}
 	if d.err == nil && h.Compat > FormatVersion {
@@ -64,21 +67,24 @@ func decodeHeader(body []byte) (*Header, error) {
 	h.Segment = d.u32()
 	h.Created = time.Unix(0, d.varint())
 	m := &h.Meta
-	m.Host = d.str(nil)
-	m.Kernel = d.str(nil)
+	m.Host = d.text()
+	m.Kernel = d.text()
 	m.BootOffset = time.Duration(d.varint())
-	m.Version = d.str(nil)
+	m.Version = d.text()
 	n := d.uvarint()
 	if n > uint64(len(d.b))/5 { // five strings of at least one byte each
 		return nil, fmt.Errorf("header: %d hooks: %w", n, errShort)
 	}
+	if n > maxHooks {
+		return nil, fmt.Errorf("header: %d hooks, more than %d", n, maxHooks)
+	}
 	for i := uint64(0); i < n; i++ {
 		m.Hooks = append(m.Hooks, event.Hook{
-			Name:   d.str(nil),
-			Module: d.str(nil),
-			Signal: d.str(nil),
-			Method: event.HookMethod(d.str(nil)),
-			Reason: d.str(nil),
+			Name:   d.text(),
+			Module: d.text(),
+			Signal: d.text(),
+			Method: event.HookMethod(d.text()),
+			Reason: d.text(),
 		})
 	}
 	if d.err != nil {

@@ -26,6 +26,11 @@ type part struct {
 	end      *endRecord // set when the last record read was the end record
 	sawFrame bool
 
+	// Work done on this file, bounded in proportion to its size.
+	zipped, unzipped int64 // bytes of compressed blocks, and what they decompressed to
+	records          int64 // records returned or skipped
+	stopped          bool  // a bound was reached: the rest of the file is skipped
+
 	unknownRec map[byte]bool
 	unknownFr  map[byte]bool
 }
@@ -38,6 +43,9 @@ const maxBlock = maxBlockSize + maxRecord
 // the next call) and the file offset of the frame holding it.
 func (p *part) record(r *Reader) (typ byte, body []byte, off int64, ok bool) {
 again:
+	if p.stopped {
+		return 0, nil, 0, false
+	}
 	for len(p.recs) == 0 {
 		ftyp, payload, foff, ok := p.sc.next()
 		if !ok {
@@ -67,6 +75,13 @@ again:
 				continue
 			}
 			r.block = b
+			p.zipped += int64(len(payload))
+			p.unzipped += int64(len(b))
+			if p.unzipped > maxExpansion*p.zipped+expansionAllowance {
+				p.stop(r, foff, fmt.Sprintf("compressed blocks expand more than %d times their size (%d bytes from %d)",
+					maxExpansion, p.unzipped, p.zipped))
+				return 0, nil, 0, false
+			}
 			p.recs, p.inBlock = b, true
 		case frameHeader:
 			if h, err := decodeHeader(payload); err != nil || h.Session != p.hdr.Session {
@@ -80,6 +95,11 @@ again:
 		}
 	}
 	p.end = nil
+	p.records++
+	if p.records > p.sc.offset()+recordAllowance {
+		p.stop(r, p.recsOff, fmt.Sprintf("more than one record per byte of file (%d records in %d bytes)", p.records, p.sc.offset()))
+		return 0, nil, 0, false
+	}
 	typ = p.recs[0]
 	n, k := binary.Uvarint(p.recs[1:])
 	if k <= 0 || n > uint64(len(p.recs)-1-k) {
@@ -90,14 +110,27 @@ again:
 	}
 	body = p.recs[1+k : 1+k+int(n)]
 	p.recs = p.recs[1+k+int(n):]
+	if n > maxRecord {
+		r.replayErr++
+		r.warn(p.name, p.recsOff, fmt.Sprintf("record of %d bytes, more than %d: skipped", n, maxRecord))
+		goto again
+	}
 	return typ, body, p.recsOff, true
+}
+
+// stop gives up the rest of the file when it asks for more work than its
+// size allows: said once, counted as a decode error.
+func (p *part) stop(r *Reader, off int64, why string) {
+	p.stopped, p.recs = true, nil
+	r.replayErr++
+	r.warn(p.name, off, why+": rest of the file skipped")
 }
 
 // finish checks, at the end of the file, that it ended on purpose and holds
 // what its end record says.
 func (p *part) finish(r *Reader) {
 	sc := p.sc
-	if sc.cut || sc.readErr != nil {
+	if sc.cut || sc.readErr != nil || p.stopped || sc.gaveUp {
 		return // already said
 	}
 	if p.end == nil {

@@ -148,12 +148,17 @@ func readHeader(sc *scanner) (*Header, error) {
 	return h, nil
 }
 
+var errDirectory = errors.New("is a directory, not a recording: give the files in it")
+
 func readFileHeader(path string) (*Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, errDirectory
+	}
 	return readHeader(newScanner(f, nil))
 }
 

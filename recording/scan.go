@@ -24,6 +24,8 @@ type scanner struct {
 	damaged  int     // damaged stretches skipped
 	errs     *uint64 // also counts them when set (the replay's DecodeErrs)
 	finished bool
+	wasted   int64 // bytes checksummed for frames that did not check out
+	gaveUp   bool  // resynchronisation took too much work: the rest was skipped
 }
 
 const scanBuffer = 64 << 10
@@ -90,6 +92,7 @@ func (s *scanner) check() (typ byte, n int, why string, short bool) {
 	}
 	fr := s.buf[s.pos : s.pos+frameHeaderLen+plen]
 	if binary.LittleEndian.Uint32(fr[8:12]) != frameSum(fr, fr[frameHeaderLen:]) {
+		s.wasted += int64(plen)
 		return 0, 0, "checksum mismatch", false
 	}
 	return typ, frameHeaderLen + plen, "", false
@@ -121,6 +124,16 @@ func (s *scanner) next() (typ byte, payload []byte, off int64, ok bool) {
 		}
 		if bad < 0 {
 			bad, badWhy, badShort = s.offset(), why, short
+		}
+		if s.wasted > resyncFactor*s.offset()+resyncAllowance {
+			// Frame headers one after another, each claiming a long
+			// payload, would be checksummed over and over.
+			s.gaveUp = true
+			s.countDamage()
+			s.warn(bad, fmt.Sprintf("damaged frame (%s): resynchronising checked %d bytes of false frames by offset %d: rest of the file skipped",
+				badWhy, s.wasted, s.offset()))
+			s.finished = true
+			return 0, nil, 0, false
 		}
 		s.skipToMagic()
 	}

@@ -227,8 +227,32 @@ func (w *Writer) Write(e *event.Event) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	if err := checkStrings(e); err != nil {
+		return fmt.Errorf("writing event %d: %w", e.Seq, err)
+	}
 	if err := w.appendRecord(record{ev: e}); err != nil {
 		return fmt.Errorf("writing event %d: %w", e.Seq, err)
+	}
+	return nil
+}
+
+// checkStrings refuses an event a reader would refuse: a string longer
+// than maxString.
+func checkStrings(e *event.Event) error {
+	ss := []string{e.Comm, e.Device}
+	if e.Modify != nil {
+		ss = append(ss, e.Modify.Hook)
+	}
+	if e.QP != nil {
+		ss = append(ss, e.QP.Hook)
+	}
+	if e.Truth != nil {
+		ss = append(ss, e.Truth.Source)
+	}
+	for _, s := range ss {
+		if len(s) > maxString {
+			return fmt.Errorf("string of %d bytes, more than %d", len(s), maxString)
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/groundtruth"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/readyfile"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/rdmanl"
@@ -114,7 +115,7 @@ func withTruth(open func() (event.Source, error), snapshot func() (rdmanl.Snapsh
 		}
 		return groundtruth.Wrap(src, groundtruth.Options{Every: every, Read: snapshot, Warn: func(err error) {
 			if stderr != nil {
-				fmt.Fprintf(stderr, "warning: %v\n", err)
+				fmt.Fprintf(stderr, "warning: %s\n", escape.Text(err.Error())) // may name devices
 			}
 		}}), nil
 	}

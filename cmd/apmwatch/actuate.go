@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/actuator"
 	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/cobra"
 )
@@ -35,6 +37,9 @@ func newActuateCmd() *cobra.Command {
 			}
 			if !cmd.Flags().Changed("pid") || !cmd.Flags().Changed("qpn") {
 				return usageError{fmt.Errorf("--pid and --qpn are required")}
+			}
+			if err := errors.Join(event.CheckPID(int64(req.PID)), event.CheckQPN(req.QPN)); err != nil {
+				return usageError{err}
 			}
 			req.Op = op
 			if req.Alt, err = alt.Path(cmd.Flags().Changed); err != nil {

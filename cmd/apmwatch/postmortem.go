@@ -15,6 +15,7 @@ import (
 
 func newPostmortemCmd() *cobra.Command {
 	o := postmortem.Options{Config: apm.DefaultConfig()}
+	o.Config.MaxQPs = postmortem.DefaultMaxQPs
 	var out postmortem.Output
 	var format string
 	var filters filterFlags
@@ -57,6 +58,9 @@ func newPostmortemCmd() *cobra.Command {
 			}
 			if err := o.Config.Validate(); err != nil {
 				return usageError{err}
+			}
+			if o.MaxEntries < 1 {
+				return usageError{fmt.Errorf("--max-entries must be at least 1: %d", o.MaxEntries)}
 			}
 			stderr := cmd.ErrOrStderr()
 			o.Warn = func(s string) { fmt.Fprintln(stderr, s) }

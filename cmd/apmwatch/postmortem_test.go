@@ -73,3 +73,42 @@ func TestPostmortemCommand(t *testing.T) {
 		t.Fatalf("postmortem -o json: %v\n%s", err, out)
 	}
 }
+
+// Values that cannot make sense are usage errors (exit 2) of one line; a
+// directory given as a recording says so.
+func TestBadValuesAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"trace", "--duration", "-1s"},
+		{"trace", "--reconcile-interval", "-1s"},
+		{"trace", "--reconcile-interval", "1ms"},
+		{"trace", "--qpn", "0x1000000"},
+		{"trace", "--pid", "0"},
+		{"record", "-o", "x.rec", "--duration", "-5m"},
+		{"record", "-o", "x.rec", "--qpn", "16777216"},
+		{"record", "-o", "x.rec", "--rotate-size", "-1"},
+		{"record", "-o", "x.rec", "--rotate-keep", "3"},
+		{"postmortem", "--qpn", "99999999", "x.rec"},
+		{"postmortem", "--max-entries", "0", "x.rec"},
+		{"postmortem", "--max-qps", "-1", "x.rec"},
+		{"qp", "list", "--pid", "0"},
+		{"qp", "list", "--pid", "-4"},
+		{"qp", "show", "--qpn", "16777216"},
+		{"actuate", "query", "--pid", "0", "--qpn", "17"},
+		{"actuate", "query", "--pid", "-1", "--qpn", "17"},
+		{"actuate", "rearm", "--pid", "100", "--qpn", "16777216"},
+	} {
+		_, err := run(args...)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("%v: want a usage error (exit 2), got %v", args, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || msg != strings.ToLower(msg[:1])+msg[1:] {
+			t.Errorf("%v: %q is not one lowercase line", args, msg)
+		}
+	}
+	dir := t.TempDir()
+	_, err := run("postmortem", dir)
+	if err == nil || !strings.Contains(err.Error(), "is a directory, not a recording") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("postmortem DIR: %v", err)
+	}
+}

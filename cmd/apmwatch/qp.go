@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/apmwatch/apmwatch/actuator"
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/spf13/cobra"
 )
 
@@ -24,6 +25,11 @@ func newQPCmd() *cobra.Command {
 			asJSON, err := outputJSON(cmd, output)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("pid") {
+				if err := event.CheckPID(int64(o.PID)); err != nil {
+					return usageError{err}
+				}
 			}
 			o.Handles = !noHandles
 			rows, err := actuator.New(nil).List(o)
@@ -51,6 +57,9 @@ func newQPCmd() *cobra.Command {
 			}
 			if !cmd.Flags().Changed("qpn") {
 				return usageError{fmt.Errorf("--qpn is required")}
+			}
+			if err := event.CheckQPN(qpn); err != nil {
+				return usageError{err}
 			}
 			row, res, err := actuator.New(nil).Show(cmd.Context(), device, qpn)
 			if err != nil {

@@ -36,7 +36,7 @@ func newTraceCmd() *cobra.Command {
 			if asJSON {
 				cfg.Output = "json"
 			}
-			if err := cfg.Model.Validate(); err != nil {
+			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
 			cfg.Filter = f

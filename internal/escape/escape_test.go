@@ -125,3 +125,15 @@ func TestValue(t *testing.T) {
 		t.Fatalf("invalid UTF-8 not recoverable from JSON: %q %v", s, err)
 	}
 }
+
+// A document with nothing to escape is returned without a copy.
+func TestValueCleanShares(t *testing.T) {
+	d := doc{Comm: "ok", P: &inner{Name: "n", Tags: []string{"a"}}, List: []inner{{Name: "x"}}}
+	got := Value(d)
+	if got.P != d.P || &got.List[0] != &d.List[0] {
+		t.Fatal("a clean document was copied")
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = Value(d) }); n > 2 {
+		t.Fatalf("a clean document costs %v allocations", n)
+	}
+}

@@ -6,89 +6,133 @@ import "reflect"
 // are a few levels deep and hold no cycles.
 const maxDepth = 32
 
-// Value returns a copy of v in which every string reachable through
-// exported struct fields, pointers, slices, arrays, maps and interfaces has
-// been replaced by Text of it. It is for documents about to be encoded as
-// JSON (which would otherwise replace invalid UTF-8 by U+FFFD): the copy
-// encodes to valid UTF-8 and every original string is recoverable with
-// Unescape. v itself is not changed.
+// Value returns v with every string reachable through exported struct
+// fields, pointers, slices, arrays, maps and interfaces replaced by Text of
+// it. It is for documents about to be encoded as JSON (which would
+// otherwise replace invalid UTF-8 by U+FFFD): the result encodes to valid
+// UTF-8 and every original string is recoverable with Unescape. v itself is
+// not changed; the parts of it with nothing to escape are shared, not
+// copied, so a clean document costs a walk and no memory.
 func Value[T any](v T) T {
 	rv := reflect.ValueOf(&v).Elem()
+	e, changed := escaped(rv, 0)
+	if !changed {
+		return v
+	}
 	out := reflect.New(rv.Type()).Elem()
-	out.Set(copyEscaped(rv, 0))
+	out.Set(e)
 	return out.Interface().(T)
 }
 
-func copyEscaped(v reflect.Value, depth int) reflect.Value {
+// escaped returns v with its strings escaped, and whether anything changed
+// (when not, v itself).
+func escaped(v reflect.Value, depth int) (reflect.Value, bool) {
 	if depth > maxDepth {
-		return v
+		return v, false
 	}
 	switch v.Kind() {
 	case reflect.String:
 		s := v.String()
-		if e := Text(s); e != s {
-			n := reflect.New(v.Type()).Elem()
-			n.SetString(e)
-			return n
+		e := Text(s)
+		if e == s {
+			return v, false
 		}
-		return v
+		n := reflect.New(v.Type()).Elem()
+		n.SetString(e)
+		return n, true
 	case reflect.Pointer:
 		if v.IsNil() {
-			return v
+			return v, false
+		}
+		e, changed := escaped(v.Elem(), depth+1)
+		if !changed {
+			return v, false
 		}
 		n := reflect.New(v.Type().Elem())
-		n.Elem().Set(copyEscaped(v.Elem(), depth+1))
-		return n
+		n.Elem().Set(e)
+		return n, true
 	case reflect.Struct:
-		n := reflect.New(v.Type()).Elem()
-		n.Set(v)
+		var n reflect.Value
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				n.Field(i).Set(copyEscaped(v.Field(i), depth+1))
+			if !v.Type().Field(i).IsExported() {
+				continue
 			}
+			e, changed := escaped(v.Field(i), depth+1)
+			if !changed {
+				continue
+			}
+			if !n.IsValid() {
+				n = reflect.New(v.Type()).Elem()
+				n.Set(v)
+			}
+			n.Field(i).Set(e)
 		}
-		return n
-	case reflect.Slice:
-		if v.IsNil() || !holdsStrings(v.Type().Elem(), 0) {
-			return v
+		if n.IsValid() {
+			return n, true
 		}
-		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		return v, false
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() || !holdsStrings(v.Type().Elem(), 0) {
+			return v, false
+		}
+		var n reflect.Value
 		for i := 0; i < v.Len(); i++ {
-			n.Index(i).Set(copyEscaped(v.Index(i), depth+1))
-		}
-		return n
-	case reflect.Array:
-		n := reflect.New(v.Type()).Elem()
-		n.Set(v)
-		if holdsStrings(v.Type().Elem(), 0) {
-			for i := 0; i < v.Len(); i++ {
-				n.Index(i).Set(copyEscaped(v.Index(i), depth+1))
+			e, changed := escaped(v.Index(i), depth+1)
+			if !changed {
+				continue
 			}
+			if !n.IsValid() {
+				if v.Kind() == reflect.Slice {
+					n = reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+					reflect.Copy(n, v)
+				} else {
+					n = reflect.New(v.Type()).Elem()
+					n.Set(v)
+				}
+			}
+			n.Index(i).Set(e)
 		}
-		return n
+		if n.IsValid() {
+			return n, true
+		}
+		return v, false
 	case reflect.Map:
 		if v.IsNil() {
-			return v
+			return v, false
+		}
+		dirty := false
+		for it := v.MapRange(); it.Next() && !dirty; {
+			_, kc := escaped(it.Key(), depth+1)
+			_, vc := escaped(it.Value(), depth+1)
+			dirty = kc || vc
+		}
+		if !dirty {
+			return v, false
 		}
 		n := reflect.MakeMapWithSize(v.Type(), v.Len())
-		it := v.MapRange()
-		for it.Next() {
-			n.SetMapIndex(copyEscaped(it.Key(), depth+1), copyEscaped(it.Value(), depth+1))
+		for it := v.MapRange(); it.Next(); {
+			k, _ := escaped(it.Key(), depth+1)
+			e, _ := escaped(it.Value(), depth+1)
+			n.SetMapIndex(k, e)
 		}
-		return n
+		return n, true
 	case reflect.Interface:
 		if v.IsNil() {
-			return v
+			return v, false
+		}
+		e, changed := escaped(v.Elem(), depth+1)
+		if !changed {
+			return v, false
 		}
 		n := reflect.New(v.Type()).Elem()
-		n.Set(copyEscaped(v.Elem(), depth+1))
-		return n
+		n.Set(e)
+		return n, true
 	}
-	return v
+	return v, false
 }
 
 // holdsStrings reports whether values of t can reach a string; slices of
-// numbers are shared, not copied.
+// numbers are not walked.
 func holdsStrings(t reflect.Type, depth int) bool {
 	if depth > maxDepth {
 		return true

@@ -31,6 +31,12 @@ func rdmaToolQPs(t *testing.T) []map[string]any {
 	return rows
 }
 
+// qpKey names a QP: QPNs are per device, except QP0/QP1, one per port
+// (ibsim has two ports).
+func qpKey(dev, port, lqpn any) string {
+	return fmt.Sprintf("%v/%v/%v", dev, port, lqpn)
+}
+
 func TestRdmanlMatchesRdmaTool(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "rearm")
 	defer p.Stop(t)
@@ -46,7 +52,7 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 	tool := rdmaToolQPs(t)
 	mine := map[string]rdmanl.QP{}
 	for _, q := range snap.QPs {
-		mine[fmt.Sprintf("%s/%d", q.Device, q.LQPN)] = q
+		mine[qpKey(q.Device, q.Port, q.LQPN)] = q
 	}
 	t.Logf("rdma tool: %d QPs, rdmanl: %d QPs", len(tool), len(snap.QPs))
 	for _, q := range snap.QPs {
@@ -57,7 +63,7 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 		t.Errorf("rdma tool lists %d QPs, rdmanl %d", len(tool), len(snap.QPs))
 	}
 	for _, row := range tool {
-		key := fmt.Sprintf("%v/%v", row["ifname"], row["lqpn"])
+		key := qpKey(row["ifname"], row["port"], row["lqpn"])
 		q, ok := mine[key]
 		if !ok {
 			t.Errorf("rdmanl misses %s: %v", key, row)
@@ -97,7 +103,7 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 	}
 	// The lab pair's QPs are RC, in RTS, armed by lab-pair's REARM.
 	for dev, qpn := range pair {
-		q, ok := mine[fmt.Sprintf("%s/%d", dev, qpn)]
+		q, ok := mine[qpKey(dev, 1, qpn)]
 		if !ok {
 			t.Fatalf("lab-pair QP %s/%d not listed", dev, qpn)
 		}

@@ -3,7 +3,7 @@
 # $(BUILD)/lab/<kernel>/apmlab.ko and ibsim.ko (the simulated IB HCA) built
 # against that kernel's Debian headers.
 
-LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib
+LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair
 LAB_BIN       := $(abspath $(BUILD))/lab/bin
 LAB_KMOD_KS   := 6.1 6.12
 LAB_CC        ?= gcc
@@ -37,6 +37,8 @@ $(LAB_BIN)/lab-cm-pair: $(PROGS_SRC)/lab-cm-pair.c $(PROGS_APM) $(PROGS_COMMON)
 $(LAB_BIN)/lab-lap: $(PROGS_SRC)/lab-lap.c $(PROGS_COMMON)
 	$(call lab_prog,$^,-libumad -libverbs)
 $(LAB_BIN)/lab-ib: $(PROGS_SRC)/lab-ib.c $(PROGS_COMMON)
+	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-ibpair: $(PROGS_SRC)/lab-ibpair.c $(PROGS_SRC)/uverbs.c $(PROGS_SRC)/uverbs.h $(PROGS_COMMON)
 	$(call lab_prog,$^,-libverbs)
 
 # Kbuild writes next to the sources, so each kernel builds a copy in a

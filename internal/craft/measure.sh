@@ -1,0 +1,26 @@
+#!/bin/sh
+# Replays every crafted recording in DIR with two apmwatch binaries, one
+# after the other, on one core, each under a time and address-space cap,
+# and prints a Markdown table row per file (docs/performance.md,
+# "Hostile recordings"):
+#   CRAFT_DIR=DIR CRAFT_SIZE=16000000 go test -run TestWrite ./internal/craft
+#   internal/craft/measure.sh OLD NEW DIR [SECONDS] [MIB]
+set -u
+old=$1 new=$2 dir=$3 secs=${4:-60} mib=${5:-4096}
+cpu=$(($(nproc) - 1))
+one() { # binary file -> "2.43 s, 116 MiB" or what stopped it
+	out=$( (ulimit -v $((mib * 1024)); timeout "$secs" /usr/bin/time -f '%e %U %M' \
+		taskset -c "$cpu" "$1" postmortem -o json "$2" >/dev/null 2>/tmp/measure.err); echo "rc=$?")
+	rc=${out#rc=}
+	set -- $(tail -1 /tmp/measure.err)
+	case $rc in
+	124) echo "killed after $secs s" ;;
+	0 | 1) echo "$1 s (user $2 s), $(($3 / 1024)) MiB$([ "$rc" = 1 ] && echo ', refused')" ;;
+	*) echo "failed (exit $rc: $mib MiB cap?)" ;;
+	esac
+}
+echo "| file | bytes | $(basename "$old") | $(basename "$new") |"
+echo "|---|---|---|---|"
+for f in "$dir"/*.rec; do
+	echo "| $(basename "$f" .rec) | $(stat -c %s "$f") | $(one "$old" "$f") | $(one "$new" "$f") |"
+done

@@ -1,0 +1,137 @@
+//go:build labguest
+
+// User QPs on the simulated InfiniBand HCA through the raw uverbs ABI
+// (lab-ibpair). These tests need root inside the lab guest (make lab-test).
+package guest
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startIBPair runs lab-ibpair and waits for its ready lines (two per pair).
+func startIBPair(t *testing.T, pairs int, behavior string) (*Proc, []Line) {
+	t.Helper()
+	p := Start(t, "lab-ibpair", "--behavior", behavior, "--pairs", fmt.Sprint(pairs))
+	t.Cleanup(func() { resetFabric(t) })
+	ready := p.Ready(t, 2*pairs)
+	for _, r := range ready {
+		if r.Str("path_mig_state") != "ARMED" {
+			t.Fatalf("ready line %v: want ARMED", r)
+		}
+	}
+	return p, ready
+}
+
+// A port DOWN migrates every armed QP whose primary crosses it, on both
+// hosts: each owner reads PATH_MIG from its async fd, QUERY_QP shows the
+// swapped paths, and after the rearm (new alternate on the other port,
+// which returns 0 on InfiniBand) every QP is ARMED again, as netlink says.
+func TestIBPairPortDownMigratesEveryPair(t *testing.T) {
+	p, ready := startIBPair(t, 3, "rearm")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim1", "--port", "1", "down")
+	for _, r := range ready {
+		dev, q := r.Str("dev"), r.Int("qpn")
+		_, from := p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", dev, "qpn", q))
+		ev, _ := p.Wait(t, from, evTimeout, Match("query", "after_event", "dev", dev, "qpn", q))
+		wantDLID := map[string]int64{"ibsim0": 4, "ibsim1": 2}[dev]
+		if ev.Str("path_mig_state") != "MIGRATED" || ev.Int("port") != 2 || ev.Int("dlid") != wantDLID {
+			t.Errorf("%s QP %d after PATH_MIG: %v, want MIGRATED on port 2 to LID %d", dev, q, ev, wantDLID)
+		}
+		alt, _ := p.Wait(t, from, evTimeout, Match("modify", "alt_path", "dev", dev, "qpn", q))
+		if alt.Int("ret") != 0 || alt.Int("alt_port") != 1 || alt.Str("live") != "false" {
+			t.Errorf("%s QP %d alternate reload: %v, want ret 0 onto port 1 (not live: ibsim1 port 1 is down)", dev, q, alt)
+		}
+		if re, _ := p.Wait(t, from, evTimeout, Match("modify", "rearm", "dev", dev, "qpn", q)); re.Int("ret") != 0 {
+			t.Errorf("%s QP %d rearm: %v", dev, q, re)
+		}
+	}
+	for _, r := range ready {
+		waitIB(t, r.Str("dev"), r.Int("qpn"), "ARMED again", Match("path_mig_state", "ARMED", "port", 2))
+		if n := nlQP(t, r.Str("dev"), r.Int("qpn")); fmt.Sprint(n["path-mig-state"]) != "ARMED" {
+			t.Errorf("netlink %v: want ARMED", n)
+		}
+	}
+}
+
+// REARM stays REARM while the peer has not rearmed (its packets carry
+// MigReq=1), and while the peer does not send at all.
+func TestIBPairRearmNeedsBothSidesAndTraffic(t *testing.T) {
+	for _, c := range []struct{ behavior, dev0, dev1 string }{
+		{"one-side", "REARM", "MIGRATED"}, // ibsim1 never rearms
+		{"no-traffic", "REARM", "ARMED"},  // ibsim1 rearms but never sends
+	} {
+		t.Run(c.behavior, func(t *testing.T) {
+			p, ready := startIBPair(t, 1, c.behavior)
+			q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
+			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+			p.Wait(t, 0, evTimeout, Match("query", "after_react", "dev", "ibsim0", "qpn", q0))
+			time.Sleep(500 * time.Millisecond) // ten ticks of simulated traffic
+			a, b := ibQP(t, "ibsim0", q0), ibQP(t, "ibsim1", q1)
+			if a.Str("path_mig_state") != c.dev0 || b.Str("path_mig_state") != c.dev1 {
+				t.Errorf("%s: ibsim0 %v, ibsim1 %v; want %s and %s", c.behavior, a, b, c.dev0, c.dev1)
+			}
+			if n := nlQP(t, "ibsim0", q0); fmt.Sprint(n["path-mig-state"]) != c.dev0 {
+				t.Errorf("%s: netlink %v, want %s", c.behavior, n, c.dev0)
+			}
+			p.Stop(t)
+		})
+	}
+}
+
+// A forced migration (modify MIGRATED while ARMED) swaps the paths and, as
+// on mlx5, raises no event at its owner; the peer then receives MigReq=1 on
+// its alternate path and migrates too, with PATH_MIG.
+func TestIBPairForcedMigration(t *testing.T) {
+	p, ready := startIBPair(t, 1, "never-rearm")
+	q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := p.Wait(t, 0, evTimeout, Match("modify", "force_migrate", "qpn", q0))
+	if f.Int("ret") != 0 {
+		t.Fatalf("forced migration: %v", f)
+	}
+	af, _ := p.Wait(t, 0, evTimeout, Match("query", "after_force", "qpn", q0))
+	if af.Str("path_mig_state") != "MIGRATED" || af.Int("port") != 2 || af.Int("alt_port") != 1 {
+		t.Errorf("after the forced migration: %v, want MIGRATED on port 2, alternate port 1", af)
+	}
+	p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", "ibsim1", "qpn", q1))
+	time.Sleep(300 * time.Millisecond)
+	if m := Filter(p.Lines(), Match("event", "PATH_MIG", "qpn", q0)); len(m) != 0 {
+		t.Errorf("the forcing side got PATH_MIG: %v", m)
+	}
+}
+
+// mvapich's single modify (ALT_PATH|PATH_MIG_STATE=REARM) is accepted and
+// arms again; alt-onto-primary arms onto the path it runs on, so the next
+// failure of that path is a failed migration (PATH_MIG_ERR at the owner).
+func TestIBPairBehaviours(t *testing.T) {
+	t.Run("mvapich", func(t *testing.T) {
+		p, ready := startIBPair(t, 1, "mvapich")
+		q0 := QPN(t, ready, "ibsim0")
+		MustRun(t, "lab-ib", "link", "--lid", "1", "down")
+		m, _ := p.Wait(t, 0, evTimeout, Match("modify", "alt_path_rearm", "qpn", q0))
+		if m.Int("ret") != 0 || m.Int("mask") != 0x44000 {
+			t.Errorf("mvapich modify %v: want mask 0x44000 (ALT_PATH|PATH_MIG_STATE), ret 0", m)
+		}
+		waitIB(t, "ibsim0", q0, "ARMED again", Match("path_mig_state", "ARMED"))
+		p.Stop(t)
+	})
+	t.Run("alt-onto-primary", func(t *testing.T) {
+		p, ready := startIBPair(t, 1, "alt-onto-primary")
+		q0 := QPN(t, ready, "ibsim0")
+		MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+		_, from := p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "qpn", q0))
+		alt, _ := p.Wait(t, from, evTimeout, Match("modify", "alt_path", "qpn", q0))
+		if alt.Int("ret") != 0 || alt.Int("alt_port") != 2 {
+			t.Errorf("alt-onto-primary load %v: want ret 0 onto port 2 (the new primary)", alt)
+		}
+		waitIB(t, "ibsim0", q0, "ARMED", Match("path_mig_state", "ARMED", "alt_port", 2))
+		MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
+		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG_ERR", "qpn", q0))
+		p.Stop(t)
+	})
+}

@@ -1,0 +1,30 @@
+/*
+ * The raw uverbs ABI (write() on /dev/infiniband/uverbsN): enough for RC QPs
+ * on a device libibverbs has no provider for (ibsim). Each call returns 0 or
+ * a negative errno.
+ */
+#ifndef LAB_UVERBS_H
+#define LAB_UVERBS_H
+
+#include <stdint.h>
+#include <rdma/ib_user_verbs.h>
+
+struct uv_dev {
+	const char *name;
+	int fd, async_fd;
+	uint32_t pd, cq;
+};
+
+/* Opens the uverbs device of RDMA device name, gets a context, a PD, a CQ. */
+int uv_open(struct uv_dev *d, const char *name);
+int uv_create_rc_qp(struct uv_dev *d, uint64_t user_handle, uint32_t *handle,
+		    uint32_t *qpn);
+int uv_modify_qp(struct uv_dev *d, struct ib_uverbs_modify_qp *m);
+int uv_query_qp(struct uv_dev *d, uint32_t handle, struct ib_uverbs_query_qp_resp *r);
+int uv_destroy_qp(struct uv_dev *d, uint32_t handle);
+
+/* sysfs: the LID of a port (0 if unknown) and whether it is ACTIVE. */
+unsigned int uv_port_lid(const char *dev, int port);
+int uv_port_active(const char *dev, int port);
+
+#endif
