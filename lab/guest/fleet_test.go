@@ -58,6 +58,9 @@ func qpOf(l Line, obj, key string) string {
 	return fmt.Sprint(m[key])
 }
 
+// lab-ibpair --behavior one-side and a port failure: one-sided-rearm for
+// every pair, naming both hosts; rearm: none; never-rearm:
+// unprotected-connection.
 func TestFleetOneSidedRearmNamesBothHosts(t *testing.T) {
 	const pairs = 2
 	fl := startFleet(t)
@@ -105,6 +108,20 @@ func TestFleetOneSidedRearmNamesBothHosts(t *testing.T) {
 	time.Sleep(5 * time.Second) // the fleet's 2 s deadline, a publish tick and a reading, twice over
 	if ls := fl.Lines()[from:]; len(Filter(ls, Match("type", "finding"))) != 0 {
 		t.Errorf("findings when both sides rearm: %v", ls)
+	}
+	if err := ib.Stop(t); err != nil {
+		t.Errorf("lab-ibpair: %v", err)
+	}
+	resetFabric(t)
+
+	// neither side rearms: unprotected-connection, naming both hosts
+	ib, ready = fleetIBPair(t, 1, "never-rearm")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	q0 := QPN(t, ready, "ibsim0")
+	u, _ := fl.Wait(t, from, evTimeout, Match("kind", "unprotected-connection"))
+	if u.Str("type") != "finding" || fmt.Sprint(u["hosts"]) != "[hostA hostB]" ||
+		!(qpOf(u, "qp", "qpn") == fmt.Sprint(q0) || qpOf(u, "peer", "qpn") == fmt.Sprint(q0)) {
+		t.Errorf("unprotected-connection: %v", u)
 	}
 	if err := ib.Stop(t); err != nil {
 		t.Errorf("lab-ibpair: %v", err)
