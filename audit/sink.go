@@ -13,7 +13,7 @@ import (
 // goroutine and must not block: a sink hands work to its own goroutines.
 // A sink that is also a prometheus.Collector joins the daemon's metrics.
 type Sink interface {
-	Observe(ev *event.Event) // every event (after --device), in delivery order
+	Observe(ev *event.Event) // every event (after --device), in delivery order; must not keep ev
 	Line(l Line)             // every finding and resolution line
 	Tick(now time.Time)      // about once a second
 }

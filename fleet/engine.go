@@ -281,9 +281,24 @@ type names struct {
 
 func newNames() names { return names{ids: map[string]uint32{}} }
 
+// Bounds of the names table: names come from the hosts' records.
+const (
+	maxNames   = 1 << 20
+	maxNameLen = 255
+)
+
 func (n *names) id(s string) uint32 {
+	if len(s) > maxNameLen {
+		s = s[:maxNameLen]
+	}
 	if i, ok := n.ids[s]; ok {
 		return i
+	}
+	if len(n.list) >= maxNames {
+		s = "(too many names)"
+		if i, ok := n.ids[s]; ok {
+			return i
+		}
 	}
 	n.list = append(n.list, s)
 	n.ids[s] = uint32(len(n.list) - 1)
