@@ -111,3 +111,47 @@ func TestRenderDaemonSet(t *testing.T) {
 		}
 	}
 }
+
+// The fleet's unit and the audit's publish drop-in pass systemd-analyze
+// verify too.
+func TestFleetUnitsVerify(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatal("systemd-analyze missing: install systemd (Debian has it)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"apmwatch-fleet.service", "apmwatch-audit.service", "apmwatch-audit.service.d/publish.conf"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/apmwatch", self)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile("apmwatch-audit.service.d/publish.conf"); !strings.Contains(string(b), "IPAddressAllow=") ||
+		!strings.Contains(string(b), "--publish nats://") {
+		t.Errorf("publish drop-in: %s", b)
+	}
+	for _, unit := range []string{"apmwatch-fleet.service", "apmwatch-audit.service"} {
+		var out bytes.Buffer
+		cmd := exec.Command(analyze, "verify", filepath.Join(dir, unit))
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("systemd-analyze verify %s: %v\n%s", unit, err, out.String())
+		}
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, dir) && !strings.Contains(l, "Failed to parse system call, ignoring") {
+				t.Errorf("systemd-analyze verify %s: %s", unit, l)
+			}
+		}
+	}
+}
