@@ -4,7 +4,7 @@
 # and prints a Markdown table row per file (docs/performance.md,
 # "Hostile recordings"):
 #   CRAFT_DIR=DIR CRAFT_SIZE=16000000 go test -run TestWrite ./internal/craft
-#   internal/craft/measure.sh OLD NEW DIR [SECONDS] [MIB]
+#   internal/craft/measure.sh OLD/apmwatch NEW/apmwatch DIR [SECONDS] [MIB]
 set -u
 old=$1 new=$2 dir=$3 secs=${4:-60} mib=${5:-4096}
 cpu=$(($(nproc) - 1))
@@ -19,7 +19,8 @@ one() { # binary file -> "2.43 s, 116 MiB" or what stopped it
 	*) echo "failed (exit $rc: $mib MiB cap?)" ;;
 	esac
 }
-echo "| file | bytes | $(basename "$old") | $(basename "$new") |"
+label() { basename "$(dirname "$1")"; } # OLD and NEW are DIR/apmwatch
+echo "| file | bytes | $(label "$old") | $(label "$new") |"
 echo "|---|---|---|---|"
 for f in "$dir"/*.rec; do
 	echo "| $(basename "$f" .rec) | $(stat -c %s "$f") | $(one "$old" "$f") | $(one "$new" "$f") |"
