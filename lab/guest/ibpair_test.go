@@ -135,3 +135,24 @@ func TestIBPairBehaviours(t *testing.T) {
 		p.Stop(t)
 	})
 }
+
+// A QP whose primary fails while it is not armed goes to ERR with a
+// retry-exceeded completion on its send CQ, and no migration event.
+func TestIBPairUnarmedFailureCompletes(t *testing.T) {
+	p, ready := startIBPair(t, 1, "never-rearm")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	for _, r := range ready {
+		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", r.Str("dev"), "qpn", r.Int("qpn")))
+	}
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
+	for _, r := range ready {
+		dev, q := r.Str("dev"), r.Int("qpn")
+		p.Wait(t, 0, evTimeout, Match("wc", "RETRY_EXC_ERR", "status", 12, "dev", dev, "qpn", q))
+		if n := nlQP(t, dev, q); fmt.Sprint(n["state"]) != "ERR" {
+			t.Errorf("netlink %v: want state ERR", n)
+		}
+	}
+	if m := Filter(p.Lines(), Match("event", "PATH_MIG_ERR")); len(m) != 0 {
+		t.Errorf("unarmed QPs raised PATH_MIG_ERR: %v", m)
+	}
+}
