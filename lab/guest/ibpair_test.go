@@ -68,7 +68,10 @@ func TestIBPairRearmNeedsBothSidesAndTraffic(t *testing.T) {
 			q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 			p.Wait(t, 0, evTimeout, Match("query", "after_react", "dev", "ibsim0", "qpn", q0))
-			time.Sleep(500 * time.Millisecond) // ten ticks of simulated traffic
+			if c.dev1 == "ARMED" { // ibsim0's packets arm ibsim1: traffic flows
+				waitIB(t, "ibsim1", q1, "ARMED", Match("path_mig_state", "ARMED"))
+			}
+			time.Sleep(500 * time.Millisecond) // ten more ticks of simulated traffic
 			a, b := ibQP(t, "ibsim0", q0), ibQP(t, "ibsim1", q1)
 			if a.Str("path_mig_state") != c.dev0 || b.Str("path_mig_state") != c.dev1 {
 				t.Errorf("%s: ibsim0 %v, ibsim1 %v; want %s and %s", c.behavior, a, b, c.dev0, c.dev1)
