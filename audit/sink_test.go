@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
 // recSink records what the daemon hands a Sink.
@@ -61,5 +62,19 @@ func TestSinkGetsOneDeviceAndTheHostNamedByConfig(t *testing.T) {
 	}
 	if len(sink.lines) != 1 || sink.lines[0].Host != "nodeA" || sink.lines[0].QP.Device != "rxe0" || sink.ticks == 0 {
 		t.Fatalf("sink lines %+v, ticks %d", sink.lines, sink.ticks)
+	}
+}
+
+func TestScopeSnapshotKeepsOneDevice(t *testing.T) {
+	read := func() (rdmanl.Snapshot, error) {
+		return rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: "rxe0", LQPN: 17}, {Device: "rxe1", LQPN: 17}},
+			CMIDs: []rdmanl.CMID{{Device: "rxe1", LQPN: 17}}}, nil
+	}
+	s, err := scopeSnapshot("rxe0", read)()
+	if err != nil || len(s.QPs) != 1 || s.QPs[0].Device != "rxe0" || len(s.CMIDs) != 0 {
+		t.Fatalf("scoped: %+v, %v", s, err)
+	}
+	if s, _ := scopeSnapshot("", read)(); len(s.QPs) != 2 || len(s.CMIDs) != 1 {
+		t.Fatalf("unscoped: %+v", s)
 	}
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"container/heap"
+	"hash/fnv"
 	"time"
 )
 
@@ -63,17 +64,17 @@ type end struct {
 	key, remote EndKey
 	host, dev   uint32 // names
 	pid         uint32
-	port        uint32
+	epN         uint32
+	port        uint8
 	mig         uint8 // 0 unknown, else event.MigState+1
 	armed, apm  bool
 	state       PairState
-	epN         uint32
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
 	rearm       int64 // the rearm after it, 0 none
 	migRead     int64
-	since       int64 // when armed last changed (or the end was first seen)
-	at          int64 // the record's publish time
-	rev         uint64
+	since       int64  // when armed last changed (or the end was first seen)
+	at          int64  // the record's publish time
+	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
 	open        uint64 // the finding open on this pair (both ends hold it)
 	peer        *end
 }
@@ -101,7 +102,8 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 	}
 	at := c.At.UnixNano()
 	e := g.ends[local]
-	if e != nil && (at < e.at || at == e.at && c.Rev <= e.rev) {
+	run := runHash(c.Run)
+	if e != nil && e.newer(run, uint32(c.Rev), at) {
 		g.Stale++
 		return
 	}
@@ -116,14 +118,14 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 		g.ends[local] = e
 		g.counts[StateUnpaired]++
 	}
-	if !remote.Valid() && e.remote.Valid() && e.remote.QPN == c.Remote.QPN {
+	if !remote.Valid() && e.remote.Valid() && e.remote.QPN() == c.Remote.QPN {
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
 	if e.remote != remote && e.peer != nil {
 		g.unlink(e)
 	}
-	e.remote, e.at, e.rev = remote, at, c.Rev
-	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, c.Port
+	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
+	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, uint8(min(c.Port, 255))
 	e.since = unixNano(c.Changed)
 	if e.since == 0 {
 		e.since = at
@@ -289,3 +291,23 @@ func (n *names) id(s string) uint32 {
 }
 
 func (n *names) name(i uint32) string { return n.list[i] }
+
+// newer reports whether the end's record is newer than a record of run,
+// revision rev, published at at: within one run by revision, across runs
+// by time.
+func (e *end) newer(run, rev uint32, at int64) bool {
+	if run != 0 && run == e.run {
+		return rev <= e.rev
+	}
+	return at < e.at || at == e.at && rev <= e.rev
+}
+
+// runHash names a publisher's run in 32 bits (0: none).
+func runHash(run string) uint32 {
+	if run == "" {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(run))
+	return h.Sum32() | 1
+}

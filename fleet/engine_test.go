@@ -175,3 +175,21 @@ func TestEngineIgnoresStaleRecords(t *testing.T) {
 		t.Fatalf("stale: %d", g.Stale)
 	}
 }
+
+func TestEngineOrdersARunByRevisionEvenWhenItsClockStepsBack(t *testing.T) {
+	var got []Line
+	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
+	a := conn("hostA", 1, 17, 2, 18)
+	a.Run = "hostA-1"
+	g.Apply(&a, t0)
+	back := migrated(a, t0.Add(-time.Minute)) // the host's clock stepped back a minute
+	g.Apply(&back, t0)
+	if g.Stale != 0 || g.ends[func() EndKey { k, _ := a.Keys(); return k }()].armed {
+		t.Fatalf("a later revision of the same run was taken as stale (%d)", g.Stale)
+	}
+	old := a // an earlier revision, delivered late
+	g.Apply(&old, t0)
+	if g.Stale != 1 {
+		t.Fatalf("an earlier revision was applied")
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -249,5 +250,48 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
 	if err != nil || len(st.Rows) != n {
 		t.Fatalf("status over two streams: %+v, %v", st, err)
+	}
+}
+
+// A restarted audit sees its old QPs only in rdma netlink readings (no
+// path): it takes their addresses from its own last records in the stream
+// and publishes on the same subjects, so the fleet keeps following them.
+func TestRestartedPublisherKeepsItsEndsSubjects(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	a, b := twoHosts(t, srv.URL())
+	oneSided(a, b, 1)
+	waitFor(t, 20*time.Second, "the records", func() bool {
+		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		return err == nil && len(m) == 4
+	})
+	b.Close(time.Second)
+	sys := t.TempDir()
+	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	b2 := newPublisher(t, srv.URL(), "hostB", sys)
+	s := &side{p: b2, dev: "ibsim1", qpn: 200}
+	s.ev(&event.Event{Kind: event.KindTruth, Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 100,
+		Mig: event.MigRearm, HasState: true, State: event.StateRTS}})
+	waitFor(t, 20*time.Second, "the restarted host's record", func() bool {
+		b2.Tick(time.Now())
+		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		return err == nil && len(m) == 5
+	})
+	all := streamMsgs(t, srv.URL(), ConnStream, connPrefix+">")
+	var c Conn
+	if err := jsonUnmarshal(all[4], &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Host != "hostB" || c.Remote != (Addr{LID: 1, QPN: 100}) || !c.Armed {
+		t.Fatalf("record after the restart: %+v", c)
+	}
+	var first Conn
+	for _, m := range all {
+		if jsonUnmarshal(m, &first); first.Host == "hostB" {
+			break
+		}
+	}
+	if ConnSubject(&c) != ConnSubject(&first) {
+		t.Fatalf("subject changed: %s, was %s", ConnSubject(&c), ConnSubject(&first))
 	}
 }

@@ -79,7 +79,7 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 	g.judged[id] = true
 	e.open, e.peer.open = id, id
 	first := time.Unix(0, max(a.since, b.since)).UTC()
-	f := apm.Finding{ID: id, Kind: kind, Severity: sevOf(kind), QP: apm.Key{Device: g.names.name(fix.dev), QPN: fix.key.QPN},
+	f := apm.Finding{ID: id, Kind: kind, Severity: sevOf(kind), QP: apm.Key{Device: g.names.name(fix.dev), QPN: fix.key.QPN()},
 		PID: fix.pid, FirstTime: first, LastTime: time.Unix(0, due).UTC(),
 		Evidence: []apm.Evidence{g.evidence(fix), g.evidence(other)}, Remediation: remedyUnprotected}
 	switch kind {
@@ -105,7 +105,7 @@ func (g *Engine) resolve(e *end) {
 	}
 	g.judged[id] = true
 	now := time.Unix(0, max(a.at, b.at)).UTC()
-	f := apm.Finding{ID: id, Kind: apm.OneSidedRearm, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN},
+	f := apm.Finding{ID: id, Kind: apm.OneSidedRearm, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
 		FirstTime: now, LastTime: now, Evidence: []apm.Evidence{g.evidence(a), g.evidence(b)}, Resolved: true, Resolves: open,
 		Explanation: fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b))}
 	l := g.line(f, a, b, connName(a, b), a, b)
@@ -115,7 +115,7 @@ func (g *Engine) resolve(e *end) {
 
 func (g *Engine) line(f apm.Finding, fix, other *end, conn string, a, b *end) Line {
 	return Line{Line: audit.Line{Type: audit.TypeFinding, Host: g.names.name(fix.host), Finding: f},
-		Peer:  &PeerEnd{Host: g.names.name(other.host), Device: g.names.name(other.dev), QPN: other.key.QPN},
+		Peer:  &PeerEnd{Host: g.names.name(other.host), Device: g.names.name(other.dev), QPN: other.key.QPN()},
 		Hosts: []string{g.names.name(a.host), g.names.name(b.host)}, Connection: conn, Partition: g.cfg.Partition(a.key, b.key)}
 }
 
@@ -127,7 +127,7 @@ func sevOf(k apm.Kind) apm.Severity {
 }
 
 func (g *Engine) endName(e *end) string {
-	return fmt.Sprintf("%s %s QP %d", g.names.name(e.host), g.names.name(e.dev), e.key.QPN)
+	return fmt.Sprintf("%s %s QP %d", g.names.name(e.host), g.names.name(e.dev), e.key.QPN())
 }
 
 // evidence says what one end's record shows.

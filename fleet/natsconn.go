@@ -65,7 +65,7 @@ type StreamLimits struct {
 }
 
 // DefaultLimits are the limits of streams apmwatch creates.
-var DefaultLimits = StreamLimits{Replicas: 1, ConnMaxAge: 7 * 24 * time.Hour, ConnPerSubject: 16,
+var DefaultLimits = StreamLimits{Replicas: 1, ConnMaxAge: 7 * 24 * time.Hour, ConnPerSubject: 8,
 	FindingsMaxAge: 30 * 24 * time.Hour, MaxBytes: -1}
 
 // ensureStreams creates the two streams unless they exist, or unless an

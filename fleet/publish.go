@@ -31,7 +31,7 @@ type PublishConfig struct {
 
 // DefaultRefresh is how often an unchanged end is published again: well
 // within the connection stream's age limit.
-const DefaultRefresh = time.Hour
+const DefaultRefresh = 6 * time.Hour
 
 // DefaultQueueMax bounds the publish queue by default.
 const DefaultQueueMax = 64 << 20
@@ -47,7 +47,8 @@ type Publisher struct {
 	q       *Queue
 	in      chan Msg
 	wake    chan struct{}
-	run     string // this run's ID, in message IDs
+	seeds   chan []Conn // this host's last records, from the stream, for the loop
+	run     string      // this run's ID, in message IDs
 	seq     uint64
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -56,6 +57,7 @@ type Publisher struct {
 	log     *slog.Logger
 	m       pubMetrics
 	closeMu sync.Once
+	said    bool // the send goroutine's: NATS unreachable was logged
 }
 
 // intakeSize bounds the messages between the audit loop and the queue.
@@ -97,8 +99,10 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	}
 	tr := NewTracker(cfg.Host, cfg.SysfsRoot)
 	tr.Refresh = cfg.Refresh
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	tr.Run = cfg.Host + "-" + run
 	p := &Publisher{cfg: cfg, tracker: tr, q: q, in: make(chan Msg, intakeSize),
-		wake: make(chan struct{}, 1), run: strconv.FormatInt(time.Now().UnixNano(), 36), nc: nc, js: js, log: cfg.Log,
+		wake: make(chan struct{}, 1), seeds: make(chan []Conn, 1), run: run, nc: nc, js: js, log: cfg.Log,
 		m: newPubMetrics(q, nc)}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -122,6 +126,11 @@ func (p *Publisher) Observe(e *event.Event) { p.tracker.Observe(e) }
 
 // Tick queues the records of the ends that changed (audit.Sink).
 func (p *Publisher) Tick(now time.Time) {
+	select {
+	case cs := <-p.seeds:
+		p.tracker.Seed(cs)
+	default:
+	}
 	for _, c := range p.tracker.Flush(now) {
 		b, err := json.Marshal(&c)
 		if err != nil {
@@ -166,8 +175,15 @@ const sendBatch = 256
 // second; the queue holds the rest.
 func (p *Publisher) send(ctx context.Context) {
 	defer p.wg.Done()
-	ensured := false
 	down := false
+	for !p.ensured(ctx) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	p.loadSeeds(ctx)
 	for {
 		msgs, pos := p.q.Peek(sendBatch)
 		if len(msgs) == 0 {
@@ -179,16 +195,7 @@ func (p *Publisher) send(ctx context.Context) {
 			}
 			continue
 		}
-		var err error
-		if !ensured {
-			if err = p.ensure(ctx); err == nil {
-				ensured = true
-			}
-		}
-		n := 0
-		if err == nil {
-			n, err = p.publish(ctx, msgs)
-		}
+		n, err := p.publish(ctx, msgs)
 		if n > 0 {
 			if aerr := p.q.Ack(pos[n-1]); aerr != nil {
 				p.log.Warn("publish queue", "err", aerr)
@@ -215,10 +222,50 @@ func (p *Publisher) send(ctx context.Context) {
 	}
 }
 
-func (p *Publisher) ensure(ctx context.Context) error {
+// loadSeeds reads the last record of each of this host's ends (an
+// earlier run published them) and hands them to the loop (Tick): QPs
+// older than this run take their addresses from there.
+func (p *Publisher) loadSeeds(ctx context.Context) {
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var filters []string
+	for part := range Partitions {
+		filters = append(filters, fmt.Sprintf("%s%d.%s.>", connPrefix, part, token(p.cfg.Host)))
+	}
+	streams, err := streamsOf(c, p.js, filters)
+	if err != nil {
+		p.log.Warn("nats: cannot read this host's earlier records", "err", err)
+		return
+	}
+	var cs []Conn
+	for name, fs := range streams {
+		_, err := readAll(c, p.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy},
+			func(m jetstream.Msg) {
+				var x Conn
+				if json.Unmarshal(m.Data(), &x) == nil && len(cs) < maxTracked {
+					cs = append(cs, x)
+				}
+			})
+		if err != nil {
+			p.log.Warn("nats: cannot read this host's earlier records", "err", err)
+			return
+		}
+	}
+	p.log.Info("nats: this host's earlier records read", "records", len(cs))
+	p.seeds <- cs
+}
+
+// ensured creates the streams unless they exist; while NATS is away it
+// says so once.
+func (p *Publisher) ensured(ctx context.Context) bool {
 	c, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return ensureStreams(c, p.js, p.cfg.Limits)
+	err := ensureStreams(c, p.js, p.cfg.Limits)
+	if err != nil && ctx.Err() == nil && !p.said {
+		p.log.Warn("nats: not reachable yet, keeping the records on disk", "err", err)
+		p.said = true
+	}
+	return err == nil
 }
 
 // publish sends msgs and returns how many from the first were stored.

@@ -40,10 +40,13 @@ type Conn struct {
 	// Gone says the QP was destroyed (or vanished from rdma netlink): the
 	// end is forgotten.
 	Gone bool `json:"gone,omitempty"`
-	// At is when the host published this revision; Rev counts revisions
-	// of this end in one run of its publisher.
+	// At is when the host published this revision; Rev counts the
+	// records of one run of its publisher, named by Run. Within a run Rev
+	// orders the records (a host clock stepped back does not make them
+	// stale), across runs At does.
 	At  time.Time `json:"at"`
 	Rev uint64    `json:"rev"`
+	Run string    `json:"run,omitempty"`
 }
 
 // Addr is one side's address and QPN.
@@ -75,28 +78,39 @@ func (e Episode) Migrated() time.Time {
 
 // EndKey identifies one end of a connection fabric-wide: its address
 // (a GID, or a subnet prefix and LID) and QPN. It is comparable and
-// small, the key of the engine's table.
+// small (20 bytes), the key of the engine's table.
 type EndKey struct {
-	Addr   [16]byte
-	QPN    uint32
-	Global bool
+	Addr [16]byte
+	n    uint32 // the QPN (24 bits), and globalBit
 }
 
+// globalBit marks a key by GID; a QPN has 24 bits.
+const globalBit = 1 << 31
+
+// QPN is the key's QP number.
+func (k EndKey) QPN() uint32 { return k.n &^ globalBit }
+
+// Global reports a key by GID.
+func (k EndKey) Global() bool { return k.n&globalBit != 0 }
+
 // Valid reports whether the key names an address.
-func (k EndKey) Valid() bool { return k.Addr != [16]byte{} && k.QPN != 0 }
+func (k EndKey) Valid() bool { return k.Addr != [16]byte{} && k.QPN() != 0 }
 
 func (k EndKey) String() string {
-	if k.Global {
-		return fmt.Sprintf("%s/%d", netip.AddrFrom16(k.Addr), k.QPN)
+	if k.Global() {
+		return fmt.Sprintf("%s/%d", netip.AddrFrom16(k.Addr), k.QPN())
 	}
-	return fmt.Sprintf("%x:lid%d/%d", k.Addr[:8], binary.BigEndian.Uint16(k.Addr[8:10]), k.QPN)
+	return fmt.Sprintf("%x:lid%d/%d", k.Addr[:8], binary.BigEndian.Uint16(k.Addr[8:10]), k.QPN())
 }
 
 // endKey builds the key of an address: the GID when the connection is
 // global, else the subnet prefix (the first half of the local GID: both
 // ends of a LID-routed connection share it) and the LID.
 func endKey(a Addr, global bool, prefix [8]byte) EndKey {
-	k := EndKey{QPN: a.QPN, Global: global}
+	k := EndKey{n: a.QPN &^ globalBit}
+	if global {
+		k.n |= globalBit
+	}
 	if global {
 		if ip, err := netip.ParseAddr(a.GID); err == nil && ip.Is6() {
 			k.Addr = ip.As16()
@@ -148,9 +162,9 @@ func partitionOf(l, r EndKey) int {
 	}
 	h := fnv.New32a()
 	h.Write(l.Addr[:])
-	h.Write(binary.BigEndian.AppendUint32(nil, l.QPN))
+	h.Write(binary.BigEndian.AppendUint32(nil, l.n))
 	h.Write(r.Addr[:])
-	h.Write(binary.BigEndian.AppendUint32(nil, r.QPN))
+	h.Write(binary.BigEndian.AppendUint32(nil, r.n))
 	// Fibonacci hashing: every bit of the hash reaches the partition (the
 	// low bits of FNV alone follow the parity of the QPNs).
 	return int(uint64(h.Sum32()) * 0x9E3779B97F4A7C15 >> 58 % Partitions)
@@ -162,5 +176,5 @@ func less(a, b EndKey) bool {
 			return a.Addr[i] < b.Addr[i]
 		}
 	}
-	return a.QPN < b.QPN
+	return a.n < b.n
 }

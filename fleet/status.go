@@ -85,8 +85,8 @@ func (g *Engine) status(now time.Time) *Status {
 		}
 		a, b := e, e.peer
 		s.Rows = append(s.Rows, StatusRow{State: e.state.String(),
-			A:      PeerEnd{Host: g.names.name(a.host), Device: g.names.name(a.dev), QPN: a.key.QPN},
-			B:      PeerEnd{Host: g.names.name(b.host), Device: g.names.name(b.dev), QPN: b.key.QPN},
+			A:      PeerEnd{Host: g.names.name(a.host), Device: g.names.name(a.dev), QPN: a.key.QPN()},
+			B:      PeerEnd{Host: g.names.name(b.host), Device: g.names.name(b.dev), QPN: b.key.QPN()},
 			ArmedA: a.armed, ArmedB: b.armed, Since: time.Unix(0, max(a.since, b.since)).UTC(),
 			Evidence: []string{g.evidence(a).What, g.evidence(b).What}})
 	}

@@ -18,10 +18,16 @@ type Tracker struct {
 	qps   map[event.QPKey]*tqp
 	dirty map[event.QPKey]bool
 	rev   uint64
+	// Run names this run of the publisher in its records.
+	Run string
 	// Refresh republishes an unchanged end this often, so that a
 	// long-lived connection outlives the stream's age limit (0: never).
 	Refresh  time.Duration
 	nextScan time.Time
+	// seeds are the addresses of this host's ends as its last run
+	// published them (Seed): a QP this run did not see connect takes its
+	// addresses from there.
+	seeds map[event.QPKey]Conn
 }
 
 // tqp is what the tracker knows of one QP.
@@ -47,7 +53,11 @@ type tqp struct {
 	gone      bool
 	published bool
 	pubAt     time.Time // when its last record was made
+	seedLocal *Addr     // the local address from a seed (the AV's GID index is not known)
 }
+
+// hasAddr reports whether the QP's remote address is known.
+func (q *tqp) hasAddr() bool { return q.dlid != 0 || q.global }
 
 // maxTracked bounds the tracker's table (hostile input: a flood of QPNs).
 const maxTracked = 1 << 20
@@ -216,8 +226,44 @@ func (q *tqp) same(o *tqp) bool {
 		q.armed == o.armed && q.apm == o.apm && q.ep.N == o.ep.N && q.ep.Rearm.Equal(o.ep.Rearm) && q.gone == o.gone
 }
 
+// Seed takes the last records this host published (an earlier run of the
+// daemon) for the QPs it will not see connect again.
+func (t *Tracker) Seed(cs []Conn) {
+	if t.seeds == nil {
+		t.seeds = map[event.QPKey]Conn{}
+	}
+	for _, c := range cs {
+		if c.Gone || c.Host != t.host || len(t.seeds) >= maxTracked {
+			continue
+		}
+		k := event.QPKey{Device: c.Device, QPN: c.Local.QPN}
+		t.seeds[k] = c
+		if q := t.qps[k]; q != nil && !q.hasAddr() {
+			t.dirty[k] = true
+		}
+	}
+}
+
+// seed fills a QP's addresses from its seed, when the QP is the same
+// connection (the same destination QPN).
+func (t *Tracker) seed(k event.QPKey, q *tqp) {
+	s, ok := t.seeds[k]
+	if !ok || q.destQPN != 0 && q.destQPN != s.Remote.QPN {
+		return
+	}
+	delete(t.seeds, k)
+	q.port, q.dlid, q.global, q.destQPN = s.Port, s.Remote.LID, s.Global, s.Remote.QPN
+	if ip, err := netip.ParseAddr(s.Remote.GID); err == nil && ip.Is6() {
+		q.dgid = ip.As16()
+	}
+	l := s.Local
+	q.seedLocal = &l
+}
+
 // Flush returns a record of every end that changed since the last call,
-// and forgets the ends that are gone.
+// and forgets the ends that are gone. An end whose remote address is not
+// known yet (a QP older than the daemon, before its seed came) waits: a
+// record without it could not pair.
 func (t *Tracker) Flush(now time.Time) []Conn {
 	if t.Refresh > 0 && !now.Before(t.nextScan) {
 		t.nextScan = now.Add(time.Minute)
@@ -228,6 +274,12 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 		}
 	}
 	var out []Conn
+	var again []event.QPKey
+	defer func() {
+		for _, k := range again {
+			t.dirty[k] = true
+		}
+	}()
 	for k := range t.dirty {
 		q := t.qps[k]
 		delete(t.dirty, k)
@@ -240,8 +292,15 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 				continue
 			}
 		}
+		if !q.gone && !q.hasAddr() {
+			t.seed(k, q)
+		}
 		if !q.gone && (q.destQPN == 0 || q.typ != event.QPTypeRC && q.typ != event.QPTypeUC) {
 			continue // not connected yet
+		}
+		if !q.hasAddr() && !q.gone {
+			again = append(again, k) // at the next flush: its seed may come
+			continue
 		}
 		q.published, q.pubAt = true, now
 		out = append(out, t.record(k, q, now))
@@ -253,7 +312,7 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
 	t.rev++
 	c := Conn{Host: t.host, Device: k.Device, Type: q.typ.String(), Global: q.global, Armed: q.armed, APM: q.apm,
 		Local: Addr{QPN: k.QPN}, Remote: Addr{LID: q.dlid, QPN: q.destQPN}, PID: q.pid, Comm: q.comm,
-		Gone: q.gone, At: now.UTC(), Rev: t.rev, Episode: q.ep, Changed: q.changedAt.UTC()}
+		Gone: q.gone, At: now.UTC(), Rev: t.rev, Run: t.Run, Episode: q.ep, Changed: q.changedAt.UTC()}
 	if q.changedAt.IsZero() {
 		q.changedAt = now
 		c.Changed = now.UTC()
@@ -269,6 +328,9 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
 		c.Remote.GID = netip.AddrFrom16(q.dgid).String()
 	}
 	c.Local.GID, c.Local.LID, c.Port = t.ports.lookup(k.Device, q.port, q.sgidIndex, now)
+	if q.seedLocal != nil {
+		c.Local.GID, c.Local.LID = q.seedLocal.GID, q.seedLocal.LID
+	}
 	return c
 }
 

@@ -56,13 +56,35 @@ func TestTrackerRepublishesUnchangedEndsAfterRefresh(t *testing.T) {
 	tr := NewTracker("hostA", t.TempDir())
 	tr.Refresh = time.Hour
 	at := time.Unix(1000, 0)
-	tr.Observe(&event.Event{Kind: event.KindTruth, Device: "d", QPN: 5, Time: at, Boot: 1,
-		Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 6, Mig: event.MigArmed}})
+	tr.Observe(&event.Event{Kind: event.KindModify, Device: "d", QPN: 5, Time: at, Boot: 1, Modify: &event.Modify{QPType: event.QPTypeRC,
+		AttrMask: event.AttrAV | event.AttrDestQPN, DestQPN: 6, Primary: &event.Path{Port: 1, DLID: 2}}})
 	if len(tr.Flush(at)) != 1 || len(tr.Flush(at.Add(30*time.Minute))) != 0 {
 		t.Fatal("first record, then none within the refresh")
 	}
 	cs := tr.Flush(at.Add(61 * time.Minute))
 	if len(cs) != 1 || !cs[0].At.Equal(at.Add(61*time.Minute).UTC()) {
 		t.Fatalf("refresh: %+v", cs)
+	}
+}
+
+func TestTrackerTakesTheAddressesOfAnOlderQPFromItsSeed(t *testing.T) {
+	tr := NewTracker("hostA", t.TempDir())
+	at := time.Unix(1000, 0)
+	read := func(qpn, rqpn uint32) {
+		tr.Observe(&event.Event{Kind: event.KindTruth, Device: "d", QPN: qpn, Time: at, Boot: 1,
+			Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: rqpn, Mig: event.MigArmed}})
+	}
+	read(5, 6)
+	read(7, 8)
+	if cs := tr.Flush(at); len(cs) != 0 {
+		t.Fatalf("records without a remote address: %+v", cs)
+	}
+	tr.Seed([]Conn{
+		{Host: "hostA", Device: "d", Port: 1, Local: Addr{GID: "fe80::1", LID: 1, QPN: 5}, Remote: Addr{LID: 2, QPN: 6}},
+		{Host: "hostA", Device: "d", Port: 1, Local: Addr{GID: "fe80::1", LID: 1, QPN: 7}, Remote: Addr{LID: 2, QPN: 99}}, // another connection
+	})
+	cs := tr.Flush(at)
+	if len(cs) != 1 || cs[0].Local != (Addr{GID: "fe80::1", LID: 1, QPN: 5}) || cs[0].Remote != (Addr{LID: 2, QPN: 6}) || !cs[0].Armed {
+		t.Fatalf("seeded: %+v", cs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/fleet"
 	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -50,14 +51,22 @@ func newFleetCmd() *cobra.Command {
 	return cmd
 }
 
+// defaultStore is where the embedded NATS keeps its streams without
+// --store: the state directory, or a temporary one where that cannot be
+// made (a read-only root).
 func defaultStore() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/apmwatch/fleet"
+	d := "/var/lib/apmwatch/fleet"
+	if os.Geteuid() != 0 {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "apmwatch-fleet")
+		}
+		d = filepath.Join(home, ".local", "state", "apmwatch", "fleet")
 	}
-	if d, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(d, ".local", "state", "apmwatch", "fleet")
+	if outfile.MkdirAll(d) != nil {
+		return filepath.Join(os.TempDir(), "apmwatch-fleet")
 	}
-	return filepath.Join(os.TempDir(), "apmwatch-fleet")
+	return d
 }
 
 func newFleetStatusCmd() *cobra.Command {

@@ -64,6 +64,7 @@ func TestFleetOneSidedRearmNamesBothHosts(t *testing.T) {
 	a := startPublisher(t, "ibsim0", "hostA", 19581)
 	b := startPublisher(t, "ibsim1", "hostB", 19582)
 	ib, ready := fleetIBPair(t, pairs, "one-side")
+	down := time.Now()
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 	for i := 0; i < len(ready); i++ {
 		if ready[i].Str("dev") != "ibsim0" {
@@ -79,6 +80,7 @@ func TestFleetOneSidedRearmNamesBothHosts(t *testing.T) {
 			fmt.Sprint(f["hosts"]) != "[hostA hostB]" {
 			t.Errorf("fleet finding for ibsim0 QP %d <-> ibsim1 QP %d: %v", q0, q1, f)
 		}
+		t.Logf("%.1fs after the port went down: %v", time.Since(down).Seconds(), f)
 	}
 	if n := len(Filter(fl.Lines(), Match("kind", "one-sided-rearm"))); n != pairs {
 		t.Errorf("%d one-sided-rearm lines, want %d\n%s", n, pairs, fl.Dump())
@@ -87,6 +89,7 @@ func TestFleetOneSidedRearmNamesBothHosts(t *testing.T) {
 	if len(st) != 1 || fmt.Sprint(st[0]["connections"].(map[string]any)["one-sided"]) != fmt.Sprint(pairs) {
 		t.Errorf("fleet status: %v", st)
 	}
+	t.Logf("fleet status: %v", st)
 	if err := ib.Stop(t); err != nil {
 		t.Errorf("lab-ibpair: %v", err)
 	}
