@@ -83,7 +83,7 @@ func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
+			if err := enc.Encode(escape.Value(r)); err != nil {
 				return err
 			}
 		}
@@ -142,7 +142,7 @@ func (a *Actuator) Show(ctx context.Context, device string, qpn uint32) (Row, *R
 // WriteResult prints an operation's result as text or one JSON object.
 func WriteResult(w io.Writer, res *Result, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(w).Encode(res)
+		return json.NewEncoder(w).Encode(escape.Value(res))
 	}
 	t := res.Target
 	fmt.Fprintf(w, "%s qp %d on %s: pid %d (%s), %s fd %d, handle %d (%s)\n", res.Op, t.QPN, escape.Text(t.Device), t.PID, escape.Text(t.Comm), t.File.Uverbs, t.File.FD, t.Handle, t.How)
@@ -189,7 +189,7 @@ func writeAttr(w io.Writer, what string, a *Attr) {
 // WriteLog prints one log entry as a line of text (for stderr) or JSON.
 func WriteLog(w io.Writer, e LogEntry, asJSON bool) {
 	if asJSON {
-		_ = json.NewEncoder(w).Encode(e)
+		_ = json.NewEncoder(w).Encode(escape.Value(e))
 		return
 	}
 	fmt.Fprintf(w, "actuator: %s %s pid %d %s/%d handle %d: %s: %s\n", e.Time.Format("15:04:05.000000"), e.Op, e.PID, escape.Text(e.Device), e.QPN, e.Handle, e.Step, escape.Text(strings.TrimSpace(e.Detail)))

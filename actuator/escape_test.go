@@ -31,3 +31,20 @@ func TestTextOutputEscapesHostStrings(t *testing.T) {
 		t.Fatalf("not shown escaped:\n%s", out)
 	}
 }
+
+// The JSON forms keep a name that is not UTF-8 recoverable instead of
+// replacing its bytes by U+FFFD.
+func TestJSONOutputEscapesHostStrings(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteRows(&b, []Row{{Device: "rxe\xff", QPN: 17, Comm: "a\x1b"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	WriteLog(&b, LogEntry{Op: OpRearm, Device: "rxe\xff", Detail: "x"}, true)
+	if err := WriteResult(&b, &Result{Op: OpQuery, Target: Target{Comm: "a\x1b", Device: "rxe\xff"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "\ufffd") || strings.Count(out, `rxe\\xff`) != 3 || strings.Count(out, `a\\x1b`) != 2 {
+		t.Fatalf("JSON does not carry the escaped names:\n%s", out)
+	}
+}

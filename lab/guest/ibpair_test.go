@@ -68,7 +68,10 @@ func TestIBPairRearmNeedsBothSidesAndTraffic(t *testing.T) {
 			q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 			p.Wait(t, 0, evTimeout, Match("query", "after_react", "dev", "ibsim0", "qpn", q0))
-			time.Sleep(500 * time.Millisecond) // ten ticks of simulated traffic
+			if c.dev1 == "ARMED" { // ibsim0's packets arm ibsim1: traffic flows
+				waitIB(t, "ibsim1", q1, "ARMED", Match("path_mig_state", "ARMED"))
+			}
+			time.Sleep(500 * time.Millisecond) // ten more ticks of simulated traffic
 			a, b := ibQP(t, "ibsim0", q0), ibQP(t, "ibsim1", q1)
 			if a.Str("path_mig_state") != c.dev0 || b.Str("path_mig_state") != c.dev1 {
 				t.Errorf("%s: ibsim0 %v, ibsim1 %v; want %s and %s", c.behavior, a, b, c.dev0, c.dev1)
@@ -134,4 +137,25 @@ func TestIBPairBehaviours(t *testing.T) {
 		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG_ERR", "qpn", q0))
 		p.Stop(t)
 	})
+}
+
+// A QP whose primary fails while it is not armed goes to ERR with a
+// retry-exceeded completion on its send CQ, and no migration event.
+func TestIBPairUnarmedFailureCompletes(t *testing.T) {
+	p, ready := startIBPair(t, 1, "never-rearm")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	for _, r := range ready {
+		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", r.Str("dev"), "qpn", r.Int("qpn")))
+	}
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
+	for _, r := range ready {
+		dev, q := r.Str("dev"), r.Int("qpn")
+		p.Wait(t, 0, evTimeout, Match("wc", "RETRY_EXC_ERR", "status", 12, "dev", dev, "qpn", q))
+		if n := nlQP(t, dev, q); fmt.Sprint(n["state"]) != "ERR" {
+			t.Errorf("netlink %v: want state ERR", n)
+		}
+	}
+	if m := Filter(p.Lines(), Match("event", "PATH_MIG_ERR")); len(m) != 0 {
+		t.Errorf("unarmed QPs raised PATH_MIG_ERR: %v", m)
+	}
 }

@@ -391,3 +391,26 @@ func TestIBSimCMLapPending(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// With no-notify the CM user never calls ib_cm_notify on a migration (the
+// CM keeps the dead path as its address vector); the QPs still migrate.
+func TestIBSimCMNoNotify(t *testing.T) {
+	ls := MustRun(t, "lab-ulp", "start", "--ib", "--cm", "--behavior", "no-notify")
+	t.Cleanup(func() {
+		Run(t, "lab-ulp", "stop")
+		resetFabric(t)
+	})
+	qps := Filter(ls, Match("kernel", true))
+	if len(qps) != 2 {
+		t.Fatalf("lab-ulp start: %v", ls)
+	}
+	q0 := QPN(t, qps, "ibsim0")
+	waitIB(t, "ibsim0", q0, "ARMED", Match("path_mig_state", "ARMED"))
+	from := nextSeq(t)
+	MustRun(t, "lab-ib", "link", "--lid", "1", "down")
+	waitLog(t, from, "PATH_MIG", Match("kind", "event", "event", "PATH_MIG", "qpn", q0))
+	waitLog(t, from, "rearm", Match("kind", "modify", "what", "rearm", "qpn", q0))
+	if m := Filter(ulpLog(t, from), Match("what", "cm_notify_path_mig")); len(m) != 0 {
+		t.Errorf("no-notify called ib_cm_notify: %v", m)
+	}
+}

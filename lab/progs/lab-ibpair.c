@@ -71,6 +71,8 @@ static void usage(void)
 	       "  (loads the path it now runs on) | one-side (only ibsim0 reacts) |\n"
 	       "  no-traffic (rearms, but the ibsim1 QPs never send)\n"
 	       "\n"
+	       "Completions (e.g. the retry-exceeded error of a QP whose primary failed\n"
+	       "unarmed) print {\"wc\":STATUS,\"status\":N,\"dev\":..,\"qpn\":..}.\n"
 	       "SIGUSR1 forces a migration (modify PATH_MIG_STATE=MIGRATED) of every\n"
 	       "ibsim0 QP; SIGTERM/SIGINT destroy the QPs and exit.\n"
 	       "\n"
@@ -326,6 +328,36 @@ static void handle_async(int side)
 		react(q);
 }
 
+static const char *wc_status_name(unsigned int st)
+{
+	static const char *const names[] = {
+		"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR",
+		"LOC_PROT_ERR", "WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR",
+		"LOC_ACCESS_ERR", "REM_INV_REQ_ERR", "REM_ACCESS_ERR", "REM_OP_ERR",
+		"RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR",
+	};
+
+	return st < sizeof(names) / sizeof(*names) ? names[st] : "OTHER";
+}
+
+/* Prints every completion on both CQs: {"wc":STATUS,...}. */
+static void poll_cqs(void)
+{
+	struct ib_uverbs_wc wc[8];
+	int s, n, i;
+
+	for (s = 0; s < 2; s++) {
+		while ((n = uv_poll_cq(&devs[s], wc, 8)) > 0)
+			for (i = 0; i < n; i++)
+				jline("{\"wc\":\"%s\",\"status\":%u,\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"wr_id\":%llu,\"opcode\":%u}",
+				      wc_status_name(wc[i].status), wc[i].status, getpid(),
+				      devnames[s], wc[i].qp_num,
+				      (unsigned long long)wc[i].wr_id, wc[i].opcode);
+		if (n < 0)
+			die("polling the CQ of %s: %s", devnames[s], strerror(-n));
+	}
+}
+
 static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
@@ -475,6 +507,7 @@ int main(int argc, char **argv)
 		for (s = 0; ret > 0 && s < 2; s++)
 			if (pfd[s].revents & POLLIN)
 				handle_async(s);
+		poll_cqs();
 	}
 	for (i = 0; i < nqps; i++) {
 		ret = uv_destroy_qp(qps[i].d, qps[i].handle);

@@ -156,6 +156,30 @@ int uv_destroy_qp(struct uv_dev *d, uint32_t handle)
 	return uv_cmd(d->fd, IB_USER_VERBS_CMD_DESTROY_QP, &q, sizeof(q), sizeof(r));
 }
 
+int uv_poll_cq(struct uv_dev *d, struct ib_uverbs_wc *wc, int n)
+{
+	uint64_t buf[(sizeof(struct ib_uverbs_poll_cq_resp) +
+		      8 * sizeof(struct ib_uverbs_wc)) / 8 + 1];
+	struct ib_uverbs_poll_cq_resp *r = (struct ib_uverbs_poll_cq_resp *)buf;
+	struct ib_uverbs_poll_cq p = {};
+	int ret, i;
+
+	if (n > 8)
+		n = 8;
+	memset(buf, 0, sizeof(buf));
+	p.response = (uintptr_t)buf;
+	p.cq_handle = d->cq;
+	p.ne = n;
+	ret = uv_cmd(d->fd, IB_USER_VERBS_CMD_POLL_CQ, &p, sizeof(p),
+		     sizeof(*r) + n * sizeof(struct ib_uverbs_wc));
+	if (ret)
+		return ret;
+	for (i = 0; i < (int)r->count && i < n; i++)
+		memcpy(&wc[i], (char *)buf + sizeof(*r) + i * sizeof(struct ib_uverbs_wc),
+		       sizeof(struct ib_uverbs_wc));
+	return i;
+}
+
 unsigned int uv_port_lid(const char *dev, int port)
 {
 	char p[300], buf[64];

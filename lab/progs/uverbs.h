@@ -22,6 +22,8 @@ int uv_create_rc_qp(struct uv_dev *d, uint64_t user_handle, uint32_t *handle,
 int uv_modify_qp(struct uv_dev *d, struct ib_uverbs_modify_qp *m);
 int uv_query_qp(struct uv_dev *d, uint32_t handle, struct ib_uverbs_query_qp_resp *r);
 int uv_destroy_qp(struct uv_dev *d, uint32_t handle);
+/* Polls up to n (at most 8) completions of the device's CQ; count or -errno. */
+int uv_poll_cq(struct uv_dev *d, struct ib_uverbs_wc *wc, int n);
 
 /* sysfs: the LID of a port (0 if unknown) and whether it is ACTIVE. */
 unsigned int uv_port_lid(const char *dev, int port);
