@@ -282,6 +282,11 @@ func (in *instance) consume(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			select { // the findings handed to JetStream, stored before exit
+			case <-in.js.PublishAsyncComplete():
+			case <-time.After(5 * time.Second):
+				in.log.Warn("findings not acknowledged by jetstream at exit", "pending", in.js.PublishAsyncPending())
+			}
 			return nil
 		case m := <-msgs:
 			applied++
