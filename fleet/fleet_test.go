@@ -14,6 +14,7 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // twoHosts starts a publisher per host over a fake sysfs: hostA's ibsim0
@@ -294,4 +295,25 @@ func TestRestartedPublisherKeepsItsEndsSubjects(t *testing.T) {
 	if ConnSubject(&c) != ConnSubject(&first) {
 		t.Fatalf("subject changed: %s, was %s", ConnSubject(&c), ConnSubject(&first))
 	}
+}
+
+// The audit loop's calls never wait for NATS nor for the disk: with no
+// server at all, a burst larger than the hand-over channel returns, and
+// every line is either queued or counted as dropped.
+func TestPublisherNeverBlocksTheLoop(t *testing.T) {
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: "nats://" + freePort(t)}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(0)
+	const n = 3 * intakeSize
+	for i := range n {
+		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: uint64(i + 1), Kind: apm.MissedRearm}})
+	}
+	queued := testutil.ToFloat64(p.m.queued.WithLabelValues("finding"))
+	dropped := testutil.ToFloat64(p.m.dropped.WithLabelValues("intake-full"))
+	if queued+dropped != n || queued < intakeSize {
+		t.Fatalf("queued %v + dropped %v, want %d with at least %d queued", queued, dropped, n, intakeSize)
+	}
+	waitFor(t, 30*time.Second, "the queued lines on disk", func() bool { return p.q.Stats().Pending == int(queued) })
 }
