@@ -294,18 +294,18 @@ func (in *instance) consume(ctx context.Context) error {
 			var rec Conn
 			if err := json.Unmarshal(m.Data(), &rec); err != nil {
 				in.m.badRecords.Inc()
-				continue
+			} else {
+				in.engine.Apply(&rec, now)
+				in.m.records.Inc()
+				if !rec.At.IsZero() {
+					in.m.lagSeconds.Set(max(0, now.Sub(rec.At).Seconds()))
+				}
 			}
-			in.engine.Apply(&rec, now)
-			in.m.records.Inc()
 			if md, err := m.Metadata(); err == nil {
 				in.m.lagMessages.Set(float64(md.NumPending))
 				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
 					markReady()
 				}
-			}
-			if !rec.At.IsZero() {
-				in.m.lagSeconds.Set(max(0, now.Sub(rec.At).Seconds()))
 			}
 		case now := <-tick.C:
 			in.engine.Advance(now)
