@@ -317,3 +317,27 @@ func TestPublisherNeverBlocksTheLoop(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the queued lines on disk", func() bool { return p.q.Stats().Pending == int(queued) })
 }
+
+// A record that does not decode (hostile or broken publisher) is skipped
+// and counted; the rebuild still completes.
+func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), connPrefix+"3.evil.dev.1", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, srv.URL(), 0, 1) // waits for the ready file
+	defer f.stop()
+	if r := f.readyInfo(t); r.Ends != 0 {
+		t.Fatalf("ready: %+v", r)
+	}
+}
