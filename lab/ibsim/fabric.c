@@ -21,9 +21,7 @@
  * retry-exceeded completion on its send CQ. A QP sending over a dead
  * primary at a tick meets the same fate.
  *
- * GSI (QP1) and UD sends are real datagrams: the MAD is copied into a
- * receive buffer posted on the destination port's QP1, with a receive
- * completion, and the send completes on the sender's CQ.
+ * Datagrams (GSI, UD) are in dgram.c.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -44,19 +42,6 @@ struct ibsim_ev {
 	enum ib_event_type type;
 };
 
-struct ibsim_pkt {
-	struct list_head list;
-	struct ibsim_qp *src;
-	u64 wr_id;
-	bool signaled;
-	u32 dlid;
-	u8 sl;
-	u32 remote_qpn;
-	u16 pkey_index;
-	u32 src_port;
-	u32 len;
-	u8 data[];
-};
 
 #define EVLOG_LEN 256
 static struct {
@@ -69,10 +54,8 @@ static struct {
 static u64 evlog_next;
 
 static LIST_HEAD(ev_list);
-static LIST_HEAD(pkt_list);
 static DEFINE_SPINLOCK(ev_lock);
-static DEFINE_SPINLOCK(pkt_lock);
-static struct work_struct ev_work, pkt_work;
+static struct work_struct ev_work;
 static struct delayed_work tick_work;
 static bool stopping;
 
@@ -120,14 +103,14 @@ struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port)
 	return NULL;
 }
 
-static bool port_alive(struct ibsim_port *p)
+bool ibsim_port_alive(struct ibsim_port *p)
 {
 	return p && p->state == IB_PORT_ACTIVE && p->link_up;
 }
 
 bool ibsim_lid_alive(u32 lid)
 {
-	return port_alive(ibsim_lid_port(lid, NULL, NULL));
+	return ibsim_port_alive(ibsim_lid_port(lid, NULL, NULL));
 }
 
 static bool path_alive(struct ibsim_qp *qp, bool alt)
@@ -137,7 +120,7 @@ static bool path_alive(struct ibsim_qp *qp, bool alt)
 
 	if (port < 1 || port > IBSIM_NPORT)
 		return false;
-	return port_alive(&qp->dev->port[port]) &&
+	return ibsim_port_alive(&qp->dev->port[port]) &&
 		ibsim_lid_alive(rdma_ah_get_dlid(ah));
 }
 
@@ -246,7 +229,6 @@ static void ev_fn(struct work_struct *w)
 void ibsim_forget_qp(struct ibsim_qp *qp)
 {
 	struct ibsim_ev *e, *en;
-	struct ibsim_pkt *p, *pn;
 
 	spin_lock_irq(&ev_lock);
 	list_for_each_entry_safe(e, en, &ev_list, list) {
@@ -256,174 +238,7 @@ void ibsim_forget_qp(struct ibsim_qp *qp)
 		}
 	}
 	spin_unlock_irq(&ev_lock);
-	spin_lock_irq(&pkt_lock);
-	list_for_each_entry_safe(p, pn, &pkt_list, list) {
-		if (p->src == qp) {
-			list_del(&p->list);
-			kfree(p);
-		}
-	}
-	spin_unlock_irq(&pkt_lock);
-}
-
-/* --- datagrams (GSI, UD) --- */
-
-int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr)
-{
-	const struct ib_send_wr *s = &wr->wr;
-	struct ibsim_ah *ah;
-	struct ibsim_pkt *p;
-	unsigned long flags;
-	u32 len = 0, off = 0;
-	int i;
-
-	if (qp->ibqp.uobject)
-		return -EOPNOTSUPP;	/* user datagrams are not carried */
-	for (i = 0; i < s->num_sge; i++)
-		len += s->sg_list[i].length;
-	if (len > IBSIM_MAD_MAX || !wr->ah)
-		return -EINVAL;
-	p = kzalloc(sizeof(*p) + len, GFP_ATOMIC);
-	if (!p)
-		return -ENOMEM;
-	for (i = 0; i < s->num_sge; i++) {
-		memcpy(p->data + off, (void *)(uintptr_t)s->sg_list[i].addr,
-		       s->sg_list[i].length);
-		off += s->sg_list[i].length;
-	}
-	ah = container_of(wr->ah, struct ibsim_ah, ibah);
-	p->src = qp;
-	p->wr_id = s->wr_id;
-	p->signaled = (s->send_flags & IB_SEND_SIGNALED) ||
-		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
-	p->dlid = rdma_ah_get_dlid(&ah->attr);
-	p->sl = rdma_ah_get_sl(&ah->attr);
-	p->remote_qpn = wr->remote_qpn;
-	p->pkey_index = wr->pkey_index;
-	p->src_port = qp->ibqp.qp_type == IB_QPT_GSI ? qp->port :
-		qp->attr.port_num;
-	p->len = len;
-	spin_lock_irqsave(&pkt_lock, flags);
-	list_add_tail(&p->list, &pkt_list);
-	spin_unlock_irqrestore(&pkt_lock, flags);
-	queue_work(ibsim_wq, &pkt_work);
-	return 0;
-}
-
-static struct ibsim_qp *find_dgram_qp(struct ibsim_dev *d, u32 port, u32 qpn)
-{
-	struct ibsim_qp *qp;
-
-	list_for_each_entry(qp, &ibsim_qps, list) {
-		if (qp->dev != d)
-			continue;
-		if (qpn == 1 && qp->ibqp.qp_type == IB_QPT_GSI && qp->port == port)
-			return qp;
-		if (qpn != 1 && qp->ibqp.qp_type == IB_QPT_UD &&
-		    qp->ibqp.qp_num == qpn)
-			return qp;
-	}
-	return NULL;
-}
-
-/*
- * Copies the datagram into dst's next receive buffer, after a 40-byte GRH
- * slot: -ENOBUFS when none is posted, -EMSGSIZE when it is too short.
- */
-static int scatter(struct ibsim_qp *dst, struct ibsim_pkt *p, u64 *wr_id)
-{
-	struct ibsim_wqe e;
-	unsigned long flags;
-	u32 off = 0, skip = sizeof(struct ib_grh), n;
-	int i;
-
-	spin_lock_irqsave(&dst->rq_lock, flags);
-	if (!dst->rq_count) {
-		spin_unlock_irqrestore(&dst->rq_lock, flags);
-		return -ENOBUFS;
-	}
-	e = dst->rq[dst->rq_head];
-	dst->rq_head = (dst->rq_head + 1) % dst->rq_size;
-	dst->rq_count--;
-	spin_unlock_irqrestore(&dst->rq_lock, flags);
-	*wr_id = e.wr_id;
-	for (i = 0; i < e.num_sge && off < p->len; i++) {
-		u8 *buf = (u8 *)(uintptr_t)e.sge[i].addr;
-		u32 room = e.sge[i].length;
-
-		if (skip) {
-			n = min(skip, room);
-			memset(buf, 0, n);
-			buf += n;
-			room -= n;
-			skip -= n;
-		}
-		n = min(room, p->len - off);
-		memcpy(buf, p->data + off, n);
-		off += n;
-	}
-	return off == p->len ? 0 : -EMSGSIZE;
-}
-
-static void deliver_dgram(struct ibsim_pkt *p)
-{
-	struct ibsim_dev *sd = p->src->dev, *dd;
-	struct ibsim_qp *dst;
-	struct ib_wc wc = {};
-	u32 dport;
-
-	if (!port_alive(&sd->port[p->src_port]))
-		return;
-	if (!port_alive(ibsim_lid_port(p->dlid, &dd, &dport)))
-		return;
-	dst = find_dgram_qp(dd, dport, p->remote_qpn);
-	if (!dst || dst->ibqp.uobject ||
-	    READ_ONCE(dst->attr.qp_state) < IB_QPS_RTR ||
-	    READ_ONCE(dst->attr.qp_state) > IB_QPS_SQD)
-		return;
-	switch (scatter(dst, p, &wc.wr_id)) {
-	case -ENOBUFS:
-		return;	/* no receive buffer: dropped, as UD does */
-	case -EMSGSIZE:
-		wc.status = IB_WC_LOC_LEN_ERR;
-		break;
-	default:
-		wc.status = IB_WC_SUCCESS;
-	}
-	wc.opcode = IB_WC_RECV;
-	wc.byte_len = sizeof(struct ib_grh) + p->len;
-	wc.qp = &dst->ibqp;
-	wc.src_qp = p->src->ibqp.qp_num;
-	wc.slid = sd->port[p->src_port].lid;
-	wc.sl = p->sl;
-	wc.pkey_index = p->pkey_index;
-	wc.port_num = dport;
-	ibsim_cq_add(dst->rcq, &wc);
-}
-
-static void pkt_fn(struct work_struct *w)
-{
-	struct ibsim_pkt *p;
-	struct ib_wc wc = { .status = IB_WC_SUCCESS, .opcode = IB_WC_SEND };
-
-	mutex_lock(&ibsim_mutex);
-	for (;;) {
-		spin_lock_irq(&pkt_lock);
-		p = list_first_entry_or_null(&pkt_list, struct ibsim_pkt, list);
-		if (p)
-			list_del(&p->list);
-		spin_unlock_irq(&pkt_lock);
-		if (!p)
-			break;
-		deliver_dgram(p);
-		if (p->signaled) {
-			wc.wr_id = p->wr_id;
-			wc.qp = &p->src->ibqp;
-			ibsim_cq_add(p->src->scq, &wc);
-		}
-		kfree(p);
-	}
-	mutex_unlock(&ibsim_mutex);
+	ibsim_dgram_forget(qp);
 }
 
 /* --- RC/UC "packets" and failures (all under ibsim_mutex) --- */
@@ -701,7 +516,7 @@ void ibsim_events_show(struct seq_file *m)
 int ibsim_fabric_init(void)
 {
 	INIT_WORK(&ev_work, ev_fn);
-	INIT_WORK(&pkt_work, pkt_fn);
+	ibsim_dgram_init();
 	INIT_DELAYED_WORK(&tick_work, tick_fn);
 	queue_delayed_work(ibsim_wq, &tick_work, msecs_to_jiffies(tick_ms));
 	return 0;

@@ -145,13 +145,13 @@ const char *ibsim_mig_name(int m);
 
 /* fabric.c: the switch, "packets", failures, events */
 struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port);
+bool ibsim_port_alive(struct ibsim_port *p);	/* ACTIVE and routed */
 bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_queue_port_event(struct ibsim_dev *dev, u32 port,
 			    enum ib_event_type type);
 void ibsim_kick_events(void);
 void ibsim_forget_qp(struct ibsim_qp *qp);	/* drop its queued events and packets */
-int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr);
 int ibsim_port_set(int dev, u32 port, bool up);
 int ibsim_link_set(u32 lid, bool up);
 int ibsim_traffic_set(int dev, int qpn, bool on);	/* qpn < 0: global */
@@ -160,6 +160,11 @@ void ibsim_show(struct seq_file *m);
 void ibsim_events_show(struct seq_file *m);
 int ibsim_fabric_init(void);
 void ibsim_fabric_exit(void);
+
+/* dgram.c: GSI and UD datagrams */
+int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr);
+void ibsim_dgram_forget(struct ibsim_qp *qp);
+void ibsim_dgram_init(void);
 
 /* ctl.c: /sys/kernel/debug/ibsim/ */
 int ibsim_ctl_init(void);
