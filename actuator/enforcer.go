@@ -304,5 +304,6 @@ func resultEvidence(res *Result) []apm.Evidence {
 }
 
 func attrLine(a *Attr) string {
-	return fmt.Sprintf("state %s mig %s alt_port %d alternate %s", event.QPState(a.State), event.MigState(a.PathMigState), a.AltPortNum, FormatDest(a.AltDest))
+	return fmt.Sprintf("state %s mig %s port %d path %s alt_port %d alternate %s", event.QPState(a.State), event.MigState(a.PathMigState),
+		a.PortNum, FormatDest(a.Dest), a.AltPortNum, FormatDest(a.AltDest))
 }

@@ -100,7 +100,8 @@ func TestEnforceRearmsAtOnceWithZeroGrace(t *testing.T) {
 	if out[0].Unprotected != 2*time.Second {
 		t.Errorf("unprotected %v, want 2s (PATH_MIG to verified rearm)", out[0].Unprotected)
 	}
-	if s := fmt.Sprint(out[0].Evidence); !strings.Contains(s, "MIGRATED -> REARM") || !strings.Contains(s, "before:") {
+	if s := fmt.Sprint(out[0].Evidence); !strings.Contains(s, "MIGRATED -> REARM") || !strings.Contains(s, "before:") ||
+		!strings.Contains(s, " path port ") || !strings.Contains(s, " alternate port ") {
 		t.Errorf("evidence lacks before/after: %s", s)
 	}
 	// Never the same QP twice in a row without a new migration.

@@ -23,10 +23,19 @@ func sameQP(a Attr, row rdmanl.QP) string {
 		return fmt.Sprintf("the handle reads remote qpn %d, rdma netlink %d", a.DestQPN, row.RQPN)
 	case event.QPState(a.State) != row.State:
 		return fmt.Sprintf("the handle reads %s, rdma netlink %s", event.QPState(a.State), row.State)
-	case row.Port != 0 && uint32(a.PortNum) != row.Port:
-		return fmt.Sprintf("the handle reads port %d, rdma netlink %d", a.PortNum, row.Port)
+	case !samePort(a, row.Port):
+		return fmt.Sprintf("the handle reads port %d (alternate %d), rdma netlink %d", a.PortNum, a.AltPortNum, row.Port)
 	}
 	return ""
+}
+
+// samePort: rdma netlink shows the port software last set (ib_core's
+// qp->port, changed only by a modify with IB_QP_PORT), QUERY_QP the port of
+// the path the QP runs on. After an APM migration (the HCA swaps the paths)
+// they differ: netlink's port is then the alternate's (the old primary).
+// 0 (not set yet) agrees with anything.
+func samePort(a Attr, port uint32) bool {
+	return port == 0 || uint32(a.PortNum) == port || uint32(a.AltPortNum) == port
 }
 
 // confirm reads rdma netlink again and checks that the QP is still listed,

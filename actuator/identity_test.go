@@ -82,3 +82,18 @@ func TestVerifiedThroughNetlink(t *testing.T) {
 		t.Fatalf("gone after: %v", err)
 	}
 }
+
+// A migrated InfiniBand QP runs on its old alternate's port while rdma
+// netlink still shows the port software set (ib_core's qp->port): the
+// handle still names it. Another port altogether does not.
+func TestSamePortAfterMigration(t *testing.T) {
+	migrated := Attr{PortNum: 2, AltPortNum: 1}
+	for port, want := range map[uint32]bool{0: true, 1: true, 2: true, 3: false} {
+		if got := samePort(migrated, port); got != want {
+			t.Errorf("samePort(port 2 alt 1, netlink %d) = %v, want %v", port, got, want)
+		}
+	}
+	if !samePort(Attr{PortNum: 1}, 1) || samePort(Attr{PortNum: 1}, 2) {
+		t.Error("an unmigrated QP on port 1")
+	}
+}

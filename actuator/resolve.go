@@ -107,7 +107,7 @@ func matchRow(cs []candidate, r rdmanl.QP) []candidate {
 		if a.DestQPN != r.RQPN || event.QPState(a.State) != r.State {
 			continue
 		}
-		if r.Port != 0 && uint32(a.PortNum) != r.Port {
+		if !samePort(a, r.Port) {
 			continue
 		}
 		strict = append(strict, c)

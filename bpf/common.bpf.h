@@ -191,6 +191,10 @@ static __always_inline void fexit_join(void *ctx, __u32 slot)
 #define CM_REMOTE_COMM_ID (CM_PAYLOAD + 4)
 #define CM_LAP_ALT_LOCAL_LID (CM_PAYLOAD + 20)
 #define CM_APR_STATUS (CM_PAYLOAD + 9)
+#define CM_REQ_LOCAL_QPN (CM_PAYLOAD + 32)
+#define CM_REP_LOCAL_QPN (CM_PAYLOAD + 12)
+#define CM_ATTR_REQ 0x10
+#define CM_ATTR_REP 0x13
 #define CM_ATTR_LAP 0x19
 #define CM_ATTR_APR 0x1A
 
@@ -201,6 +205,18 @@ static __always_inline void cm_payload(struct apm_record *r, const __u8 *mad)
 	r->local_id = bpf_ntohl(v);
 	bpf_probe_read_kernel(&v, 4, mad + CM_REMOTE_COMM_ID);
 	r->remote_id = bpf_ntohl(v);
+}
+
+/* The sender's QPN in a REQ or REP (24 bits, the high three bytes of the
+ * big-endian word): in a MAD this host sends, the connection's local QP. */
+static __always_inline __u32 cm_local_qpn(__u16 attr, const __u8 *mad)
+{
+	__u32 v = 0;
+	if (attr == CM_ATTR_REQ)
+		bpf_probe_read_kernel(&v, 4, mad + CM_REQ_LOCAL_QPN);
+	else if (attr == CM_ATTR_REP)
+		bpf_probe_read_kernel(&v, 4, mad + CM_REP_LOCAL_QPN);
+	return bpf_ntohl(v) >> 8;
 }
 
 #endif

@@ -42,6 +42,8 @@ static __always_inline void mad_send(struct ib_mad_send_wr_private *wr,
 		return;
 	r->dir = 1;
 	mad_qp_info(r, qi);
+	if (r->mgmt_class == IB_MGMT_CLASS_CM)
+		r->qpn = cm_local_qpn(r->attr_id, (const __u8 *)hdr);
 	r->remote_qpn = BPF_CORE_READ(wr, send_wr.remote_qpn);
 	__u32 low = (__u32)r->obj;
 	if (bpf_map_lookup_elem(&umad_tids, &low))

@@ -35,6 +35,7 @@ type Options struct {
 	AllMADs     bool      // every MAD class, not only CM (0x07)
 	ForceKprobe bool      // kprobes and raw tracepoints only (tests the fallback)
 	EventHooks  []string  // extra (struct ib_event *, void *) QP event handlers
+	RingMiB     int       // the probes' ring buffer in MiB, a power of two (0: DefaultRingMiB)
 	Log         io.Writer // fallback and verifier details; nil: quiet
 }
 
@@ -91,7 +92,11 @@ func Open(opts Options) (*Collector, error) {
 	if opts.AllMADs {
 		cfg.AllMads = 1
 	}
-	l, err := newLoader(cfg, cache, opts.Log)
+	ring, err := opts.ringBytes()
+	if err != nil {
+		return nil, err
+	}
+	l, err := newLoader(cfg, ring, cache, opts.Log)
 	if err != nil {
 		return nil, err
 	}

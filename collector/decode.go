@@ -167,7 +167,12 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			LocalID:   r.LocalId,
 			RemoteID:  r.RemoteId,
 		}
-		e.QPN = 0 // a MAD is not about the GSI QP's history
+		// A MAD is not about the GSI QP's history; a REQ or REP this host
+		// sends names the connection's local QP.
+		if !(e.MAD.Dir == event.MADSend && e.MAD.MgmtClass == event.MgmtClassCM &&
+			(e.MAD.AttrID == event.CMAttrREQ || e.MAD.AttrID == event.CMAttrREP)) {
+			e.QPN = 0
+		}
 	case event.KindQPCreate, event.KindQPDestroy:
 		e.Life = &event.QPLife{QPType: event.QPType(r.QpType), Origin: origin(r.Flags), Ret: r.Ret}
 	default:

@@ -101,6 +101,19 @@ func TestDecodeCMAndMAD(t *testing.T) {
 	if m := e.MAD; m.Dir != event.MADSend || m.AttrID != event.CMAttrLAP || m.TID != 0xabc || !m.FromUser || e.QPN != 0 {
 		t.Errorf("mad: %+v qpn %d", m, e.QPN)
 	}
+	// A REQ or REP this host sends names the connection's QP; one it
+	// receives names the peer's: dropped.
+	for _, c := range []struct {
+		dir  uint8
+		attr uint16
+		qpn  uint32
+	}{{1, 0x10, 77}, {1, 0x13, 77}, {2, 0x10, 0}, {2, 0x13, 0}, {1, 0x14, 0}} {
+		r = header(6)
+		r.Dir, r.MgmtClass, r.AttrId, r.Qpn = c.dir, 7, c.attr, 77
+		if e, _ = testDecoder.decode(raw(&r)); e.QPN != c.qpn {
+			t.Errorf("CM MAD dir %d attr %#x: qpn %d, want %d", c.dir, c.attr, e.QPN, c.qpn)
+		}
+	}
 	r = header(5)
 	r.AttrId, r.Ret, r.AltDlid = 0x19, -22, 7
 	e, _ = testDecoder.decode(raw(&r))

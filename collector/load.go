@@ -28,10 +28,13 @@ type loader struct {
 	log    io.Writer
 }
 
-func newLoader(cfg apmApmConfig, cache *btf.Cache, log io.Writer) (*loader, error) {
+func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (*loader, error) {
 	spec, err := loadApm()
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded probes: %w", err)
+	}
+	if err := setRing(spec, ring); err != nil {
+		return nil, err
 	}
 	if err := spec.Variables["cfg"].Set(cfg); err != nil {
 		return nil, fmt.Errorf("setting the probe config: %w", err)
@@ -250,4 +253,14 @@ func firstLine(err error) string {
 		s = s[:160] + "..."
 	}
 	return s
+}
+
+// setRing sizes the ring buffer the probes write their records to.
+func setRing(spec *ebpf.CollectionSpec, bytes uint32) error {
+	m, ok := spec.Maps["events"]
+	if !ok {
+		return fmt.Errorf("the embedded probes have no events map")
+	}
+	m.MaxEntries = bytes
+	return nil
 }

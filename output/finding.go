@@ -34,6 +34,7 @@ type jsonFinding struct {
 	Resolved      bool           `json:"resolved"`
 	Resolves      uint64         `json:"resolves,omitempty"`
 	UnprotectedNS int64          `json:"unprotected_ns,omitempty"`
+	Cause         uint64         `json:"cause,omitempty"` // unprotected-failure: the finding that left the QP unprotected
 }
 
 func wallText(t time.Time) string {
@@ -50,7 +51,7 @@ func FindingJSON(f *apm.Finding) any {
 		Severity: f.Severity, PID: f.PID, Comm: f.Comm, Device: f.QP.Device, QPN: f.QP.QPN, Gen: f.QP.Gen,
 		FirstTime: wallText(f.FirstTime), FirstBootNS: f.First, Evidence: f.Evidence,
 		Explanation: f.Explanation, Remediation: f.Remediation, Errno: f.Errno, Resolved: f.Resolved,
-		Resolves: f.Resolves, UnprotectedNS: int64(f.Unprotected)}
+		Resolves: f.Resolves, UnprotectedNS: int64(f.Unprotected), Cause: f.Cause}
 	if f.Resolved {
 		j.Kind = "resolution"
 	}

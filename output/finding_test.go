@@ -49,6 +49,18 @@ func TestFindingJSON(t *testing.T) {
 	if res["kind"] != "resolution" || res["resolves"] != 1.0 || res["unprotected_ns"] != 1e9 || res["time"] != nil {
 		t.Errorf("resolution line %v", res)
 	}
+	if _, ok := m["cause"]; ok {
+		t.Errorf("a finding without a cause has a cause field: %v", m)
+	}
+	b.Reset()
+	u := &apm.Finding{ID: 5, Kind: apm.UnprotectedFailure, QP: f.QP, Cause: 4, Unprotected: 3 * time.Second}
+	if err := w.WriteFinding(u); err != nil {
+		t.Fatal(err)
+	}
+	var uf map[string]any
+	if err := json.Unmarshal(b.Bytes(), &uf); err != nil || uf["cause"] != 4.0 || uf["unprotected_ns"] != 3e9 {
+		t.Errorf("unprotected-failure line %v (%v): want cause 4, unprotected_ns 3e9", uf, err)
+	}
 }
 
 func TestFindingRow(t *testing.T) {

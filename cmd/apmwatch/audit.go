@@ -18,6 +18,9 @@ func newAuditCmd() *cobra.Command {
 		Short: "Run as a daemon: findings as JSON lines, Prometheus metrics, a flight recorder and incident bundles",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRing(opts.RingMiB); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -50,6 +53,7 @@ func newAuditCmd() *cobra.Command {
 	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read every QP's state from rdma netlink this often into the stream (qp-truth; 0: never)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
 	addEventHookFlag(fl, &opts.EventHooks)
+	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	fl.StringVar(&cfg.Device, "device", "", "watch only this RDMA device (events and rdma netlink rows of others are dropped)")
 	fl.StringVar(&cfg.Host, "host", "", "the host name to report as (default: the system's)")

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/spf13/pflag"
@@ -57,6 +58,19 @@ func (f *filterFlags) filter() (output.Filter, error) {
 }
 
 // addEventHookFlag adds --event-hook: more QP event handlers to watch.
+// addRingFlag adds --ring-buffer-mib (trace, record, audit); checkRing
+// validates it before anything is attached.
+func addRingFlag(fl *pflag.FlagSet, mib *int) {
+	fl.IntVar(mib, "ring-buffer-mib", collector.DefaultRingMiB, "the probes' ring buffer in MiB, a power of two (256 bytes a record; lost events are counted)")
+}
+
+func checkRing(mib int) error {
+	if err := collector.CheckRingMiB(mib); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
 func addEventHookFlag(fl *pflag.FlagSet, hooks *[]string) {
 	fl.StringSliceVar(hooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler: FUNC or MODULE:FUNC")
 }

@@ -23,6 +23,9 @@ func newRecordCmd() *cobra.Command {
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRing(opts.RingMiB); err != nil {
+				return err
+			}
 			if cfg.Path == "" {
 				return usageError{errors.New("no recording file: give -w FILE")}
 			}
@@ -58,6 +61,7 @@ func newRecordCmd() *cobra.Command {
 	fl.Int64Var(&cfg.Options.MaxBytes, "rotate-size", 0, "start a new file at this many bytes")
 	fl.IntVar(&cfg.Options.MaxFiles, "rotate-keep", 0, "with --rotate-size: keep only the newest N files")
 	addEventHookFlag(fl, &opts.EventHooks)
+	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	return cmd
 }

@@ -24,6 +24,9 @@ func newTraceCmd() *cobra.Command {
 		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen, with the APM findings they prove",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRing(opts.RingMiB); err != nil {
+				return err
+			}
 			f, err := filters.filter()
 			if err != nil {
 				return err
@@ -64,6 +67,7 @@ func newTraceCmd() *cobra.Command {
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")
 	addEventHookFlag(fl, &opts.EventHooks)
+	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	fl.StringVar(&cfg.Record, "record", "", "also record every event and ground-truth reading (before filtering) to this file")

@@ -18,7 +18,7 @@
 
 const char *prog = "lab-ibpair";
 
-#define MAX_PAIRS 64
+#define MAX_PAIRS 2048
 #define ARM_TIMEOUT_MS 10000
 
 enum bkind {
