@@ -2,19 +2,14 @@ package audit
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics is every series the daemon exports (docs/audit.md lists them).
@@ -183,26 +178,5 @@ func (m *metrics) addStats(prev *counted, s event.Stats) {
 // listener is opened before it returns, so a bad or busy address is an
 // error at start.
 func (m *metrics) serve(ctx context.Context, addr string, onErr func(error)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening for metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "apmwatch audit: metrics at /metrics")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			onErr(err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	return nil
+	return metricsrv.Serve(ctx, addr, m.reg, "apmwatch audit: metrics at /metrics", onErr)
 }

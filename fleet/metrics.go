@@ -2,16 +2,11 @@ package fleet
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"time"
 
+	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // fleetMetrics are a fleet instance's series (docs/fleet.md).
@@ -71,23 +66,5 @@ func (m *fleetMetrics) update(g *Engine) {
 }
 
 func (m *fleetMetrics) serve(ctx context.Context, addr string, onErr func(error)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening for metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			onErr(err)
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	return nil
+	return metricsrv.Serve(ctx, addr, m.reg, "", onErr)
 }
