@@ -56,7 +56,12 @@ wait_for 300 missed || die "no missed-rearm finding"
 alert() { get http://127.0.0.1:9090/api/v1/alerts >"$t/alerts.json" && grep -q '"alertname":"ApmwatchMissedRearm"' "$t/alerts.json"; }
 wait_for 300 alert || die "ApmwatchMissedRearm never became pending or firing"
 block alerts <"$t/alerts.json"
-get 'http://127.0.0.1:9090/api/v1/query?query=apmwatch%3Aqps%3Aby_mig_state' | block query
+# The recording rule sees the MIGRATED reading one reconcile, one scrape and
+# one rule evaluation after the migration: wait for it (the host-side test
+# says what it got if it never comes).
+migq() { get 'http://127.0.0.1:9090/api/v1/query?query=apmwatch%3Aqps%3Aby_mig_state' >"$t/query.json" && grep -q '"mig_state":"MIGRATED"' "$t/query.json"; }
+wait_for 150 migq || true
+block query <"$t/query.json"
 get http://127.0.0.1:9578/metrics | block scrape
 
 apmwatch actuate rearm --pid "$pid" --qpn "$qpn" --device rxe0 >"$t/actuate.out" 2>"$t/actuate.err" || die "apmwatch actuate rearm failed"
