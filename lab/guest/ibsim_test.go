@@ -270,7 +270,7 @@ func TestIBSimRearmNeedsPeerPacket(t *testing.T) {
 	if a, b := ibQP(t, "ibsim0", q0), ibQP(t, "ibsim1", q1); a.Str("path_mig_state") != "REARM" || b.Str("path_mig_state") != "ARMED" {
 		t.Errorf("after one packet ibsim0 -> ibsim1: %v / %v, want REARM / ARMED", a, b)
 	}
-	MustRun(t, "lab-ib", "poke", "--dev", "ibsim1", "--qpn", fmt.Sprint(q1))
+	MustRun(t, "lab-ib", "traffic", "poke", "--dev", "ibsim1", "--qpn", fmt.Sprint(q1)) // the same as poke
 	if a := ibQP(t, "ibsim0", q0); a.Str("path_mig_state") != "ARMED" {
 		t.Errorf("after a packet back: %v, want ARMED", a)
 	}
@@ -286,6 +286,7 @@ func TestIBSimControlErrors(t *testing.T) {
 		{[]string{"port", "--dev", "ibsim0", "--port", "3", "down"}, 1, "port ibsim0/3"},
 		{[]string{"link", "--lid", "99", "down"}, 1, "LID 99: no such QP or LID"},
 		{[]string{"poke", "--dev", "ibsim0", "--qpn", "999999"}, 1, "no such QP"},
+		{[]string{"traffic", "poke", "--dev", "ibsim0", "--qpn", "999999"}, 1, "no such QP"},
 		{[]string{"traffic", "sideways"}, 2, "traffic needs on|off"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	}

@@ -20,8 +20,8 @@ static void usage(void)
 	printf("usage: lab-ib show | events\n"
 	       "       lab-ib port --dev D --port P down|up\n"
 	       "       lab-ib link --lid L down|up\n"
-	       "       lab-ib traffic on|off [--dev D --qpn N]\n"
-	       "       lab-ib poke [--dev D --qpn N]\n"
+	       "       lab-ib traffic on|off|poke [--dev D --qpn N]\n"
+	       "       lab-ib poke [--dev D --qpn N]  (the same as traffic poke)\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
 	       "LIDs 1,2 and 3,4, one switch).\n"
@@ -177,10 +177,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(verb, "traffic") || !strcmp(verb, "poke")) {
-		int poke = !strcmp(verb, "poke");
+		int poke = !strcmp(verb, "poke") || (arg && !strcmp(arg, "poke"));
+
+		if (!strcmp(verb, "traffic") && poke)
+			arg = NULL; /* traffic poke: the same as poke */
 
 		if (!poke && (!arg || (strcmp(arg, "on") && strcmp(arg, "off"))))
-			usage_error("traffic needs on|off");
+			usage_error("traffic needs on|off|poke");
 		if (poke && arg)
 			usage_error("poke takes no argument");
 		if ((qpn < 0) != (dev == NULL))
