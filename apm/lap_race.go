@@ -10,8 +10,9 @@ import (
 // the communication-established event on the migrated path, so that the LAP
 // reaches the remote node; and in order: LAP and new alternate, then rearm.
 // Four ways to lose the race, each once per episode:
-//   - window: the LAP (sent or received) or the new alternate comes after
-//     COMM_EST on the migrated path;
+//   - window: on a CM-managed QP, the LAP (sent or received) or the new
+//     alternate comes after COMM_EST on the migrated path (the window exists
+//     for the LAP: a QP whose ends exchange paths without the CM has none);
 //   - order: the rearm came first and the alternate load follows within
 //     EpisodeLinger (steps 2 and 3 swapped);
 //   - notify: ib_cm_notify(PATH_MIG) returned EINVAL (a LAP in flight: the

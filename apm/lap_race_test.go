@@ -103,6 +103,16 @@ func TestLAPRace(t *testing.T) {
 			want: []apm.Kind{apm.RearmWithoutAlt},
 		},
 		{
+			name: "negative: a QP without the CM loads its alternate after COMM_EST (no LAP to race)",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(time.Millisecond).CommEst(qpn)
+				b.After(time.Millisecond)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+			},
+		},
+		{
 			name: "negative: LAP answered with an APR in time",
 			story: func(b *apmtest.Builder) {
 				cmQP(b)

@@ -315,7 +315,7 @@ func (m *Model) loadAlt(q *qp, ev *event.Event) {
 		return
 	}
 	ep.altLoad = refOf(ev)
-	if ep.commEst.ok() {
+	if ep.commEst.ok() && q.flags&fCM != 0 {
 		m.lapWindow(q, ep, refOf(ev), "the new alternate path was loaded")
 	}
 }
