@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/actuator"
 )
 
 // stormPairs is how many lab-ibpair pairs the storm uses
@@ -170,4 +172,79 @@ func eventsTotal(page string) float64 {
 		}
 	}
 	return sum
+}
+
+// The storm with `audit --enforce`, an alternates table and a rate limit of
+// stormRate actions a second: every QP is rearmed once, at that rate, and
+// reads ARMED again (both ends rearmed, traffic flowing).
+func TestIBStormEnforce(t *testing.T) {
+	const stormRate = 50
+	pairs := stormPairs(t) / 5 // the enforcer's pace, not the storm, sets the time
+	pol := ibPolicy()
+	pol.RateLimit = actuator.RateLimit{Max: stormRate, Per: actuator.Duration(time.Second), OwnerMax: stormRate}
+	pol.Alternates = []actuator.AltRule{
+		{Device: "ibsim0", Port: 2, Alt: actuator.AltSpec{Port: 1, DLID: 3}},
+		{Device: "ibsim1", Port: 2, Alt: actuator.AltSpec{Port: 1, DLID: 1}},
+	}
+	log := startIBEnforcer(t, pol)
+	p := Start(t, "lab-ibpair", "--behavior", "never-rearm", "--pairs", fmt.Sprint(pairs))
+	t.Cleanup(func() { resetFabric(t) })
+	ready, _ := p.WaitN(t, 0, 2*pairs, 5*time.Minute, Match("ready", true))
+	down := time.Now()
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "up") // the alternates' port
+	first := waitAuditCount(t, log, "actuated", 1, 2*time.Minute)
+	last := waitAuditCount(t, log, "actuated", 2*pairs, 10*time.Minute)
+	ls := readAuditLines(t, log)
+	acted := perQP(ls, "actuated")
+	for _, r := range ready {
+		q := fmt.Sprintf("%s/%d", r.Str("dev"), r.Int("qpn"))
+		if acted[q] != 1 {
+			t.Errorf("%s actuated %d times, want once", q, acted[q])
+		}
+	}
+	for _, k := range []string{"actuation-failed", "actuation-skipped", "unprotected-failure"} {
+		if n := len(perQP(ls, k)); n != 0 {
+			t.Errorf("%d QPs with %s", n, k)
+		}
+	}
+	// The limiter lets stormRate through in each second: N actions need at
+	// least N/stormRate - 1 seconds after the first.
+	// (from the actions' own stamps: the log is polled every second)
+	var lo, hi uint64
+	for _, l := range ls {
+		if l.Type == "finding" && l.Kind == "actuated" {
+			if lo == 0 || l.Last < lo {
+				lo = l.Last
+			}
+			hi = max(hi, l.Last)
+		}
+	}
+	span := time.Duration(hi - lo)
+	rate := float64(2*pairs) / (span.Seconds() + 1)
+	t.Logf("enforce storm: %d QPs, rate limit %d/s: first actuated seen %v after the port failure, last %v; actions over %v: %.1f QPs rearmed a second",
+		2*pairs, stormRate, first.Sub(down), last.Sub(down), span, rate)
+	if minSpan := time.Duration(float64(2*pairs)/stormRate-1) * time.Second * 9 / 10; span < minSpan {
+		t.Errorf("%d actions in %v, the policy allows %d a second (at least %v)", 2*pairs, span, stormRate, minSpan)
+	}
+	want := map[string]bool{}
+	for _, r := range ready {
+		want[fmt.Sprintf("%s/%d", r.Str("dev"), r.Int("qpn"))] = true
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		armed := 0
+		for _, l := range ibShow(t) {
+			if want[fmt.Sprintf("%s/%d", l.Str("dev"), l.Int("qpn"))] && l.Str("path_mig_state") == "ARMED" {
+				armed++
+			}
+		}
+		if armed == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d QPs ARMED again", armed, len(want))
+		}
+	}
+	t.Logf("every QP ARMED again (the driver's view) %v after the port failure", time.Since(down))
+	p.Stop(t)
 }
