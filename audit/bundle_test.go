@@ -122,3 +122,24 @@ func TestBundlesDoNotLeak(t *testing.T) {
 		t.Fatalf("bundles leak: heap %d -> %d KiB, goroutines %d -> %d", h1>>10, h2>>10, g1, g2)
 	}
 }
+
+// One rdma netlink reading serves the findings of a bundle within
+// snapshotReuse (a storm brings thousands at once); an older one is read again.
+func TestBundleSnapshotReused(t *testing.T) {
+	reads := 0
+	read := func() (rdmanl.Snapshot, error) {
+		reads++
+		return rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: "ibsim0", LQPN: uint32(reads)}}}, nil
+	}
+	var b bundle
+	t0 := time.Unix(1000, 0)
+	for i := 0; i < 1000; i++ {
+		b.snapshot(t0.Add(time.Duration(i)*time.Millisecond/2), read)
+	}
+	if reads != 1 {
+		t.Fatalf("%d readings for 1000 findings within 500ms, want 1", reads)
+	}
+	if s, _ := b.snapshot(t0.Add(snapshotReuse), read); reads != 2 || s.QPs[0].LQPN != 2 {
+		t.Errorf("after snapshotReuse: %d readings, row %+v; want a new reading", reads, s.QPs)
+	}
+}

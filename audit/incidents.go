@@ -24,7 +24,7 @@ func (d *daemon) addToBundle(line Line) string {
 	d.pending.lines = append(d.pending.lines, line)
 	key := event.QPKey{Device: line.QP.Device, QPN: line.QP.QPN}
 	if !d.pending.keys[key] {
-		snap, err := d.deps.Snapshot()
+		snap, err := d.pending.snapshot(d.now(), d.deps.Snapshot)
 		d.pending.addQPs(key, snap, err)
 	}
 	return d.pending.dir

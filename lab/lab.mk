@@ -61,7 +61,7 @@ lab-host-test: lab-vm ## host-side checks of the lab runner (boots both kernels;
 
 test: setup unit lint lab-host-test lab-test ## every test: unit, lint, lab runner checks, guest tests on both kernels
 
-demo: setup build ## boot the 6.12 lab and show rxe, a QP pair, an injected migration, apmwatch
+demo: setup build ## boot the 6.12 lab: two simulated InfiniBand HCAs through port failures (a correct and a never-rearm application, unprotected failure, the actuator), then the RoCE half
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'
 
 lab-bench: lab-guest-test ## lab benchmarks (probe overhead on the control path) on both kernels; figures in docs/performance.md

@@ -1,16 +1,99 @@
 #!/bin/sh
 # What `make demo` shows inside the 6.12 guest: apmwatch watching a real
-# kernel's QPs while the test module plays the HCA and raises a migration.
+# kernel's QPs on two simulated InfiniBand HCAs through a port failure (one
+# application rearms, one does not and dies on the next failure, unless the
+# actuator steps in), then the RoCE half (soft-RoCE, the lab module raising
+# a migration).
 step() { printf '\n=== %s\n' "$*"; }
 # wait_for FILE PATTERN COUNT: until FILE has COUNT lines matching PATTERN (20 s at most).
 wait_for() {
 	n=0
-	until [ "$(grep -c "$2" "$1" 2>/dev/null)" -ge "$3" ] || [ $n -ge 100 ]; do
+	until [ "$(grep -c "$2" "$1" 2>/dev/null || true)" -ge "$3" ] 2>/dev/null || [ $n -ge 100 ]; do
 		sleep 0.2
 		n=$((n + 1))
 	done
 }
 
+# ibqps FILE DEV: the QPNs of DEV in a lab-ibpair output
+ibqps() { grep '"ready":true' "$1" | grep "\"dev\":\"$2\"" | sed 's/.*"qpn":\([0-9]*\).*/\1/' | tr '\n' ' '; }
+# reacted FILE N: until FILE has N after_react lines
+reacted() { wait_for "$1" '"after_react"' "$2"; }
+# wait_file FILE: until FILE exists (60 s at most)
+wait_file() { n=0; until [ -e "$1" ] || [ $n -ge 300 ]; do sleep 0.2; n=$((n + 1)); done; }
+# rcqps: the driver's view of the RC QPs
+rcqps() { lab-ib show | grep '"type":"RC"' | cut -c1-170; }
+
+step "InfiniBand: two hosts' HCAs, simulated (ibsim0, ibsim1; ports 1 and 2, LIDs 1-4); every line above the driver is Debian's $(uname -r)"
+lab-ib show | grep '"lid"'
+
+step "apmwatch trace on both HCAs (findings only)"
+apmwatch trace --device ibsim0,ibsim1 --kind finding --ready-file /tmp/ibready >/tmp/ibtrace.out 2>/tmp/ibtrace.err &
+ibtrace=$!
+wait_file /tmp/ibready
+
+step "two applications, one RC QP pair each, armed (alternate path through port 2): 'good' does the three steps after each migration, 'bad' never rearms"
+lab-ibpair --behavior rearm --duration 120s >/tmp/good.out 2>&1 &
+good=$!
+lab-ibpair --behavior never-rearm --duration 120s >/tmp/bad.out 2>&1 &
+bad=$!
+wait_for /tmp/good.out '"ready":true' 2
+wait_for /tmp/bad.out '"ready":true' 2
+echo "good: ibsim0 QP $(ibqps /tmp/good.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/good.out ibsim1)"
+echo "bad:  ibsim0 QP $(ibqps /tmp/bad.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/bad.out ibsim1)"
+
+step "port 1 of ibsim0 fails: the HCAs migrate every QP to its alternate, on both hosts (PATH_MIG)"
+lab-ib traffic off >/dev/null # the owners react before the first packet on the new path, as on hardware
+lab-ib port --dev ibsim0 --port 1 down
+reacted /tmp/good.out 2
+lab-ib traffic on >/dev/null
+sleep 3
+rcqps
+step "what apmwatch saw: nothing about 'good', a missed rearm on both ends of 'bad'"
+cat /tmp/ibtrace.out | cut -c1-220
+
+step "port 1 comes back, then port 2 fails: 'good' migrates back; 'bad' has no armed alternate and dies"
+lab-ib port --dev ibsim0 --port 1 up
+lab-ib port --dev ibsim0 --port 2 down
+sleep 3
+rcqps
+kill "$ibtrace"; wait "$ibtrace" 2>/dev/null
+step "apmwatch trace: unprotected-failure for 'bad' (critical: its cause, the missed rearm, and how long it ran unprotected)"
+grep -E 'unprotected-failure|UNPROTECTED' /tmp/ibtrace.out | cut -c1-300
+kill "$good" "$bad" 2>/dev/null; wait "$good" "$bad" 2>/dev/null
+for d in ibsim0 ibsim1; do for p in 1 2; do lab-ib port --dev $d --port $p up >/dev/null; done; done
+
+step "the actuator steps in: apmwatch audit --enforce, with an alternates table"
+cat >/tmp/policy.json <<'POLICY'
+{"mode": "enforce", "allow": {"devices": ["ibsim0", "ibsim1"], "comms": ["lab-ibpair"]},
+ "rate_limit": {"max": 10, "per": "1m", "owner_max": 10},
+ "alternates": [{"device": "ibsim0", "port": 2, "alt": {"port": 1, "dlid": 3}},
+                {"device": "ibsim1", "port": 2, "alt": {"port": 1, "dlid": 1}}]}
+POLICY
+cat /tmp/policy.json
+apmwatch audit --policy /tmp/policy.json --enforce --findings /tmp/audit.jsonl --metrics-addr '' \
+	--ready-file /tmp/auditready 2>/tmp/audit.err &
+audit=$!
+wait_file /tmp/auditready
+lab-ibpair --behavior never-rearm --duration 120s >/tmp/bad.out 2>&1 &
+bad=$!
+wait_for /tmp/bad.out '"ready":true' 2
+echo "bad again: ibsim0 QP $(ibqps /tmp/bad.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/bad.out ibsim1)"
+lab-ib port --dev ibsim0 --port 1 down
+lab-ib port --dev ibsim0 --port 1 up
+wait_for /tmp/audit.jsonl '"kind":"actuated"' 2
+sleep 1
+step "audit rearmed both ends onto port 1 (the actuated findings, before/after):"
+grep '"kind":"actuated"' /tmp/audit.jsonl | grep -o '"device":"[^"]*","qpn":[0-9]*\|"what":"\(before\|after\): [^"]*"'
+rcqps
+step "port 2 fails: 'bad' migrates cleanly back to port 1, no unprotected-failure"
+lab-ib port --dev ibsim0 --port 2 down
+sleep 3
+rcqps
+echo "unprotected-failure findings: $(grep -c unprotected-failure /tmp/audit.jsonl)"
+kill "$audit" "$bad" 2>/dev/null; wait "$audit" "$bad" 2>/dev/null
+for d in ibsim0 ibsim1; do for p in 1 2; do lab-ib port --dev $d --port $p up >/dev/null; done; done
+
+step "The RoCE half: on soft-RoCE APM is refused (InfiniBand-only); the lab module raises the events"
 step "RDMA devices: soft-RoCE on a veth pair, Debian's $(uname -r)"
 rdma link
 

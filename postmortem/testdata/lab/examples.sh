@@ -99,4 +99,70 @@ pair rearm
 lab-inject --dev rxe0 --qpn "$q0" --event path_mig --migrate >/dev/null
 sleep 3; endpair; stop_recs
 
+# InfiniBand (the simulated HCA, ibsim0 <-> ibsim1): the alternate loads
+# succeed and a port failure migrates both ends.
+
+# ibpair BEHAVIOR: start lab-ibpair, wait for both ready lines, set q0 and q1
+ibpair() {
+	lab-ibpair --behavior "$1" --duration 60s >"$out/ibpair.out" &
+	pp=$!
+	i=0
+	while [ "$(grep -c '"ready":true' "$out/ibpair.out")" -lt 2 ]; do
+		i=$((i + 1)); [ $i -gt 300 ] && { echo "lab-ibpair did not get ready" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+# reacted N: wait until lab-ibpair printed N after_react lines
+reacted() {
+	i=0
+	while [ "$(grep -c '"after_react"' "$out/ibpair.out")" -lt "$1" ]; do
+		i=$((i + 1)); [ $i -gt 300 ] && { echo "lab-ibpair did not react" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+fabric_up() {
+	for d in ibsim0 ibsim1; do for p in 1 2; do lab-ib port --dev $d --port $p up >/dev/null; done; done
+	lab-ib traffic on >/dev/null
+}
+
+# a correct application: new alternate and rearm on both ends before the
+# first packet on the migrated path (traffic paused while they react, as a
+# program on hardware reacts within microseconds): no finding
+start_rec ib-correct
+ibpair rearm
+lab-ib traffic off >/dev/null
+lab-ib port --dev ibsim0 --port 1 down >/dev/null
+reacted 2
+lab-ib traffic on >/dev/null
+sleep 3; endpair; fabric_up; stop_recs
+
+# nobody rearms; the next failure (port 2) kills both connections
+start_rec ib-unprotected-failure
+ibpair never-rearm
+lab-ib port --dev ibsim0 --port 1 down >/dev/null
+sleep 3
+lab-ib port --dev ibsim0 --port 2 down >/dev/null
+sleep 2; endpair; fabric_up; stop_recs
+
+# rearm before the alternate load, on both ends
+start_rec ib-lap-race
+ibpair rearm-then-alt
+lab-ib traffic off >/dev/null
+lab-ib port --dev ibsim0 --port 1 down >/dev/null
+reacted 2
+lab-ib traffic on >/dev/null
+sleep 3; endpair; fabric_up; stop_recs
+
+# two hosts, one recording per device: only ibsim0 rearms
+start_rec ib-pair-ibsim0 --device ibsim0
+start_rec ib-pair-ibsim1 --device ibsim1
+ibpair one-side
+lab-ib traffic off >/dev/null
+lab-ib port --dev ibsim0 --port 1 down >/dev/null
+reacted 1
+lab-ib traffic on >/dev/null
+sleep 3; endpair; fabric_up; stop_recs
+
 emit "$out"/*.rec
