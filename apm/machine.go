@@ -211,6 +211,9 @@ func (m *Model) endEpisode(q *qp) {
 		return
 	}
 	ep := x.ep
+	if ep.mis != nil {
+		m.checkMismatch(q, ep, ep.mis.read+uint64(m.cfg.TruthGrace))
+	}
 	if ep.bareRearm.ok() {
 		m.emitNoAlt(q, ep, ep.bareRearm, false) // no load came: it stays a rearm onto the stale alternate
 	}
@@ -373,6 +376,7 @@ func (m *Model) deadlines(slot int32, q *qp, at uint64) {
 		want(m.checkMissed(q, ep, at))
 		want(m.checkNotify(q, ep, at))
 		want(m.checkBareRearm(q, ep, at))
+		want(m.checkMismatch(q, ep, at))
 		want(m.checkLinger(q, ep, at))
 	}
 	want(m.checkLAPStuck(q, at))
@@ -539,7 +543,7 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		}
 		m.toState(q, t.State)
 	}
-	m.mismatchAfterMigration(q, ev, start)
+	m.mismatchAfterMigration(slot, q, ev, start)
 	m.mismatchAfterRearm(slot, q, ev, start)
 	m.stuckReading(q, ev)
 	if q.migAt <= start {

@@ -12,27 +12,59 @@ import (
 // reading stands for some instant between its start and its stamp):
 //   - after a migration nobody rearmed, the QP must read MIGRATED; a reading
 //     that started after the migration and shows REARM or ARMED is a
-//     mismatch, explained from the QP's history;
+//     mismatch, explained from the QP's history, unless a rearm stamped
+//     before the reading still arrives within TruthGrace;
 //   - after a rearm and no migration, the QP must not read MIGRATED; the
 //     PATH_MIG may still be on its way, so that is judged TruthGrace later.
 
 const remedyMismatch = "query the QP after each PATH_MIG and redo the three steps only from a known state: " + stepsRemedy
 
-// mismatchAfterMigration judges a reading in an episode not yet rearmed.
-func (m *Model) mismatchAfterMigration(q *qp, ev *event.Event, start uint64) {
+// pendingMismatch is a reading that contradicts an open episode, waiting
+// TruthGrace for a rearm that came before it but is still on its way (a
+// busy host's ring buffer can hold an event longer than the reorder window).
+type pendingMismatch struct {
+	read  uint64
+	truth event.Truth
+}
+
+// mismatchAfterMigration notes a reading in an episode not yet rearmed;
+// checkMismatch judges it after TruthGrace.
+func (m *Model) mismatchAfterMigration(slot int32, q *qp, ev *event.Event, start uint64) {
 	t := ev.Truth
 	ep := q.episode()
-	if ep == nil || ep.rearm.ok() || t.Mig == event.MigMigrated || ep.mig.boot > start || ep.done&dMismatch != 0 {
+	if ep == nil || ep.rearm.ok() || t.Mig == event.MigMigrated || ep.mig.boot > start || ep.done&dMismatch != 0 || ep.mis != nil {
 		return
+	}
+	ep.mis = &pendingMismatch{read: ev.Boot, truth: *t}
+	if m.cfg.TruthGrace == 0 {
+		m.checkMismatch(q, ep, ev.Boot)
+		return
+	}
+	m.wake(slot, q, ev.Boot+uint64(m.cfg.TruthGrace))
+}
+
+// checkMismatch judges a pending reading of an open episode at at.
+func (m *Model) checkMismatch(q *qp, ep *episode, at uint64) uint64 {
+	p := ep.mis
+	if p == nil {
+		return 0
+	}
+	if dl := p.read + uint64(m.cfg.TruthGrace); at < dl {
+		return dl
+	}
+	ep.mis = nil
+	if ep.rearm.ok() && ep.rearm.boot <= p.read {
+		return 0 // the rearm the reading shows came late
 	}
 	ep.done |= dMismatch
 	evs := []Evidence{evd(ep.mig, migWhat(ep))}
 	if ep.stray.ok() {
 		evs = append(evs, evd(ep.stray, "PATH_MIG again, with no rearm since"))
 	}
-	m.emit(q, Finding{Kind: MigStateMismatch, Remediation: remedyMismatch, Last: ev.Boot,
-		Evidence:    append(evs, evd(ref{boot: ev.Boot}, t.Source+" reads "+t.Mig.String())),
-		Explanation: afterMigCause(q, ep, t)})
+	m.emit(q, Finding{Kind: MigStateMismatch, Remediation: remedyMismatch, Last: p.read,
+		Evidence:    append(evs, evd(ref{boot: p.read}, p.truth.Source+" reads "+p.truth.Mig.String())),
+		Explanation: afterMigCause(q, ep, &p.truth)})
+	return 0
 }
 
 // afterMigCause explains a QP that does not read MIGRATED after a

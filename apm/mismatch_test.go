@@ -123,6 +123,46 @@ func TestMigStateMismatchDumpSpan(t *testing.T) {
 			},
 		},
 		{
+			name: "negative: the rearm the reading shows arrives late (a busy ring buffer), within the grace",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				rearm := b.Rearm(qpn)
+				b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
+				b.After(200 * time.Millisecond).Create(qpn + 1) // moves the clock past the window
+				b.After(200 * time.Millisecond).Create(qpn + 2)
+				// the rearm is delivered after all of that
+				for i, s := range b.Steps {
+					if s.Ev == rearm {
+						b.Steps = append(append(b.Steps[:i:i], b.Steps[i+1:]...), s)
+						break
+					}
+				}
+			},
+		},
+		{
+			name: "the same without a grace: the late rearm cannot save the reading",
+			cfg:  func(c *apm.Config) { c.TruthGrace = 0 },
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.After(time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				rearm := b.Rearm(qpn)
+				b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
+				b.After(200 * time.Millisecond).Create(qpn + 1) // moves the clock past the window
+				b.After(200 * time.Millisecond).Create(qpn + 2)
+				// the rearm is delivered after all of that
+				for i, s := range b.Steps {
+					if s.Ev == rearm {
+						b.Steps = append(append(b.Steps[:i:i], b.Steps[i+1:]...), s)
+						break
+					}
+				}
+			},
+			want: []apm.Kind{apm.MigStateMismatch},
+		},
+		{
 			name: "the dump started after the migration and still reads ARMED",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)

@@ -156,9 +156,10 @@ type episode struct {
 	lapRecv   ref
 	notify    ref
 	rearm     ref
-	bareRearm ref    // a rearm with no load before it, judged after EpisodeLinger
-	missedID  uint64 // missed-rearm finding, for its resolution
-	done      uint16 // kinds reported in this episode (bit per kind)
+	bareRearm ref              // a rearm with no load before it, judged after EpisodeLinger
+	mis       *pendingMismatch // a reading awaiting TruthGrace
+	missedID  uint64           // missed-rearm finding, for its resolution
+	done      uint16           // kinds reported in this episode (bit per kind)
 }
 
 const (
