@@ -272,10 +272,12 @@ func TestRunReadingsInTheStream(t *testing.T) {
 	missedRearm(b)
 	h.feed(b.Steps)
 	// Readings after the PATH_MIG, within the rearm deadline; then the clock
-	// moves past the model's reorder window so that they are judged.
+	// moves past the model's reorder window and the readings' grace
+	// (TruthGrace, 1 s) so that they are judged, still before the rearm
+	// deadline (2 s).
 	h.boot.Store(b.Now() + uint64(500*time.Millisecond))
 	time.Sleep(300 * time.Millisecond)
-	h.boot.Store(b.Now() + uint64(time.Second))
+	h.boot.Store(b.Now() + uint64(1800*time.Millisecond))
 	var f lineJSON
 	for deadline := time.Now().Add(5 * time.Second); f.ID == 0; time.Sleep(10 * time.Millisecond) {
 		for _, l := range readLines(t, h.cfg.Findings) {
