@@ -82,6 +82,19 @@ func TestMigStateMismatchExplainsSecondMigration(t *testing.T) {
 	}
 }
 
+// lateRearmStory: the rearm that a REARM reading shows is delivered after
+// the clock moved past the reorder window (a busy host's ring buffer).
+func lateRearmStory(b *apmtest.Builder) {
+	armedQP(b)
+	b.PathMig(qpn)
+	b.After(time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+	i := len(b.Steps)
+	b.Rearm(qpn)
+	b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
+	pass(b, 200*time.Millisecond)
+	b.Steps = late(b.Steps, i)
+}
+
 // spanned makes a reading stand for a dump that ran for span before its
 // stamp: the row may reflect any instant in between.
 func spanned(ev *event.Event, span time.Duration) { ev.Truth.Span = uint64(span) }
@@ -123,44 +136,14 @@ func TestMigStateMismatchDumpSpan(t *testing.T) {
 			},
 		},
 		{
-			name: "negative: the rearm the reading shows arrives late (a busy ring buffer), within the grace",
-			story: func(b *apmtest.Builder) {
-				armedQP(b)
-				b.PathMig(qpn)
-				b.After(time.Millisecond).LoadAlt(qpn, apmtest.PathC)
-				rearm := b.Rearm(qpn)
-				b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
-				b.After(200 * time.Millisecond).Create(qpn + 1) // moves the clock past the window
-				b.After(200 * time.Millisecond).Create(qpn + 2)
-				// the rearm is delivered after all of that
-				for i, s := range b.Steps {
-					if s.Ev == rearm {
-						b.Steps = append(append(b.Steps[:i:i], b.Steps[i+1:]...), s)
-						break
-					}
-				}
-			},
+			name:  "negative: the rearm the reading shows arrives late (a busy ring buffer), within the grace",
+			story: lateRearmStory,
 		},
 		{
-			name: "the same without a grace: the late rearm cannot save the reading",
-			cfg:  func(c *apm.Config) { c.TruthGrace = 0 },
-			story: func(b *apmtest.Builder) {
-				armedQP(b)
-				b.PathMig(qpn)
-				b.After(time.Millisecond).LoadAlt(qpn, apmtest.PathC)
-				rearm := b.Rearm(qpn)
-				b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
-				b.After(200 * time.Millisecond).Create(qpn + 1) // moves the clock past the window
-				b.After(200 * time.Millisecond).Create(qpn + 2)
-				// the rearm is delivered after all of that
-				for i, s := range b.Steps {
-					if s.Ev == rearm {
-						b.Steps = append(append(b.Steps[:i:i], b.Steps[i+1:]...), s)
-						break
-					}
-				}
-			},
-			want: []apm.Kind{apm.MigStateMismatch},
+			name:  "the same without a grace: the late rearm cannot save the reading",
+			cfg:   func(c *apm.Config) { c.TruthGrace = 0 },
+			story: lateRearmStory,
+			want:  []apm.Kind{apm.MigStateMismatch},
 		},
 		{
 			name: "the dump started after the migration and still reads ARMED",
