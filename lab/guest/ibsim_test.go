@@ -87,16 +87,25 @@ func resetFabric(t *testing.T) {
 // the QPNs of both sides.
 func startIBULP(t *testing.T, behavior string) (q0, q1 int64) {
 	t.Helper()
-	ls := MustRun(t, "lab-ulp", "start", "--ib", "--behavior", behavior)
+	qps := startIBULPLines(t, "--behavior", behavior)
+	return QPN(t, qps, "ibsim0"), QPN(t, qps, "ibsim1")
+}
+
+// startIBULPLines starts the kernel ULP pair on ibsim (lab-ulp start --ib
+// and args), stops it and resets the fabric at cleanup, and returns its two
+// QP lines.
+func startIBULPLines(t *testing.T, args ...string) []Line {
+	t.Helper()
+	ls := MustRun(t, "lab-ulp", append([]string{"start", "--ib"}, args...)...)
 	t.Cleanup(func() {
 		Run(t, "lab-ulp", "stop")
 		resetFabric(t)
 	})
 	qps := Filter(ls, Match("kernel", true))
 	if len(qps) != 2 {
-		t.Fatalf("lab-ulp start --ib: want 2 QP lines, got %v", ls)
+		t.Fatalf("lab-ulp start --ib %v: want 2 QP lines, got %v", args, ls)
 	}
-	return QPN(t, qps, "ibsim0"), QPN(t, qps, "ibsim1")
+	return qps
 }
 
 func readSys(t *testing.T, path string) string {
@@ -326,15 +335,7 @@ func TestIBSimCMLapPending(t *testing.T) {
 		before["ibsim0 rx "+m] = cmCounter(t, "ibsim0", "rx", m)
 	}
 	from := nextSeq(t)
-	ls := MustRun(t, "lab-ulp", "start", "--ib", "--cm")
-	t.Cleanup(func() {
-		Run(t, "lab-ulp", "stop")
-		resetFabric(t)
-	})
-	qps := Filter(ls, Match("kernel", true))
-	if len(qps) != 2 {
-		t.Fatalf("lab-ulp start --ib --cm: want 2 QP lines, got %v", ls)
-	}
+	qps := startIBULPLines(t, "--cm")
 	q0, q1 := QPN(t, qps, "ibsim0"), QPN(t, qps, "ibsim1")
 	var id0, id1 int64
 	for _, q := range qps {

@@ -38,15 +38,7 @@ func TestTraceIBSimUserPair(t *testing.T) {
 
 func TestTraceIBSimCMLap(t *testing.T) {
 	tr := startTrace(t)
-	ls := MustRun(t, "lab-ulp", "start", "--ib", "--cm")
-	t.Cleanup(func() {
-		Run(t, "lab-ulp", "stop")
-		resetFabric(t)
-	})
-	qps := Filter(ls, Match("kernel", true))
-	if len(qps) != 2 {
-		t.Fatalf("lab-ulp start --ib --cm: %v", ls)
-	}
+	qps := startIBULPLines(t, "--cm")
 	ids := map[string]int64{}
 	for _, q := range qps {
 		ids[q.Str("dev")] = q.Int("local_comm_id")
