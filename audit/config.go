@@ -19,6 +19,9 @@ type Config struct {
 	Stdout bool
 	// MetricsAddr is where /metrics is served; "" for no metrics.
 	MetricsAddr string
+	// Profiles also serves the Go runtime's profiles at /debug/pprof/ on
+	// MetricsAddr, which must then be a loopback address.
+	Profiles bool
 	// RecorderDir holds the flight recorder and the incident bundles; ""
 	// for neither.
 	RecorderDir string
@@ -86,6 +89,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bad --metrics-addr %q: want host:port", c.MetricsAddr))
 		}
 	}
+	if err := c.checkProfiles(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.RecorderMaxAge < 0 {
 		errs = append(errs, fmt.Errorf("--recorder-max-age must not be negative: %v", c.RecorderMaxAge))
 	}
@@ -109,6 +115,22 @@ func (c Config) Validate() error {
 	}
 	if len(errs) > 0 {
 		return errs[0]
+	}
+	return nil
+}
+
+// checkProfiles allows --pprof only on a loopback metrics address: the
+// profiles show the daemon's memory, which holds host data.
+func (c Config) checkProfiles() error {
+	if !c.Profiles {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return errors.New("--pprof needs --metrics-addr")
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--pprof needs a loopback --metrics-addr, not %q", c.MetricsAddr)
 	}
 	return nil
 }

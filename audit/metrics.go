@@ -177,6 +177,10 @@ func (m *metrics) addStats(prev *counted, s event.Stats) {
 // serve listens on addr and serves /metrics until ctx is done. The
 // listener is opened before it returns, so a bad or busy address is an
 // error at start.
-func (m *metrics) serve(ctx context.Context, addr string, onErr func(error)) error {
-	return metricsrv.Serve(ctx, addr, m.reg, "apmwatch audit: metrics at /metrics", onErr)
+func (m *metrics) serve(ctx context.Context, addr string, profiles bool, onErr func(error)) error {
+	var opts []metricsrv.Option
+	if profiles {
+		opts = append(opts, metricsrv.WithProfiles())
+	}
+	return metricsrv.Serve(ctx, addr, m.reg, "apmwatch audit: metrics at /metrics", onErr, opts...)
 }

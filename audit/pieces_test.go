@@ -235,6 +235,8 @@ func TestConfigErrorsAreOneLine(t *testing.T) {
 		func(c *Config) { c.ReconcileInterval = time.Millisecond },
 		func(c *Config) { c.RecorderDir, c.RecorderMaxBytes = "/x", 10 },
 		func(c *Config) { c.Model.RearmDeadline = 0 },
+		func(c *Config) { c.Profiles, c.MetricsAddr = true, "0.0.0.0:9578" },
+		func(c *Config) { c.Profiles, c.MetricsAddr = true, "" },
 	} {
 		c := DefaultConfig()
 		edit(&c)
