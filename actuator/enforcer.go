@@ -23,9 +23,10 @@ const (
 
 // EnforcerStats counts what the enforcer did. Dropped counts the pending
 // actions given up without a finding: their QP generation ended, or the
-// owner rearmed during the grace period.
+// owner rearmed during the grace period. Deferred counts the times an
+// action waited for the rate limit.
 type EnforcerStats struct {
-	Actuated, WouldActuate, Skipped, Failed, Dropped uint64
+	Actuated, WouldActuate, Skipped, Failed, Dropped, Deferred uint64
 }
 
 // Enforcer is the audit daemon's actor (audit.Actor): on a missed-rearm
@@ -128,7 +129,7 @@ func (e *Enforcer) skip(src apm.Finding, why string) (apm.Finding, bool) {
 
 // run decides and, in enforce mode, acts on one missed-rearm, right after
 // checking that the generation it judged is still the one alive. ok false:
-// the action was dropped without a finding.
+// the action was dropped, or deferred by the rate limit, without a finding.
 func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	src := p.f
 	key := event.QPKey{Device: p.key.Device, QPN: p.key.QPN}
@@ -156,8 +157,9 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 		return e.skip(src, "already actuated since its last migration (never twice in a row)")
 	}
 	now := e.Now()
-	if why := e.rateLimited(now, own); why != "" {
-		return e.skip(src, why)
+	if why, next := e.rateLimited(now, own); why != "" {
+		e.deferAct(*p, next, why)
+		return apm.Finding{}, false
 	}
 	alt, altFrom := e.pickAlternate(key.Device, t)
 	if alt == nil && !e.Policy.RearmWithoutAlternate {

@@ -154,6 +154,18 @@ func (e *Enforcer) dropped(p pendingAct, why string) {
 	}
 }
 
+// deferAct puts p back to run when the rate limit admits it: a storm is
+// paced, never abandoned; every check runs again then (the owner may have
+// rearmed meanwhile, the QP may be gone).
+func (e *Enforcer) deferAct(p pendingAct, next time.Time, why string) {
+	e.stats.Deferred++
+	p.due = next
+	e.pending = append(e.pending, p)
+	if e.Log != nil && e.stats.Deferred&(e.stats.Deferred-1) == 0 { // 1, 2, 4, ...: a storm does not flood the log
+		e.Log("action deferred by the rate limit", "qp", p.key.String(), "finding", p.f.ID, "why", why, "until", next, "deferred", e.stats.Deferred)
+	}
+}
+
 // stale says why the generation p judged is no longer the one to act on
 // ("" when it still is): destroyed or gone, replaced by a new QP with the
 // same number, or rearmed after the migration.

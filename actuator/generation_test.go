@@ -176,20 +176,28 @@ func TestRateLimitPerOwner(t *testing.T) {
 	kinds := map[uint32]apm.Kind{}
 	for i, q := range []uint32{17, 18, 30} {
 		e.Observe(pathMig(c.boot, q))
-		out := e.Act(context.Background(), missed(q, uint64(i+1), c.boot))
-		if len(out) != 1 {
-			t.Fatalf("qp %d: %+v", q, out)
-		}
-		kinds[q] = out[0].Kind
-		if q == 18 && !strings.Contains(out[0].Explanation, "rate limit per owner") {
-			t.Errorf("qp 18: %s", out[0].Explanation)
+		for _, f := range e.Act(context.Background(), missed(q, uint64(i+1), c.boot)) {
+			kinds[f.QP.QPN] = f.Kind
 		}
 	}
-	if kinds[17] != KindActuated || kinds[18] != KindActuationSkip || kinds[30] != KindActuated {
-		t.Fatalf("kinds %v: want the second qp of pid 42 limited, pid 50's acted on", kinds)
+	if kinds[17] != KindActuated || kinds[30] != KindActuated || len(kinds) != 2 {
+		t.Fatalf("kinds %v: want pid 42's second qp waiting, pid 50's acted on", kinds)
 	}
 	if len(fd.reqs) != 2 || fd.reqs[0].Start != 555 || fd.reqs[1].Start != 777 {
 		t.Errorf("requests %+v: want the owners' start times", fd.reqs)
+	}
+	// pid 42's second QP waits for the owner's limit, not for ever: its turn
+	// comes a period after pid 42's first action.
+	c.advance(time.Minute - time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 0 {
+		t.Fatalf("acted before the owner's period ended: %+v", out)
+	}
+	c.advance(time.Second)
+	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || out[0].QP.QPN != 18 || out[0].Kind != KindActuated {
+		t.Fatalf("qp 18 after the period: %+v", out)
+	}
+	if st := e.Stats(); st.Deferred == 0 || st.Skipped != 0 {
+		t.Errorf("stats %+v: want deferrals, no skip", st)
 	}
 	// The default per-owner limit is half of max.
 	if (RateLimit{Max: 5}).ownerMax() != 3 || (RateLimit{Max: 1}).ownerMax() != 1 {

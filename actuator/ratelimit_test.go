@@ -1,0 +1,56 @@
+package actuator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"time"
+)
+
+// A storm larger than the rate limit is paced, never abandoned: every QP
+// is acted on exactly once, at most Max in any period, none skipped.
+func TestRateLimitPacesAStorm(t *testing.T) {
+	const qps, max = 200, 50
+	p := enforcePolicy()
+	p.RateLimit = RateLimit{Max: max, Per: Duration(time.Second), OwnerMax: max}
+	e, fd, c := newTestEnforcer(p)
+	acted := map[uint32]int{}
+	var stamps []time.Time
+	take := func(out []apm.Finding) {
+		for _, f := range out {
+			if f.Kind != KindActuated {
+				t.Fatalf("%s for qp %d: %s", f.Kind, f.QP.QPN, f.Explanation)
+			}
+			acted[f.QP.QPN]++
+			stamps = append(stamps, c.wall)
+		}
+	}
+	for q := uint32(100); q < 100+qps; q++ {
+		e.Observe(pathMig(c.boot, q))
+		take(e.Act(context.Background(), missed(q, uint64(q), c.boot)))
+	}
+	for i := 0; i < 100 && len(acted) < qps; i++ {
+		c.advance(100 * time.Millisecond)
+		take(e.Tick(context.Background(), c.wall))
+	}
+	if len(acted) != qps || len(fd.reqs) != qps {
+		t.Fatalf("%d QPs acted on (%d requests), want %d", len(acted), len(fd.reqs), qps)
+	}
+	for q, n := range acted {
+		if n != 1 {
+			t.Errorf("qp %d acted on %d times", q, n)
+		}
+	}
+	for i := max; i < len(stamps); i++ {
+		if d := stamps[i].Sub(stamps[i-max]); d < time.Second {
+			t.Fatalf("actions %d and %d %v apart: more than %d in a second", i-max, i, d, max)
+		}
+	}
+	if last := stamps[len(stamps)-1].Sub(stamps[0]); last > time.Duration(qps/max)*time.Second {
+		t.Errorf("the last action %v after the first: the limit allows %d a second", last, max)
+	}
+	if st := e.Stats(); st.Skipped != 0 || st.Deferred == 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
