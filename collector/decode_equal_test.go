@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	"github.com/apmwatch/apmwatch/internal/testkit"
 )
 
 // randomRecord fills every byte of a record at random, then gives it a
@@ -76,11 +78,13 @@ func BenchmarkDecodeStorm(b *testing.B) {
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := testkit.CPUTime()
 			for i := 0; b.Loop(); i++ {
 				if err := v.fn(recs[i%len(recs)]); err != nil {
 					b.Fatal(err)
 				}
 			}
+			testkit.ReportCPU(b, cpu)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}

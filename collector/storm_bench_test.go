@@ -11,6 +11,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/testkit"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -180,6 +181,7 @@ func BenchmarkStorm(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := testkit.CPUTime()
 			var off uint64
 			for i, j := 0, 0; i < b.N; i++ {
 				if err := p.feed(&c.items[j], off); err != nil {
@@ -193,6 +195,7 @@ func BenchmarkStorm(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
+			testkit.ReportCPU(b, cpu)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			if out != nil {
 				b.ReportMetric(float64(out.n)/float64(b.N), "file-B/event")
