@@ -12,6 +12,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/testkit"
+	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -27,6 +28,7 @@ type pipeline struct {
 	dec    *decoder
 	model  *apm.Model
 	w      *recording.Writer
+	out    *output.JSONWriter // trace --output json; nil: no output
 	sample []byte
 	seq    uint64
 	found  map[apm.Kind]int
@@ -58,6 +60,16 @@ func newPipeline(dec *decoder, withModel bool, out io.Writer) (*pipeline, error)
 
 // feed takes one input of the corpus, its Boot stamps moved on by off.
 func (p *pipeline) feed(it *stormItem, off uint64) error {
+	e, err := p.read(it, off)
+	if err != nil {
+		return err
+	}
+	return p.handle(e)
+}
+
+// read is the ring reader's part: the sample copied and decoded (or a
+// reading made).
+func (p *pipeline) read(it *stormItem, off uint64) (*event.Event, error) {
 	var e *event.Event
 	if it.raw != nil {
 		p.sample = append(p.sample[:0], it.raw...)
@@ -65,7 +77,7 @@ func (p *pipeline) feed(it *stormItem, off uint64) error {
 		binary.LittleEndian.PutUint64(p.sample, boot)
 		var err error
 		if e, err = p.dec.decode(p.sample); err != nil {
-			return err
+			return nil, err
 		}
 		p.seq++
 		e.Seq = p.seq
@@ -75,6 +87,11 @@ func (p *pipeline) feed(it *stormItem, off uint64) error {
 		c.Time = time.Unix(0, int64(c.Boot)).Add(p.dec.offset)
 		e = &c
 	}
+	return e, nil
+}
+
+// handle is the consumer's part: recorder, model and output.
+func (p *pipeline) handle(e *event.Event) error {
 	if p.w != nil {
 		if err := p.w.Write(e); err != nil {
 			return err
@@ -82,6 +99,9 @@ func (p *pipeline) feed(it *stormItem, off uint64) error {
 	}
 	if p.model != nil {
 		p.model.Handle(e)
+	}
+	if p.out != nil {
+		return p.out.Write(e)
 	}
 	return nil
 }
@@ -165,7 +185,11 @@ func BenchmarkStorm(b *testing.B) {
 		name   string
 		model  bool
 		record bool
-	}{{"decode", false, false}, {"decode+model", true, false}, {"decode+model+record", true, true}} {
+		json   bool // and --output json
+		chans  bool // the reader in a goroutine of its own, as the collector runs it
+	}{{"decode", false, false, false, false}, {"decode+model", true, false, false, false},
+		{"decode+model+record", true, true, false, false}, {"decode+model+record/reader-goroutine", true, true, false, true},
+		{"decode+model+record+json", true, true, true, false}} {
 		b.Run(st.name, func(b *testing.B) {
 			var out *discard
 			if st.record {
@@ -179,16 +203,23 @@ func BenchmarkStorm(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if st.json {
+				p.out = output.NewJSONWriter(io.Discard)
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := testkit.CPUTime()
 			var off uint64
-			for i, j := 0, 0; i < b.N; i++ {
-				if err := p.feed(&c.items[j], off); err != nil {
-					b.Fatal(err)
-				}
-				if j++; j == len(c.items) {
-					j, off = 0, off+uint64(stormRound)
+			if st.chans {
+				off = runWithReader(b, p, &c)
+			} else {
+				for i, j := 0, 0; i < b.N; i++ {
+					if err := p.feed(&c.items[j], off); err != nil {
+						b.Fatal(err)
+					}
+					if j++; j == len(c.items) {
+						j, off = 0, off+uint64(stormRound)
+					}
 				}
 			}
 			if err := p.finish(off + uint64(stormRound)); err != nil {
@@ -202,4 +233,38 @@ func BenchmarkStorm(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runWithReader runs b.N inputs with the reading and decoding in a
+// goroutine of its own that hands events over a channel of 1024, as
+// Collector.read does, and returns the last round's offset.
+func runWithReader(b *testing.B, p *pipeline, c *stormCorpus) uint64 {
+	ch := make(chan *event.Event, 1024)
+	errc := make(chan error, 1)
+	var off uint64
+	go func() {
+		defer close(ch)
+		for i, j := 0, 0; i < b.N; i++ {
+			e, err := p.read(&c.items[j], off)
+			if err != nil {
+				errc <- err
+				return
+			}
+			ch <- e
+			if j++; j == len(c.items) {
+				j, off = 0, off+uint64(stormRound)
+			}
+		}
+	}()
+	for e := range ch {
+		if err := p.handle(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case err := <-errc:
+		b.Fatal(err)
+	default:
+	}
+	return off
 }
