@@ -19,9 +19,10 @@ import (
 //   - at 2 s port 1 fails on both devices: PORT_ERR, then every QP
 //     migrates within 20 ms (PATH_MIG from ib_core and the mlx5 driver's
 //     raw copy); CM QPs get ib_cm_notify(PATH_MIG) and a LAP exchange (sent
-//     and APR received, or received, handled and APR sent); three quarters
-//     of the rest load a new alternate and rearm (ALT_PATH|PATH_MIG_STATE)
-//     within 100 ms, the last quarter never rearms;
+//     and APR received, or received, handled and APR sent); the CM QPs and
+//     two thirds of the rest load a new alternate and rearm
+//     (ALT_PATH|PATH_MIG_STATE) within 100 ms, a quarter of all QPs never
+//     rearms;
 //   - readings at 3 s (ARMED or MIGRATED), PORT_ACTIVE at 4.5 s, readings
 //     at 5 s, every QP destroyed at 6 s.
 //
@@ -88,9 +89,7 @@ func (g *stormGen) rec(kind uint8, i int) apmApmRecord {
 	setStr(r.Comm[:], comm)
 	dev, cm, _ := stormQP(i)
 	setStr(r.Dev[:], stormDevNames[dev])
-	if i >= 0 {
-		r.Qpn = g.qpns[i]
-	}
+	r.Qpn = g.qpns[i]
 	if cm {
 		r.Flags = flagKernel
 	} else {
@@ -109,9 +108,9 @@ func (g *stormGen) add(r *apmApmRecord) {
 }
 
 func stormPath(port uint32, dlid uint16, alt bool) apmApmPath {
-	p := apmApmPath{Port: port, Dlid: dlid, SgidIndex: 0}
+	p := apmApmPath{Port: port, Dlid: dlid}
 	if alt {
-		p.PkeyIndex, p.Timeout = 0, 14
+		p.Timeout = 14
 	}
 	return p
 }
@@ -156,7 +155,7 @@ func (g *stormGen) reading(i int, mig event.MigState) {
 	g.c.items = append(g.c.items, stormItem{truth: e})
 }
 
-// step moves the clock on by d and returns it.
+// step moves the clock on by d.
 func (g *stormGen) step(d time.Duration) { g.boot += uint64(d) }
 
 func (g *stormGen) at(t time.Duration) { g.boot = uint64(t) }
