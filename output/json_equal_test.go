@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,23 @@ func BenchmarkJSON(b *testing.B) {
 		name string
 		es   []*event.Event
 	}{{"modify", sample()[2:3]}, {"every-kind", sample()}}
+	// One write(2) per line, as trace writes to its standard output.
+	b.Run("modify/after-to-dev-null", func(b *testing.B) {
+		f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		w, e := NewJSONWriter(f), sample()[2]
+		b.ReportAllocs()
+		cpu := testkit.CPUTime()
+		for b.Loop() {
+			if err := w.Write(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		testkit.ReportCPU(b, cpu)
+	})
 	for _, in := range inputs {
 		for _, wr := range writers {
 			b.Run(in.name+"/"+wr.name, func(b *testing.B) {
