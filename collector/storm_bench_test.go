@@ -188,7 +188,7 @@ func BenchmarkStorm(b *testing.B) {
 		json   bool // and --output json
 		chans  bool // the reader in a goroutine of its own, as the collector runs it
 	}{{"decode", false, false, false, false}, {"decode+model", true, false, false, false},
-		{"decode+model+record", true, true, false, false}, {"decode+model+record/reader-goroutine", true, true, false, true},
+		{"decode+model+record", true, true, false, false}, {"decode+model+record+channel", true, true, false, true},
 		{"decode+model+record+json", true, true, true, false}} {
 		b.Run(st.name, func(b *testing.B) {
 			var out *discard
