@@ -45,6 +45,7 @@ clean: ## remove build outputs (keeps the download cache)
 
 include lab/lab.mk
 include recording/recording.mk
+include output/output.mk
 include postmortem/postmortem.mk
 include audit/audit.mk
 include deploy/prometheus/prometheus.mk

@@ -31,6 +31,7 @@ var errShortRecord = errors.New("short record")
 type decoder struct {
 	offset time.Duration     // wall clock minus CLOCK_BOOTTIME
 	names  map[uint64]string // function address -> hook name
+	strs   strCache          // process and device names
 }
 
 // parseRecord copies a raw sample into the generated record type.
@@ -50,13 +51,13 @@ func (d *decoder) decode(raw []byte) (*event.Event, error) {
 	return d.event(&r)
 }
 
-// cstr reads a NUL-terminated C char array.
-func cstr(c []int8) string {
+// cbytes is a NUL-terminated C char array's text, not copied.
+func cbytes(c []int8) []byte {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c))), len(c))
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
-	return string(b)
+	return b
 }
 
 func origin(flags uint8) event.Origin {
@@ -84,21 +85,59 @@ func (d *decoder) hookName(ip uint64, fallback string) string {
 	return fallback
 }
 
-func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
-	e := &event.Event{
-		Kind:   event.Kind(r.Kind),
-		Boot:   r.BootNs,
-		Time:   time.Unix(0, int64(r.BootNs)).Add(d.offset),
-		CPU:    r.Cpu,
-		PID:    r.Pid,
-		TID:    r.Tid,
-		Comm:   cstr(r.Comm[:]),
-		Device: cstr(r.Dev[:]),
-		QPN:    r.Qpn,
+// An event and its payload are one allocation: the payload types below
+// hold both (and a modify's paths), so a record costs one allocation
+// whatever its kind.
+type (
+	withModify struct {
+		e     event.Event
+		m     event.Modify
+		paths [2]event.Path
 	}
-	switch e.Kind {
+	withQP struct {
+		e event.Event
+		q event.QPEvent
+	}
+	withPort struct {
+		e event.Event
+		p event.PortEvent
+	}
+	withNotify struct {
+		e event.Event
+		n event.CMNotify
+	}
+	withHandler struct {
+		e event.Event
+		h event.CMHandler
+	}
+	withMAD struct {
+		e event.Event
+		m event.MAD
+	}
+	withLife struct {
+		e event.Event
+		l event.QPLife
+	}
+)
+
+// header fills the fields every kind has.
+func (d *decoder) header(e *event.Event, r *apmApmRecord) {
+	e.Kind = event.Kind(r.Kind)
+	e.Boot = r.BootNs
+	e.Time = time.Unix(0, int64(r.BootNs)).Add(d.offset)
+	e.CPU, e.PID, e.TID = r.Cpu, r.Pid, r.Tid
+	e.Comm = d.strs.get(cbytes(r.Comm[:]))
+	e.Device = d.strs.get(cbytes(r.Dev[:]))
+	e.QPN = r.Qpn
+}
+
+func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
+	var e *event.Event
+	switch event.Kind(r.Kind) {
 	case event.KindModify:
-		m := &event.Modify{
+		w := new(withModify)
+		e = &w.e
+		w.m = event.Modify{
 			QPType:     event.QPType(r.QpType),
 			Origin:     origin(r.Flags),
 			UHandle:    r.Uhandle,
@@ -111,30 +150,37 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			Hook:       d.hookName(r.FuncIp, "ib_modify_qp"),
 		}
 		if r.Flags&flagHasPrimary != 0 {
-			p := path(r.Primary)
-			m.Primary = &p
+			w.paths[0] = path(&r.Primary)
+			w.m.Primary = &w.paths[0]
 		}
 		if r.Flags&flagHasAlt != 0 {
-			p := path(r.Alt)
-			m.Alt = &p
+			w.paths[1] = path(&r.Alt)
+			w.m.Alt = &w.paths[1]
 		}
-		e.Modify = m
+		e.Modify = &w.m
 	case event.KindQPEvent:
-		q := &event.QPEvent{
+		w := new(withQP)
+		e = &w.e
+		w.q = event.QPEvent{
 			Type:   event.EventType(r.EvType),
 			QPType: event.QPType(r.QpType),
 			Origin: origin(r.Flags),
 			Hook:   d.hookName(r.FuncIp, "qp event handler"),
 		}
 		if r.Flags&flagRawEvent != 0 {
-			q.Type = rawEventType(r.EvType)
-			q.QPType, q.Origin = 0, event.OriginUnknown
+			w.q.Type = rawEventType(r.EvType)
+			w.q.QPType, w.q.Origin = 0, event.OriginUnknown
 		}
-		e.QP = q
+		e.QP = &w.q
 	case event.KindPortEvent:
-		e.Port = &event.PortEvent{Type: event.EventType(r.EvType), Port: r.Port}
+		w := new(withPort)
+		e = &w.e
+		w.p = event.PortEvent{Type: event.EventType(r.EvType), Port: r.Port}
+		e.Port = &w.p
 	case event.KindCMNotify:
-		e.Notify = &event.CMNotify{
+		w := new(withNotify)
+		e = &w.e
+		w.n = event.CMNotify{
 			Type:     event.EventType(r.EvType),
 			Ret:      r.Ret,
 			CMID:     r.Obj,
@@ -143,8 +189,11 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			CMState:  r.State,
 			LapState: r.MigState,
 		}
+		e.Notify = &w.n
 	case event.KindCMHandler:
-		e.Handler = &event.CMHandler{
+		w := new(withHandler)
+		e = &w.e
+		w.h = event.CMHandler{
 			AttrID:   r.AttrId,
 			Ret:      r.Ret,
 			LocalID:  r.LocalId,
@@ -152,8 +201,11 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			AltDLID:  r.AltDlid,
 			Status:   r.Status,
 		}
+		e.Handler = &w.h
 	case event.KindMAD:
-		e.MAD = &event.MAD{
+		w := new(withMAD)
+		e = &w.e
+		w.m = event.MAD{
 			Dir:       event.MADDir(r.Dir),
 			MgmtClass: r.MgmtClass,
 			Method:    r.Method,
@@ -167,21 +219,28 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			LocalID:   r.LocalId,
 			RemoteID:  r.RemoteId,
 		}
-		// A MAD is not about the GSI QP's history; a REQ or REP this host
-		// sends names the connection's local QP.
-		if !(e.MAD.Dir == event.MADSend && e.MAD.MgmtClass == event.MgmtClassCM &&
-			(e.MAD.AttrID == event.CMAttrREQ || e.MAD.AttrID == event.CMAttrREP)) {
-			e.QPN = 0
-		}
+		e.MAD = &w.m
 	case event.KindQPCreate, event.KindQPDestroy:
-		e.Life = &event.QPLife{QPType: event.QPType(r.QpType), Origin: origin(r.Flags), Ret: r.Ret}
+		w := new(withLife)
+		e = &w.e
+		w.l = event.QPLife{QPType: event.QPType(r.QpType), Origin: origin(r.Flags), Ret: r.Ret}
+		e.Life = &w.l
 	default:
 		return nil, fmt.Errorf("unknown record kind %d", r.Kind)
+	}
+	d.header(e, r)
+	if m := e.MAD; m != nil {
+		// A MAD is not about the GSI QP's history; a REQ or REP this host
+		// sends names the connection's local QP.
+		if !(m.Dir == event.MADSend && m.MgmtClass == event.MgmtClassCM &&
+			(m.AttrID == event.CMAttrREQ || m.AttrID == event.CMAttrREP)) {
+			e.QPN = 0
+		}
 	}
 	return e, nil
 }
 
-func path(p apmApmPath) event.Path {
+func path(p *apmApmPath) event.Path {
 	return event.Path{
 		Port:      p.Port,
 		DLID:      p.Dlid,

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
@@ -155,6 +156,26 @@ func BenchmarkDecode(b *testing.B) {
 	for b.Loop() {
 		if _, err := testDecoder.decode(buf); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestStrCacheBounded(t *testing.T) {
+	var c strCache
+	a := c.get([]byte("mpi_rank_0"))
+	if b := c.get([]byte("mpi_rank_0")); a != "mpi_rank_0" || b != a || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("second lookup %q, %q: not the cached string", a, b)
+	}
+	if c.get(nil) != "" || c.get([]byte{}) != "" {
+		t.Error("empty name")
+	}
+	for i := range 3 * maxCachedStrings {
+		name := fmt.Sprintf("p%d", i)
+		if got := c.get([]byte(name)); got != name {
+			t.Fatalf("get(%q) = %q", name, got)
+		}
+		if len(c.m) > maxCachedStrings {
+			t.Fatalf("%d names cached, more than %d", len(c.m), maxCachedStrings)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package output
 import (
 	"encoding/json"
 	"io"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
@@ -14,209 +16,287 @@ import (
 // kernel did not carry them. Strings from the host (comm, device, hook,
 // source) are escaped (internal/escape): valid UTF-8 whatever the kernel
 // or a recording held, and escape.Unescape gives back the original bytes.
+//
+// An event's line is appended field by field, in the schema's order, with
+// no reflection: the bytes are those encoding/json gave for the structs
+// this encoder replaced (json_equal_test.go compares them).
 
-type jsonCommon struct {
-	Seq    uint64 `json:"seq"`
-	Kind   string `json:"kind"`
-	Time   string `json:"time"`
-	BootNS uint64 `json:"boot_ns"`
-	CPU    uint32 `json:"cpu"`
-	PID    uint32 `json:"pid"`
-	TID    uint32 `json:"tid"`
-	Comm   string `json:"comm"`
-	Device string `json:"device"`
-	QPN    uint32 `json:"qpn"`
-}
-
-type jsonPath struct {
-	Port      uint32  `json:"port"`
-	DLID      uint16  `json:"dlid"`
-	SGIDIndex uint8   `json:"sgid_index"`
-	DGID      string  `json:"dgid"`
-	IsGlobal  bool    `json:"is_global"`
-	PKeyIndex *uint16 `json:"pkey_index,omitempty"`
-	Timeout   *uint8  `json:"timeout,omitempty"`
-}
-
-type jsonModify struct {
-	jsonCommon
-	Hook       string    `json:"hook"`
-	QPType     string    `json:"qp_type"`
-	Origin     string    `json:"origin"`
-	UHandle    *uint32   `json:"uhandle,omitempty"`
-	UserHandle string    `json:"user_handle,omitempty"`
-	AttrMask   uint32    `json:"attr_mask"`
-	Attrs      []string  `json:"attrs"`
-	State      string    `json:"state,omitempty"`
-	MigState   string    `json:"mig_state,omitempty"`
-	DestQPN    *uint32   `json:"dest_qpn,omitempty"`
-	Primary    *jsonPath `json:"primary,omitempty"`
-	Alt        *jsonPath `json:"alt,omitempty"`
-	Ret        int32     `json:"ret"`
-	Errno      string    `json:"errno,omitempty"`
-}
-
-type jsonQPEvent struct {
-	jsonCommon
-	Event  string `json:"event"`
-	Type   uint8  `json:"event_type"`
-	QPType string `json:"qp_type,omitempty"`
-	Origin string `json:"origin"`
-	Hook   string `json:"hook"`
-}
-
-type jsonPortEvent struct {
-	jsonCommon
-	Event string `json:"event"`
-	Type  uint8  `json:"event_type"`
-	Port  uint32 `json:"port"`
-}
-
-type jsonNotify struct {
-	jsonCommon
-	Event    string `json:"event"`
-	Type     uint8  `json:"event_type"`
-	Ret      int32  `json:"ret"`
-	Errno    string `json:"errno,omitempty"`
-	CMID     string `json:"cm_id"`
-	LocalID  uint32 `json:"local_id"`
-	RemoteID uint32 `json:"remote_id"`
-	CMState  string `json:"cm_state"`
-	LapState string `json:"lap_state"`
-}
-
-type jsonHandler struct {
-	jsonCommon
-	Attr     string `json:"attr"`
-	AttrID   uint16 `json:"attr_id"`
-	Ret      int32  `json:"ret"`
-	Errno    string `json:"errno,omitempty"`
-	LocalID  uint32 `json:"local_id"`
-	RemoteID uint32 `json:"remote_id"`
-	AltDLID  uint16 `json:"alt_dlid"`
-	Status   uint8  `json:"status"`
-}
-
-type jsonMAD struct {
-	jsonCommon
-	Dir       string `json:"dir"`
-	MgmtClass uint8  `json:"mgmt_class"`
-	Method    uint8  `json:"method"`
-	Attr      string `json:"attr"`
-	AttrID    uint16 `json:"attr_id"`
-	TID       string `json:"mad_tid"`
-	SLID      uint16 `json:"slid"`
-	DLID      uint16 `json:"dlid"`
-	Port      uint32 `json:"port"`
-	MADQPN    uint32 `json:"mad_qpn"`
-	FromUser  bool   `json:"from_user"`
-	LocalID   uint32 `json:"local_id"`
-	RemoteID  uint32 `json:"remote_id"`
-}
-
-type jsonLife struct {
-	jsonCommon
-	QPType string `json:"qp_type"`
-	Origin string `json:"origin"`
-	Ret    int32  `json:"ret"`
-	Errno  string `json:"errno,omitempty"`
-}
-
-type jsonTruth struct {
-	jsonCommon
-	Truth    string `json:"truth"` // read or gone
-	Source   string `json:"source"`
-	QPType   string `json:"qp_type,omitempty"`
-	Origin   string `json:"origin,omitempty"`
-	State    string `json:"state,omitempty"`
-	MigState string `json:"mig_state,omitempty"`
-	RQPN     uint32 `json:"rqpn,omitempty"`
-	CM       bool   `json:"cm,omitempty"`
-	SpanNS   uint64 `json:"span_ns,omitempty"` // the dump ran this long before boot_ns
-}
-
-func common(e *event.Event) jsonCommon {
-	return jsonCommon{
-		Seq: e.Seq, Kind: e.Kind.String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
-		BootNS: e.Boot, CPU: e.CPU, PID: e.PID, TID: e.TID, Comm: escape.Text(e.Comm), Device: escape.Text(e.Device), QPN: e.QPN,
-	}
-}
-
-func pathJSON(p *event.Path, alt bool) *jsonPath {
-	if p == nil {
-		return nil
-	}
-	j := &jsonPath{Port: p.Port, DLID: p.DLID, SGIDIndex: p.SGIDIndex, DGID: GID(p.DGID), IsGlobal: p.IsGlobal}
-	if alt {
-		pk, to := p.PKeyIndex, p.Timeout
-		j.PKeyIndex, j.Timeout = &pk, &to
-	}
-	return j
-}
-
-// JSONValue is the JSON form of one event (one line of --output json).
-func JSONValue(e *event.Event) any {
-	c := common(e)
+// appendEventJSON appends e as one JSON object and a newline; tc keeps
+// the text of the last second written.
+func appendEventJSON(b []byte, e *event.Event, tc *timeCache) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"kind":`...)
+	b = append(b, '"')
+	b = append(b, e.Kind.String()...) // a name: nothing to escape
+	b = append(b, `","time":"`...)
+	b = tc.append(b, e.Time) // digits and -:.TZ only
+	b = append(b, `","boot_ns":`...)
+	b = strconv.AppendUint(b, e.Boot, 10)
+	b = appendUintField(b, `,"cpu":`, e.CPU)
+	b = appendUintField(b, `,"pid":`, e.PID)
+	b = appendUintField(b, `,"tid":`, e.TID)
+	b = appendStringField(b, `,"comm":`, escape.Text(e.Comm))
+	b = appendStringField(b, `,"device":`, escape.Text(e.Device))
+	b = appendUintField(b, `,"qpn":`, e.QPN)
 	switch {
 	case e.Modify != nil:
-		m := e.Modify
-		j := jsonModify{jsonCommon: c, Hook: escape.Text(m.Hook), QPType: m.QPType.String(), Origin: m.Origin.String(),
-			AttrMask: m.AttrMask, Attrs: AttrNames(m.AttrMask), Ret: m.Ret, Errno: Errno(m.Ret),
-			Primary: pathJSON(m.Primary, false), Alt: pathJSON(m.Alt, true)}
-		if m.Origin == event.OriginUser {
-			h := m.UHandle
-			j.UHandle, j.UserHandle = &h, hex64(m.UserHandle)
-		}
-		if m.Has(event.AttrState) {
-			j.State = m.State.String()
-		}
-		if m.Has(event.AttrPathMigState) {
-			j.MigState = m.MigState.String()
-		}
-		if m.Has(event.AttrDestQPN) {
-			d := m.DestQPN
-			j.DestQPN = &d
-		}
-		return j
+		b = appendModifyJSON(b, e.Modify)
 	case e.QP != nil:
-		j := jsonQPEvent{jsonCommon: c, Event: e.QP.Type.String(), Type: uint8(e.QP.Type),
-			Origin: e.QP.Origin.String(), Hook: escape.Text(e.QP.Hook)}
-		if e.QP.Origin != event.OriginUnknown {
-			j.QPType = e.QP.QPType.String()
+		q := e.QP
+		b = appendNameField(b, `,"event":`, q.Type.String())
+		b = appendUintField(b, `,"event_type":`, uint8(q.Type))
+		if q.Origin != event.OriginUnknown {
+			b = appendNameField(b, `,"qp_type":`, q.QPType.String())
 		}
-		return j
+		b = appendNameField(b, `,"origin":`, q.Origin.String())
+		b = appendStringField(b, `,"hook":`, escape.Text(q.Hook))
 	case e.Port != nil:
-		return jsonPortEvent{jsonCommon: c, Event: e.Port.Type.String(), Type: uint8(e.Port.Type), Port: e.Port.Port}
+		b = appendNameField(b, `,"event":`, e.Port.Type.String())
+		b = appendUintField(b, `,"event_type":`, uint8(e.Port.Type))
+		b = appendUintField(b, `,"port":`, e.Port.Port)
 	case e.Notify != nil:
 		n := e.Notify
-		return jsonNotify{jsonCommon: c, Event: n.Type.String(), Type: uint8(n.Type), Ret: n.Ret, Errno: Errno(n.Ret),
-			CMID: hex64(n.CMID), LocalID: n.LocalID, RemoteID: n.RemoteID,
-			CMState: CMState(n.CMState), LapState: LapState(n.LapState)}
+		b = appendNameField(b, `,"event":`, n.Type.String())
+		b = appendUintField(b, `,"event_type":`, uint8(n.Type))
+		b = appendRet(b, n.Ret)
+		b = appendHexField(b, `,"cm_id":`, n.CMID)
+		b = appendUintField(b, `,"local_id":`, n.LocalID)
+		b = appendUintField(b, `,"remote_id":`, n.RemoteID)
+		b = appendNameField(b, `,"cm_state":`, CMState(n.CMState))
+		b = appendNameField(b, `,"lap_state":`, LapState(n.LapState))
 	case e.Handler != nil:
 		h := e.Handler
-		return jsonHandler{jsonCommon: c, Attr: event.CMAttrName(h.AttrID), AttrID: h.AttrID, Ret: h.Ret,
-			Errno: Errno(h.Ret), LocalID: h.LocalID, RemoteID: h.RemoteID, AltDLID: h.AltDLID, Status: h.Status}
+		b = appendNameField(b, `,"attr":`, event.CMAttrName(h.AttrID))
+		b = appendUintField(b, `,"attr_id":`, h.AttrID)
+		b = appendRet(b, h.Ret)
+		b = appendUintField(b, `,"local_id":`, h.LocalID)
+		b = appendUintField(b, `,"remote_id":`, h.RemoteID)
+		b = appendUintField(b, `,"alt_dlid":`, h.AltDLID)
+		b = appendUintField(b, `,"status":`, h.Status)
 	case e.MAD != nil:
 		m := e.MAD
-		return jsonMAD{jsonCommon: c, Dir: m.Dir.String(), MgmtClass: m.MgmtClass, Method: m.Method,
-			Attr: madAttr(m), AttrID: m.AttrID, TID: hex64(m.TID), SLID: m.SLID, DLID: m.DLID, Port: m.Port,
-			MADQPN: m.MADQPN, FromUser: m.FromUser, LocalID: m.LocalID, RemoteID: m.RemoteID}
+		b = appendNameField(b, `,"dir":`, m.Dir.String())
+		b = appendUintField(b, `,"mgmt_class":`, m.MgmtClass)
+		b = appendUintField(b, `,"method":`, m.Method)
+		b = appendNameField(b, `,"attr":`, madAttr(m))
+		b = appendUintField(b, `,"attr_id":`, m.AttrID)
+		b = appendHexField(b, `,"mad_tid":`, m.TID)
+		b = appendUintField(b, `,"slid":`, m.SLID)
+		b = appendUintField(b, `,"dlid":`, m.DLID)
+		b = appendUintField(b, `,"port":`, m.Port)
+		b = appendUintField(b, `,"mad_qpn":`, m.MADQPN)
+		b = appendBoolField(b, `,"from_user":`, m.FromUser)
+		b = appendUintField(b, `,"local_id":`, m.LocalID)
+		b = appendUintField(b, `,"remote_id":`, m.RemoteID)
 	case e.Life != nil:
-		return jsonLife{jsonCommon: c, QPType: e.Life.QPType.String(), Origin: e.Life.Origin.String(),
-			Ret: e.Life.Ret, Errno: Errno(e.Life.Ret)}
+		b = appendNameField(b, `,"qp_type":`, e.Life.QPType.String())
+		b = appendNameField(b, `,"origin":`, e.Life.Origin.String())
+		b = appendRet(b, e.Life.Ret)
 	case e.Truth != nil:
-		t := e.Truth
-		j := jsonTruth{jsonCommon: c, Truth: t.Op.String(), Source: escape.Text(t.Source)}
-		if t.Op == event.TruthRead {
-			j.QPType, j.Origin, j.MigState, j.RQPN, j.CM, j.SpanNS = t.QPType.String(), t.Origin.String(), t.Mig.String(), t.RQPN, t.CM, t.Span
-			if t.HasState {
-				j.State = t.State.String()
-			}
-		}
-		return j
+		b = appendTruthJSON(b, e.Truth)
 	}
-	return c
+	return append(b, '}', '\n')
 }
+
+func appendModifyJSON(b []byte, m *event.Modify) []byte {
+	b = appendStringField(b, `,"hook":`, escape.Text(m.Hook))
+	b = appendNameField(b, `,"qp_type":`, m.QPType.String())
+	b = appendNameField(b, `,"origin":`, m.Origin.String())
+	if m.Origin == event.OriginUser {
+		b = appendUintField(b, `,"uhandle":`, m.UHandle)
+		b = appendHexField(b, `,"user_handle":`, m.UserHandle)
+	}
+	b = appendUintField(b, `,"attr_mask":`, m.AttrMask)
+	b = append(b, `,"attrs":`...)
+	b = appendAttrNames(b, m.AttrMask)
+	if m.Has(event.AttrState) {
+		b = appendNameField(b, `,"state":`, m.State.String())
+	}
+	if m.Has(event.AttrPathMigState) {
+		b = appendNameField(b, `,"mig_state":`, m.MigState.String())
+	}
+	if m.Has(event.AttrDestQPN) {
+		b = appendUintField(b, `,"dest_qpn":`, m.DestQPN)
+	}
+	if m.Primary != nil {
+		b = appendPathJSON(append(b, `,"primary":`...), m.Primary, false)
+	}
+	if m.Alt != nil {
+		b = appendPathJSON(append(b, `,"alt":`...), m.Alt, true)
+	}
+	return appendRet(b, m.Ret)
+}
+
+// appendPathJSON appends an address vector; the alternate's carries its
+// P_Key index and timeout too.
+func appendPathJSON(b []byte, p *event.Path, alt bool) []byte {
+	b = appendUintField(b, `{"port":`, p.Port)
+	b = appendUintField(b, `,"dlid":`, p.DLID)
+	b = appendUintField(b, `,"sgid_index":`, p.SGIDIndex)
+	b = append(b, `,"dgid":"`...)
+	b = netip.AddrFrom16(p.DGID).AppendTo(b) // hex digits, '.' and ':' only
+	b = append(b, '"')
+	b = appendBoolField(b, `,"is_global":`, p.IsGlobal)
+	if alt {
+		b = appendUintField(b, `,"pkey_index":`, p.PKeyIndex)
+		b = appendUintField(b, `,"timeout":`, p.Timeout)
+	}
+	return append(b, '}')
+}
+
+func appendTruthJSON(b []byte, t *event.Truth) []byte {
+	b = appendNameField(b, `,"truth":`, t.Op.String())
+	b = appendStringField(b, `,"source":`, escape.Text(t.Source))
+	if t.Op != event.TruthRead {
+		return b
+	}
+	b = appendNameField(b, `,"qp_type":`, t.QPType.String())
+	b = appendNameField(b, `,"origin":`, t.Origin.String())
+	if t.HasState {
+		b = appendNameField(b, `,"state":`, t.State.String())
+	}
+	b = appendNameField(b, `,"mig_state":`, t.Mig.String())
+	if t.RQPN != 0 {
+		b = appendUintField(b, `,"rqpn":`, t.RQPN)
+	}
+	if t.CM {
+		b = append(b, `,"cm":true`...)
+	}
+	if t.Span != 0 {
+		b = append(b, `,"span_ns":`...)
+		b = strconv.AppendUint(b, t.Span, 10)
+	}
+	return b
+}
+
+// appendAttrNames appends AttrNames(mask) as a JSON array.
+func appendAttrNames(b []byte, mask uint32) []byte {
+	b = append(b, '[')
+	first := true
+	sep := func() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+	}
+	for _, a := range attrNames {
+		if mask&a.bit != 0 {
+			sep()
+			b = append(b, '"')
+			b = append(b, a.name...)
+			b = append(b, '"')
+			mask &^= a.bit
+		}
+	}
+	for bit := 0; mask != 0; bit++ {
+		if mask&(1<<bit) != 0 {
+			sep()
+			b = append(b, `"BIT`...)
+			b = strconv.AppendInt(b, int64(bit), 10)
+			b = append(b, '"')
+			mask &^= 1 << bit
+		}
+	}
+	return append(b, ']')
+}
+
+// appendRet appends "ret" and, for a known negative errno, "errno".
+func appendRet(b []byte, ret int32) []byte {
+	b = append(b, `,"ret":`...)
+	b = strconv.AppendInt(b, int64(ret), 10)
+	if n := Errno(ret); n != "" {
+		b = appendNameField(b, `,"errno":`, n)
+	}
+	return b
+}
+
+func appendUintField[T uint8 | uint16 | uint32](b []byte, key string, v T) []byte {
+	b = append(b, key...)
+	return strconv.AppendUint(b, uint64(v), 10)
+}
+
+func appendStringField(b []byte, key, s string) []byte {
+	return appendJSONString(append(b, key...), s)
+}
+
+// appendNameField appends one of the product's own names: an enum's
+// String, an errno name, a CM state, whose bytes (letters, digits, _ -
+// ( )) JSON carries as they are. TestNamesNeedNoEscape checks every one.
+func appendNameField(b []byte, key, name string) []byte {
+	b = append(b, key...)
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"')
+}
+
+// appendHexField appends v as a "0x..." string (hex64).
+func appendHexField(b []byte, key string, v uint64) []byte {
+	b = append(b, key...)
+	b = append(b, `"0x`...)
+	b = strconv.AppendUint(b, v, 16)
+	return append(b, '"')
+}
+
+func appendBoolField(b []byte, key string, v bool) []byte {
+	b = append(b, key...)
+	return strconv.AppendBool(b, v)
+}
+
+// timeCache formats wall-clock times as time.RFC3339Nano in UTC, keeping
+// the text up to the seconds of the last second it formatted: events come
+// many to a second.
+type timeCache struct {
+	sec    int64
+	prefix []byte // "2006-01-02T15:04:05" of sec; nil: none yet
+}
+
+func (c *timeCache) append(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if c.prefix == nil || sec != c.sec {
+		full := time.Unix(sec, 0).UTC().AppendFormat(c.prefix[:0], time.RFC3339Nano)
+		c.prefix, c.sec = full[:len(full)-1], sec // without its "Z"
+	}
+	b = append(b, c.prefix...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
+}
+
+// JSONWriter writes one JSON object per line.
+type JSONWriter struct {
+	w     io.Writer
+	buf   []byte
+	times timeCache
+	enc   *json.Encoder // findings
+}
+
+// NewJSONWriter writes to w.
+func NewJSONWriter(w io.Writer) *JSONWriter { return &JSONWriter{w: w, enc: json.NewEncoder(w)} }
+
+// Write writes e as one line, in one call to the underlying writer.
+func (j *JSONWriter) Write(e *event.Event) error {
+	j.buf = appendEventJSON(j.buf[:0], e, &j.times)
+	_, err := j.w.Write(j.buf)
+	if cap(j.buf) > 64<<10 { // a line with long host strings: do not keep its buffer
+		j.buf = nil
+	}
+	return err
+}
+
+// Close has nothing to flush.
+func (j *JSONWriter) Close() error { return nil }
 
 func madAttr(m *event.MAD) string {
 	if m.MgmtClass == event.MgmtClassCM {
@@ -224,15 +304,3 @@ func madAttr(m *event.MAD) string {
 	}
 	return hex64(uint64(m.AttrID))
 }
-
-// JSONWriter writes one JSON object per line.
-type JSONWriter struct{ enc *json.Encoder }
-
-// NewJSONWriter writes to w.
-func NewJSONWriter(w io.Writer) *JSONWriter { return &JSONWriter{enc: json.NewEncoder(w)} }
-
-// Write writes e as one line.
-func (j *JSONWriter) Write(e *event.Event) error { return j.enc.Encode(JSONValue(e)) }
-
-// Close has nothing to flush.
-func (j *JSONWriter) Close() error { return nil }

@@ -93,11 +93,11 @@ func TestJSONGolden(t *testing.T) {
 			t.Errorf("line %d lacks kind or tid: %s", i, line)
 		}
 	}
-	rearm := JSONValue(sample()[3]).(jsonModify)
+	rearm := jsonValue(sample()[3]).(jsonModify)
 	if rearm.MigState != "REARM" || rearm.State != "" || rearm.Alt != nil || rearm.DestQPN != nil {
 		t.Errorf("rearm fields: %+v", rearm)
 	}
-	alt := JSONValue(sample()[2]).(jsonModify)
+	alt := jsonValue(sample()[2]).(jsonModify)
 	if alt.Errno != "EINVAL" || alt.Alt == nil || alt.Alt.DGID != "::ffff:192.168.77.2" || *alt.Alt.Timeout != 14 || alt.UHandle != nil {
 		t.Errorf("alt-path fields: %+v %+v", alt, alt.Alt)
 	}
@@ -188,14 +188,5 @@ func TestRunProbes(t *testing.T) {
 	var hooks []event.Hook
 	if err != nil || json.Unmarshal(out.Bytes(), &hooks) != nil || len(hooks) != 1 {
 		t.Errorf("probes --json: %v\n%s", err, out.String())
-	}
-}
-
-func BenchmarkJSON(b *testing.B) {
-	e := sample()[2]
-	w := NewJSONWriter(io.Discard)
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = w.Write(e)
 	}
 }

@@ -239,20 +239,18 @@ func (w *Writer) Write(e *event.Event) error {
 // checkStrings refuses an event a reader would refuse: a string longer
 // than maxString.
 func checkStrings(e *event.Event) error {
-	ss := []string{e.Comm, e.Device}
+	n := max(len(e.Comm), len(e.Device))
 	if e.Modify != nil {
-		ss = append(ss, e.Modify.Hook)
+		n = max(n, len(e.Modify.Hook))
 	}
 	if e.QP != nil {
-		ss = append(ss, e.QP.Hook)
+		n = max(n, len(e.QP.Hook))
 	}
 	if e.Truth != nil {
-		ss = append(ss, e.Truth.Source)
+		n = max(n, len(e.Truth.Source))
 	}
-	for _, s := range ss {
-		if len(s) > maxString {
-			return fmt.Errorf("string of %d bytes, more than %d", len(s), maxString)
-		}
+	if n > maxString {
+		return fmt.Errorf("string of %d bytes, more than %d", n, maxString)
 	}
 	return nil
 }

@@ -1,0 +1,9 @@
+# Output targets. Included by the top-level Makefile.
+FUZZTIME ?= 20s
+
+.PHONY: fuzz-json
+fuzz-json: ## bounded fuzz run of the JSON line encoder against the reflective reference (FUZZTIME=20s)
+	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) ./output
+
+# `make test` runs the bounded fuzz run too.
+test: fuzz-json
