@@ -16,8 +16,11 @@ awk '
 		for (i = 1; i <= NR; i++) if (t[i] >= from) { n++; sx += t[i]; sy += r[i]; sxx += t[i]*t[i]; sxy += t[i]*r[i]
 			if (min == "" || r[i] < min) min = r[i]; if (r[i] > max) max = r[i] }
 		if (n < 3) { print "analyze: fewer than 3 samples in the fit window" > "/dev/stderr"; exit 1 }
-		b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
-		printf "rss: %d samples, run %d s; fit from t=%d s: slope %.3f MiB/hour (%.4f KiB/s); RSS %.1f-%.1f MiB in the window\n", NR, tmax, from, b*3600/1024, b, min/1024, max/1024
+		b = (n*sxy - sx*sy) / (n*sxx - sx*sx); a = (sy - b*sx) / n
+		for (i = 1; i <= NR; i++) if (t[i] >= from) { e = r[i] - a - b*t[i]; ss += e*e }
+		# the standard error of the slope: how far the noise alone moves it
+		se = sqrt(ss / (n - 2) / (sxx - sx*sx/n))
+		printf "rss: %d samples, run %d s; fit from t=%d s: slope %.2f MiB/hour (standard error %.2f); RSS %.1f-%.1f MiB in the window, residuals sd %.1f MiB\n", NR, tmax, from, b*3600/1024, se*3600/1024, min/1024, max/1024, sqrt(ss/(n-2))/1024
 	}' "$OUT/rss.txt"
 grep '^soak-storm:' "$OUT/soak.log" || echo "analyze: no storms in the log"
 grep -E '^soak: (.*storms|audit exit|warnings)' "$OUT/soak.log" || true

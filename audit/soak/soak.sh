@@ -34,10 +34,12 @@ heap() {
 # storm: STORM_PAIRS pairs armed on ibsim, both ports of ibsim0 fail in turn
 storm() {
 	storms=$((storms + 1)); t0=$(date +%s); mr0=$(kinds missed-rearm); uf0=$(kinds unprotected-failure)
+	: >$D/storm.out # before the program starts: the wait below reads it at once
 	lab-ibpair --behavior never-rearm --pairs "$STORM_PAIRS" >$D/storm.out 2>&1 &
 	S=$!
 	n=0; while [ "$(grep -c '"ready":true' $D/storm.out)" -lt $((2 * STORM_PAIRS)) ] && [ $n -lt 600 ]; do sleep 0.5; n=$((n + 1)); done
 	armed=$(grep -c '"ready":true' $D/storm.out)
+	[ "$armed" -gt 0 ] || { echo "soak-storm: $storms: no QP armed:"; head -5 $D/storm.out; }
 	lab-ib port --dev ibsim0 --port 1 down >/dev/null
 	n=0; while [ $(( $(kinds missed-rearm) - mr0 )) -lt "$armed" ] && [ $n -lt 120 ]; do sleep 0.5; n=$((n + 1)); done
 	lab-ib port --dev ibsim0 --port 2 down >/dev/null
