@@ -96,9 +96,13 @@ struct apm_record {
 	__u8 _pad[6];
 	char comm[APM_COMM_LEN];
 	char dev[APM_DEV_NAME_LEN];
+	/* A record without paths (neither APM_F_HAS_PRIMARY nor APM_F_HAS_ALT)
+	 * ends here: APM_RECORD_SHORT bytes go to the ring buffer. */
 	struct apm_path primary;
 	struct apm_path alt;
 };
+
+#define APM_RECORD_SHORT __builtin_offsetof(struct apm_record, primary)
 
 /* Load-time settings: a volatile const in .rodata, set before load. */
 struct apm_config {

@@ -67,11 +67,21 @@ static __always_inline void count(__u32 idx)
 		(*v)++;
 }
 
+/* The reader is woken once, by the record that takes the queue over
+ * cfg.wakeup_bytes: it then reads until the ring is empty. Waking it on
+ * every record past the threshold (while it is behind, or stopped) costs
+ * an interrupt (irq_work) per record, more than the rest of the probe. A
+ * wakeup missed by two CPUs crossing at once is made up by the reader's
+ * poll timer. */
 static __always_inline __u64 wakeup_flags(void)
 {
 	if (!cfg.wakeup_bytes)
 		return 0;
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(struct apm_record) >= cfg.wakeup_bytes ?
+	/* No record takes more than the window (a full record and the ring's
+	 * 8-byte header), so the queue cannot pass the threshold without one
+	 * record seeing it inside the window. */
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	return avail < cfg.wakeup_bytes && avail + sizeof(struct apm_record) + 8 >= cfg.wakeup_bytes ?
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
@@ -79,7 +89,12 @@ static __always_inline __u64 wakeup_flags(void)
  * queued, and otherwise polls on a short timer (collector.pollInterval). */
 static __always_inline void emit(struct apm_record *r)
 {
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags()))
+	long err;
+	if (r->flags & (APM_F_HAS_PRIMARY | APM_F_HAS_ALT))
+		err = bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags());
+	else /* no paths: the record ends before them */
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_SHORT, wakeup_flags());
+	if (err)
 		count(APM_CNT_LOST);
 }
 
@@ -95,6 +110,26 @@ static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 i
 	r->tid = (__u32)id;
 	r->kind = kind;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* The header for BTF programs (fentry, fexit, tp_btf): pid, tid, comm and
+ * CPU loaded from the current task, one helper call instead of three. The
+ * caller has zeroed the record. */
+static __always_inline void fill_header_btf(struct apm_record *r, __u8 kind, __u64 ip)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	r->boot_ns = bpf_ktime_get_boot_ns();
+	r->func_ip = ip;
+	if (bpf_core_field_exists(t->cpu))
+		r->cpu = t->cpu;
+	else
+		r->cpu = bpf_get_smp_processor_id();
+	r->pid = t->tgid;
+	r->tid = t->pid;
+	r->kind = kind;
+	__u64 *dst = (__u64 *)r->comm;
+	dst[0] = *(__u64 *)&t->comm[0];
+	dst[1] = *(__u64 *)&t->comm[8];
 }
 
 /* A zeroed scratch record with the common header filled in. */
@@ -127,16 +162,30 @@ static __always_inline __u32 read_u32_or_u8(const void *p, __u32 size)
 	return v;
 }
 
-/* The owner of a QP: user (uobject set) or kernel ULP. */
+/* The owner of a QP: user (uobject set) or kernel ULP. The uverbs handle
+ * (id) and the user's handle (user_handle, the first member) come in one
+ * probe read of the start of the uobject when id is near it (it is at 56
+ * on 6.1 and 6.12), else in two. */
 static __always_inline void read_owner(struct apm_record *r, struct ib_uqp_object *uobj)
 {
-	if (uobj) {
-		r->flags |= APM_F_USER;
-		r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
-		r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
-	} else {
+	if (!uobj) {
 		r->flags |= APM_F_KERNEL;
+		return;
 	}
+	r->flags |= APM_F_USER;
+	struct ib_uobject *u = &uobj->uevent.uobject;
+	__u32 id_off = bpf_core_field_offset(u->id);
+	if (bpf_core_field_offset(uobj->uevent.uobject) == 0 && bpf_core_field_offset(u->user_handle) == 0 &&
+	    bpf_core_field_size(u->id) == 4 && id_off <= 60) {
+		__u64 buf[8] = {};
+		if (bpf_probe_read_kernel(buf, id_off + 4, uobj) == 0) {
+			r->user_handle = buf[0];
+			r->uhandle = *(__u32 *)((__u8 *)buf + id_off);
+		}
+		return;
+	}
+	r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
+	r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
 }
 
 static __always_inline void read_qp(struct apm_record *r, struct ib_qp *qp)

@@ -10,8 +10,12 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// recordSize is the size of struct apm_record.
-const recordSize = int(unsafe.Sizeof(apmApmRecord{}))
+// recordSize is the size of struct apm_record; a record without paths
+// (APM_RECORD_SHORT in bpf/apmwatch.h) ends where they start.
+const (
+	recordSize = int(unsafe.Sizeof(apmApmRecord{}))
+	shortSize  = int(unsafe.Offsetof(apmApmRecord{}.Primary))
+)
 
 // Flags of struct apm_record: enum apm_flag in bpf/apmwatch.h, through
 // bpf2go.
@@ -33,12 +37,16 @@ type decoder struct {
 	names  map[uint64]string // function address -> hook name
 }
 
-// parseRecord copies a raw sample into the generated record type.
+// parseRecord copies a raw sample into the generated record type (zeroed
+// by the caller): a full record, or a short one without paths.
 func parseRecord(raw []byte, rec *apmApmRecord) error {
-	if len(raw) < recordSize {
-		return fmt.Errorf("%w: %d bytes, want %d", errShortRecord, len(raw), recordSize)
+	if len(raw) < shortSize {
+		return fmt.Errorf("%w: %d bytes, want %d or more", errShortRecord, len(raw), shortSize)
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(rec)), recordSize), raw)
+	if len(raw) < recordSize && rec.Flags&(flagHasPrimary|flagHasAlt) != 0 {
+		return fmt.Errorf("%w: %d bytes with paths, want %d", errShortRecord, len(raw), recordSize)
+	}
 	return nil
 }
 

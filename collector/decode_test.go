@@ -127,9 +127,32 @@ func TestDecodeErrors(t *testing.T) {
 	if _, err := testDecoder.decode(raw(&r)[:10]); !errors.Is(err, errShortRecord) {
 		t.Errorf("short record: %v", err)
 	}
+	r.Flags = flagHasAlt
+	if _, err := testDecoder.decode(raw(&r)[:shortSize]); !errors.Is(err, errShortRecord) {
+		t.Errorf("record with an alternate path cut before its paths: %v", err)
+	}
 	r.Kind = 99
 	if _, err := testDecoder.decode(raw(&r)); err == nil {
 		t.Error("unknown kind decoded")
+	}
+}
+
+// A record without paths comes short (APM_RECORD_SHORT bytes) and decodes
+// like the full one.
+func TestDecodeShortRecord(t *testing.T) {
+	r := header(1)
+	r.Flags = flagUser
+	r.AttrMask, r.MigState, r.Uhandle, r.UserHandle = event.AttrPathMigState, 1, 3, 0x55d0
+	full, err := testDecoder.decode(raw(&r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := testDecoder.decode(raw(&r)[:shortSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *short.Modify != *full.Modify || short.Device != "rxe0" || short.Comm != "lab-pair" || short.Modify.Alt != nil {
+		t.Errorf("short record %+v %+v, full %+v %+v", short, short.Modify, full, full.Modify)
 	}
 }
 
