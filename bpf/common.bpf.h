@@ -90,8 +90,10 @@ static __always_inline __u64 wakeup_flags(void)
 static __always_inline void emit(struct apm_record *r)
 {
 	long err;
-	if (r->flags & (APM_F_HAS_PRIMARY | APM_F_HAS_ALT))
+	if (r->kind == APM_KIND_DEV_NAME)
 		err = bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags());
+	else if (r->flags & (APM_F_HAS_PRIMARY | APM_F_HAS_ALT))
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_PATHS, wakeup_flags());
 	else /* no paths: the record ends before them */
 		err = bpf_ringbuf_output(&events, r, APM_RECORD_SHORT, wakeup_flags());
 	if (err)
@@ -143,10 +145,14 @@ static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
 	return r;
 }
 
+/* The device by its index: the collector knows the names (from the
+ * APM_KIND_DEV_NAME records and rdma netlink), so no record copies one. */
 static __always_inline void read_dev(struct apm_record *r, struct ib_device *dev)
 {
-	if (dev)
-		bpf_probe_read_kernel_str(r->dev, sizeof(r->dev), dev->name);
+	if (dev) {
+		r->dev_index = BPF_CORE_READ(dev, index);
+		r->flags |= APM_F_DEV;
+	}
 }
 
 /* Port numbers: u8 before 5.13, u32 after. */

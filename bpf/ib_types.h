@@ -39,6 +39,7 @@ struct task_struct {
 
 struct ib_device {
 	char name[64];
+	__u32 index;
 } __core;
 
 struct ib_uobject {

@@ -36,11 +36,8 @@ static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
 		qp = real;
 	struct ib_device *dev = qp->device;
 	if (dev) {
-		__u64 *dst = (__u64 *)r->dev;
-#pragma unroll
-		for (int i = 0; i < APM_DEV_NAME_LEN / 8; i++)
-			dst[i] = *(__u64 *)&dev->name[i * 8];
-		r->dev[APM_DEV_NAME_LEN - 1] = 0;
+		r->dev_index = dev->index;
+		r->flags |= APM_F_DEV;
 	}
 	r->qpn = qp->qp_num;
 	r->qp_type = qp->qp_type;
@@ -95,10 +92,10 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 	__u64 flags = wakeup_flags();
 	struct apm_record *r;
 	if (mask & (IB_QP_AV | IB_QP_ALT_PATH)) {
-		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		r = bpf_ringbuf_reserve(&events, APM_RECORD_PATHS, 0);
 		if (!r)
 			goto lost;
-		__builtin_memset(r, 0, sizeof(*r));
+		__builtin_memset(r, 0, APM_RECORD_PATHS);
 		modify_paths_btf(r, attr, mask);
 	} else {
 		r = bpf_ringbuf_reserve(&events, APM_RECORD_SHORT, 0);

@@ -88,7 +88,7 @@ func Open(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := apmApmConfig{WakeupBytes: wakeupRecords * uint32(recordSize)}
+	cfg := apmApmConfig{WakeupBytes: wakeupRecords * uint32(shortSize+8)}
 	if opts.AllMADs {
 		cfg.AllMads = 1
 	}
@@ -127,7 +127,7 @@ func Open(opts Options) (*Collector, error) {
 		},
 		loader:   l,
 		reader:   rd,
-		dec:      decoder{offset: offset, names: k.syms.addrs(names)},
+		dec:      decoder{offset: offset, names: k.syms.addrs(names), devs: newDevNames(listDevices)},
 		out:      make(chan *event.Event, 1024),
 		done:     make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -173,6 +173,9 @@ func (c *Collector) read() {
 		e, err := c.dec.decode(rec.RawSample)
 		if err != nil {
 			c.decErrs.Add(1)
+			continue
+		}
+		if e == nil { // a device's name, kept by the decoder
 			continue
 		}
 		e.Seq = c.seq.Add(1)
