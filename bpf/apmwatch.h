@@ -112,8 +112,7 @@ struct apm_record {
 
 /* Load-time settings: a volatile const in .rodata, set before load. */
 struct apm_config {
-	__u32 wakeup_bytes; /* wake the reader once this much is queued; 0: every record */
-	__u8 all_mads;      /* 0: only CM-class MADs (0x07); 1: every MAD */
+	__u8 all_mads; /* 0: only CM-class MADs (0x07); 1: every MAD */
 	__u8 _pad[3];
 };
 

@@ -67,35 +67,23 @@ static __always_inline void count(__u32 idx)
 		(*v)++;
 }
 
-/* The reader is woken once, by the record that takes the queue over
- * cfg.wakeup_bytes: it then reads until the ring is empty. Waking it on
- * every record past the threshold (while it is behind, or stopped) costs
- * an interrupt (irq_work) per record, more than the rest of the probe. A
- * wakeup missed by two CPUs crossing at once is made up by the reader's
- * poll timer. */
-static __always_inline __u64 wakeup_flags(void)
-{
-	if (!cfg.wakeup_bytes)
-		return 0;
-	/* No record takes more than the window (a full record and the ring's
-	 * 8-byte header), so the queue cannot pass the threshold without one
-	 * record seeing it inside the window. */
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	return avail < cfg.wakeup_bytes && avail + sizeof(struct apm_record) + 8 >= cfg.wakeup_bytes ?
-		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
+/* The probes never wake the reader: it polls on a short timer
+ * (collector.pollInterval) and reads until the ring is empty. A wakeup is
+ * an interrupt (irq_work); one per record, or per record past a threshold
+ * while the reader is behind, cost more than the rest of the probe, and
+ * even the threshold's check (bpf_ringbuf_query) was a fifth of it
+ * (docs/performance.md). */
+#define APM_RB_FLAGS BPF_RB_NO_WAKEUP
 
-/* Batched wakeups: the reader is woken only once cfg.wakeup_bytes are
- * queued, and otherwise polls on a short timer (collector.pollInterval). */
 static __always_inline void emit(struct apm_record *r)
 {
 	long err;
 	if (r->kind == APM_KIND_DEV_NAME)
-		err = bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags());
+		err = bpf_ringbuf_output(&events, r, sizeof(*r), APM_RB_FLAGS);
 	else if (r->flags & (APM_F_HAS_PRIMARY | APM_F_HAS_ALT))
-		err = bpf_ringbuf_output(&events, r, APM_RECORD_PATHS, wakeup_flags());
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_PATHS, APM_RB_FLAGS);
 	else /* no paths: the record ends before them */
-		err = bpf_ringbuf_output(&events, r, APM_RECORD_SHORT, wakeup_flags());
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_SHORT, APM_RB_FLAGS);
 	if (err)
 		count(APM_CNT_LOST);
 }

@@ -89,7 +89,6 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	if (!qp || !attr)
 		return 0;
-	__u64 flags = wakeup_flags();
 	struct apm_record *r;
 	if (mask & (IB_QP_AV | IB_QP_ALT_PATH)) {
 		r = bpf_ringbuf_reserve(&events, APM_RECORD_PATHS, 0);
@@ -108,7 +107,7 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 	fill_header_btf(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
 	r->ret = (int)ret;
 	modify_fill_btf(r, qp, attr, mask);
-	bpf_ringbuf_submit(r, flags);
+	bpf_ringbuf_submit(r, APM_RB_FLAGS);
 	return 0;
 lost:
 	count(APM_CNT_LOST);

@@ -14,10 +14,9 @@ import (
 )
 
 type apmApmConfig struct {
-	_           structs.HostLayout
-	WakeupBytes uint32
-	AllMads     uint8
-	Pad         [3]uint8
+	_       structs.HostLayout
+	AllMads uint8
+	Pad     [3]uint8
 }
 
 type apmApmCounter uint32

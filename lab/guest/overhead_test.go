@@ -53,17 +53,7 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		bt = ""
 	}
 	rates, best := map[string][]float64{}, map[string][]float64{}
-	measure := func(col string) {
-		ls := MustRun(b, "lab-pair", "--loop-modify", n, "--duration", "2m")
-		r := Filter(ls, Match("bench", "loop_modify"))
-		if len(r) != 1 || r[0].Int("failed") != 0 {
-			b.Fatalf("lab-pair --loop-modify: %v", ls)
-		}
-		rate, _ := strconv.ParseFloat(r[0].Str("per_second"), 64)
-		chunk, _ := strconv.ParseFloat(r[0].Str("best_chunk_ns_per_modify"), 64)
-		rates[col] = append(rates[col], rate)
-		best[col] = append(best[col], chunk)
-	}
+	measure := func(col string) { loopModify(b, n, col, rates, best) }
 	for i := 0; i < runs; i++ {
 		measure("none")
 		detach := attachEmpty(b, "ib_modify_qp_with_udata", true)
@@ -84,6 +74,44 @@ func BenchmarkTraceOverhead(b *testing.B) {
 			tr.pause(b)
 			measure("bpftrace-stopped")
 			b.Logf("run %d: bpftrace: %s", i, tr.end(b, "Lost"))
+		}
+	}
+	reportOverhead(b, rates, best, "none", "floor")
+}
+
+// loopModify runs lab-pair's modify loop and files its whole-loop rate and
+// its fastest chunk under col.
+func loopModify(b *testing.B, n, col string, rates, best map[string][]float64) {
+	ls := MustRun(b, "lab-pair", "--loop-modify", n, "--duration", "2m")
+	r := Filter(ls, Match("bench", "loop_modify"))
+	if len(r) != 1 || r[0].Int("failed") != 0 {
+		b.Fatalf("lab-pair --loop-modify: %v", ls)
+	}
+	rate, _ := strconv.ParseFloat(r[0].Str("per_second"), 64)
+	chunk, _ := strconv.ParseFloat(r[0].Str("best_chunk_ns_per_modify"), 64)
+	rates[col] = append(rates[col], rate)
+	best[col] = append(best[col], chunk)
+}
+
+// BenchmarkProbeParts measures what each step of a probe costs: the floor
+// (an empty fexit program on ib_modify_qp_with_udata) plus one step
+// (probeParts), in the modify loop, against the floor alone.
+func BenchmarkProbeParts(b *testing.B) {
+	const n = "100000"
+	runs := 3
+	if v, err := strconv.Atoi(os.Getenv("APMWATCH_BENCH_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	rates, best := map[string][]float64{}, map[string][]float64{}
+	for i := 0; i < runs; i++ {
+		loopModify(b, n, "none", rates, best)
+		detach := attachEmpty(b, "ib_modify_qp_with_udata", true)
+		loopModify(b, n, "floor", rates, best)
+		detach()
+		for _, p := range probeParts {
+			detach := attachParts(b, "ib_modify_qp_with_udata", true, p)
+			loopModify(b, n, "floor+"+p.name, rates, best)
+			detach()
 		}
 	}
 	reportOverhead(b, rates, best, "none", "floor")

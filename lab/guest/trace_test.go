@@ -355,3 +355,33 @@ func TestTraceBadInput(t *testing.T) {
 		t.Errorf("bad --qpn: exit %d, stderr %q; want exit 2 and one line", r.Code, r.Stderr)
 	}
 }
+
+// Records carry a device's index, named by the collector: a device renamed
+// while the trace runs is named anew in the events that follow.
+func TestTraceDeviceRename(t *testing.T) {
+	tr := startTrace(t)
+	rename := func(from, to string) error {
+		out, err := exec.Command("rdma", "dev", "set", from, "name", to).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rdma dev set %s name %s: %v: %s", from, to, err, out)
+		}
+		return nil
+	}
+	if err := rename("rxe1", "rxelab9"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rename("rxelab9", "rxe1"); err != nil {
+			t.Error(err)
+		}
+	})
+	p, ready := startPair(t, "--behavior", "rearm", "--dev1", "rxelab9")
+	q := QPN(t, ready, "rxelab9")
+	tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", "rxelab9", "qpn", q, "mig_state", "REARM", "ret", 0))
+	q0 := QPN(t, ready, "rxe0")
+	tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", "rxe0", "qpn", q0, "mig_state", "REARM", "ret", 0))
+	if err := p.Stop(t); err != nil {
+		t.Errorf("lab-pair: %v", err)
+	}
+	tr.stop(t)
+}
