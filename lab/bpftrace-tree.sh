@@ -4,8 +4,10 @@
 # guest as LAB_EXTRA, so it is at /extra: /extra/bin/bpftrace, /extra/lib).
 # Nothing is installed on the host: the package and its dependency closure
 # are fetched with apt-get download into $CACHE/bpftrace/debs and unpacked
-# with dpkg-deb -x. glibc itself is left out: the guest has the host's, the
-# same Debian release. Idempotent; prints the tree's path.
+# with dpkg-deb -x (61 MiB of packages; the tree is 198 MiB, 186 of them
+# libLLVM, libclang, libz3 and ICU's data: it fits the guest's 2 GiB).
+# libc.so.6 is left out: the guest has the host's, the same Debian release.
+# Idempotent; prints the tree's path.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

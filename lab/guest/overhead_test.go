@@ -54,6 +54,7 @@ func BenchmarkTraceOverhead(b *testing.B) {
 	}
 	rates, best := map[string][]float64{}, map[string][]float64{}
 	measure := func(col string) { loopModify(b, n, col, rates, best) }
+	var attaches []time.Duration // apmwatch trace: exec to ready file
 	for i := 0; i < runs; i++ {
 		measure("none")
 		detach := attachEmpty(b, "ib_modify_qp_with_udata", true)
@@ -62,6 +63,7 @@ func BenchmarkTraceOverhead(b *testing.B) {
 
 		tr := startTracer(b, "apmwatch", nil, []string{"trace", "--output", "json", "--ring-buffer-mib", "64",
 			"--ready-file"}, "")
+		attaches = append(attaches, tr.attach)
 		measure("apmwatch")
 		tr.pause(b)
 		measure("apmwatch-stopped")
@@ -77,6 +79,9 @@ func BenchmarkTraceOverhead(b *testing.B) {
 		}
 	}
 	reportOverhead(b, rates, best, "none", "floor")
+	slices.Sort(attaches)
+	b.Logf("apmwatch trace attach (exec to ready file): median %v, runs %v", attaches[len(attaches)/2], attaches)
+	b.ReportMetric(float64(attaches[len(attaches)/2].Milliseconds()), "attach-ms")
 }
 
 // loopModify runs lab-pair's modify loop and files its whole-loop rate and
@@ -147,6 +152,7 @@ func reportOverhead(b *testing.B, rates, best map[string][]float64, none, floor 
 type tracer struct {
 	cmd    *exec.Cmd
 	stderr bytes.Buffer
+	attach time.Duration // start to ready
 }
 
 // startTracer runs name with args and waits until it is ready: with ready
@@ -168,11 +174,13 @@ func startTracer(b *testing.B, name string, env, args []string, ready string) *t
 	}
 	tr.cmd.Env = append(os.Environ(), env...)
 	tr.cmd.Stderr = &tr.stderr
+	start := time.Now()
 	if err := tr.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if got, err := os.ReadFile(out); err == nil && bytes.Contains(got, []byte(ready)) {
+			tr.attach = time.Since(start)
 			return tr
 		}
 		if time.Now().After(deadline) {
