@@ -158,8 +158,8 @@ static __always_inline __u32 read_u32_or_u8(const void *p, __u32 size)
 
 /* The owner of a QP: user (uobject set) or kernel ULP. The uverbs handle
  * (id) and the user's handle (user_handle, the first member) come in one
- * probe read of the start of the uobject when id is near it (it is at 56
- * on 6.1 and 6.12), else in two. */
+ * probe read of the start of the uobject when the running kernel's BTF
+ * puts id in its first 64 bytes, else in two. */
 static __always_inline void read_owner(struct apm_record *r, struct ib_uqp_object *uobj)
 {
 	if (!uobj) {
