@@ -14,6 +14,7 @@
  *   cm.bpf.h       ib_cm_notify, cm_lap_handler, cm_apr_handler
  *   mad.bpf.h      MAD send/receive and ib_umad write tracepoints
  *   qp_life.bpf.h  QP create and destroy
+ *   dev.bpf.h      device names (register, rename)
  */
 #include <linux/bpf.h>
 #define __VMLINUX_H__ /* pt_regs field names of the kernel, see ib_types.h */
@@ -39,3 +40,4 @@ const volatile enum apm_counter apm_counter_btf = 0;
 #include "cm.bpf.h"
 #include "mad.bpf.h"
 #include "qp_life.bpf.h"
+#include "dev.bpf.h"

@@ -21,6 +21,7 @@ enum apm_kind {
 	APM_KIND_MAD = 6,
 	APM_KIND_QP_CREATE = 7,
 	APM_KIND_QP_DESTROY = 8,
+	APM_KIND_DEV_NAME = 9, /* a device's index and name (registered, renamed): read by the collector, no event */
 };
 
 /* apm_record.flags */
@@ -32,6 +33,7 @@ enum apm_flag {
 	APM_F_FROM_UMAD = 1 << 4,   /* MAD written by userspace through ib_umad */
 	APM_F_RAW_EVENT = 1 << 5,   /* ev_type is a driver's raw event number */
 	APM_F_MLX4 = 1 << 6,        /* with APM_F_RAW_EVENT: mlx4 numbering */
+	APM_F_DEV = 1 << 7,         /* dev_index is set */
 };
 
 /* Per-CPU counters (array map "counters"). */
@@ -79,6 +81,7 @@ struct apm_record {
 	__u32 port;       /* port event, MAD port */
 	__u32 mad_qpn;    /* QP a MAD travelled on */
 	__u32 remote_qpn; /* MAD send: remote QPN; recv: source QP */
+	__u32 dev_index;  /* ib_device.index (APM_F_DEV): the collector knows its name */
 	__u16 attr_id;    /* MAD / CM handler attribute id, host order */
 	__u16 slid;
 	__u16 dlid;
@@ -95,15 +98,21 @@ struct apm_record {
 	__u8 status;      /* APR status */
 	__u8 _pad[6];
 	char comm[APM_COMM_LEN];
-	char dev[APM_DEV_NAME_LEN];
+	/* A record without paths (neither APM_F_HAS_PRIMARY nor APM_F_HAS_ALT)
+	 * ends here: APM_RECORD_SHORT bytes go to the ring buffer. */
 	struct apm_path primary;
 	struct apm_path alt;
+	/* A record with paths ends here (APM_RECORD_PATHS); only
+	 * APM_KIND_DEV_NAME records carry a name. */
+	char dev[APM_DEV_NAME_LEN];
 };
+
+#define APM_RECORD_SHORT __builtin_offsetof(struct apm_record, primary)
+#define APM_RECORD_PATHS __builtin_offsetof(struct apm_record, dev)
 
 /* Load-time settings: a volatile const in .rodata, set before load. */
 struct apm_config {
-	__u32 wakeup_bytes; /* wake the reader once this much is queued; 0: every record */
-	__u8 all_mads;      /* 0: only CM-class MADs (0x07); 1: every MAD */
+	__u8 all_mads; /* 0: only CM-class MADs (0x07); 1: every MAD */
 	__u8 _pad[3];
 };
 

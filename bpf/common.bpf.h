@@ -67,19 +67,24 @@ static __always_inline void count(__u32 idx)
 		(*v)++;
 }
 
-static __always_inline __u64 wakeup_flags(void)
-{
-	if (!cfg.wakeup_bytes)
-		return 0;
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + sizeof(struct apm_record) >= cfg.wakeup_bytes ?
-		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
+/* The probes never wake the reader: it polls on a short timer
+ * (collector.pollInterval) and reads until the ring is empty. A wakeup is
+ * an interrupt (irq_work); one per record, or per record past a threshold
+ * while the reader is behind, cost more than the rest of the probe, and
+ * even the threshold's check (bpf_ringbuf_query) was a fifth of it
+ * (docs/performance.md). */
+#define APM_RB_FLAGS BPF_RB_NO_WAKEUP
 
-/* Batched wakeups: the reader is woken only once cfg.wakeup_bytes are
- * queued, and otherwise polls on a short timer (collector.pollInterval). */
 static __always_inline void emit(struct apm_record *r)
 {
-	if (bpf_ringbuf_output(&events, r, sizeof(*r), wakeup_flags()))
+	long err;
+	if (r->kind == APM_KIND_DEV_NAME)
+		err = bpf_ringbuf_output(&events, r, sizeof(*r), APM_RB_FLAGS);
+	else if (r->flags & (APM_F_HAS_PRIMARY | APM_F_HAS_ALT))
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_PATHS, APM_RB_FLAGS);
+	else /* no paths: the record ends before them */
+		err = bpf_ringbuf_output(&events, r, APM_RECORD_SHORT, APM_RB_FLAGS);
+	if (err)
 		count(APM_CNT_LOST);
 }
 
@@ -97,6 +102,26 @@ static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 i
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 }
 
+/* The header for BTF programs (fentry, fexit, tp_btf): pid, tid, comm and
+ * CPU loaded from the current task, one helper call instead of three. The
+ * caller has zeroed the record. */
+static __always_inline void fill_header_btf(struct apm_record *r, __u8 kind, __u64 ip)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	r->boot_ns = bpf_ktime_get_boot_ns();
+	r->func_ip = ip;
+	if (bpf_core_field_exists(t->cpu))
+		r->cpu = t->cpu;
+	else
+		r->cpu = bpf_get_smp_processor_id();
+	r->pid = t->tgid;
+	r->tid = t->pid;
+	r->kind = kind;
+	__u64 *dst = (__u64 *)r->comm;
+	dst[0] = *(__u64 *)&t->comm[0];
+	dst[1] = *(__u64 *)&t->comm[8];
+}
+
 /* A zeroed scratch record with the common header filled in. */
 static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
 {
@@ -108,10 +133,14 @@ static __always_inline struct apm_record *new_record(__u8 kind, __u64 ip)
 	return r;
 }
 
+/* The device by its index: the collector knows the names (from the
+ * APM_KIND_DEV_NAME records and rdma netlink), so no record copies one. */
 static __always_inline void read_dev(struct apm_record *r, struct ib_device *dev)
 {
-	if (dev)
-		bpf_probe_read_kernel_str(r->dev, sizeof(r->dev), dev->name);
+	if (dev) {
+		r->dev_index = BPF_CORE_READ(dev, index);
+		r->flags |= APM_F_DEV;
+	}
 }
 
 /* Port numbers: u8 before 5.13, u32 after. */
@@ -127,16 +156,30 @@ static __always_inline __u32 read_u32_or_u8(const void *p, __u32 size)
 	return v;
 }
 
-/* The owner of a QP: user (uobject set) or kernel ULP. */
+/* The owner of a QP: user (uobject set) or kernel ULP. The uverbs handle
+ * (id) and the user's handle (user_handle, the first member) come in one
+ * probe read of the start of the uobject when the running kernel's BTF
+ * puts id in its first 64 bytes, else in two. */
 static __always_inline void read_owner(struct apm_record *r, struct ib_uqp_object *uobj)
 {
-	if (uobj) {
-		r->flags |= APM_F_USER;
-		r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
-		r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
-	} else {
+	if (!uobj) {
 		r->flags |= APM_F_KERNEL;
+		return;
 	}
+	r->flags |= APM_F_USER;
+	struct ib_uobject *u = &uobj->uevent.uobject;
+	__u32 id_off = bpf_core_field_offset(u->id);
+	if (bpf_core_field_offset(uobj->uevent.uobject) == 0 && bpf_core_field_offset(u->user_handle) == 0 &&
+	    bpf_core_field_size(u->id) == 4 && id_off <= 60) {
+		__u64 buf[8] = {};
+		if (bpf_probe_read_kernel(buf, id_off + 4, uobj) == 0) {
+			r->user_handle = buf[0];
+			r->uhandle = *(__u32 *)((__u8 *)buf + id_off);
+		}
+		return;
+	}
+	r->uhandle = BPF_CORE_READ(uobj, uevent.uobject.id);
+	r->user_handle = BPF_CORE_READ(uobj, uevent.uobject.user_handle);
 }
 
 static __always_inline void read_qp(struct apm_record *r, struct ib_qp *qp)

@@ -17,7 +17,7 @@ static __always_inline void qp_event(struct ib_event *ev, __u64 ip)
 		return;
 	r->ev_type = BPF_CORE_READ(ev, event);
 	read_qp(r, BPF_CORE_READ(ev, element.qp));
-	if (!r->dev[0])
+	if (!(r->flags & APM_F_DEV))
 		read_dev(r, BPF_CORE_READ(ev, device));
 	emit(r);
 }

@@ -28,8 +28,18 @@ enum ib_cm_state { IB_CM_APMWATCH_ };
 enum ib_cm_lap_state { IB_CM_LAP_APMWATCH_ };
 enum rdma_ah_attr_type { RDMA_AH_ATTR_TYPE_IB = 1 }; /* kernel: UNDEFINED, IB, ROCE, OPA */
 
+/* The current task (bpf_get_current_task_btf): cpu exists with
+ * CONFIG_THREAD_INFO_IN_TASK (x86). */
+struct task_struct {
+	int pid;
+	int tgid;
+	unsigned int cpu;
+	char comm[16];
+} __core;
+
 struct ib_device {
 	char name[64];
+	__u32 index;
 } __core;
 
 struct ib_uobject {

@@ -36,11 +36,8 @@ static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
 		qp = real;
 	struct ib_device *dev = qp->device;
 	if (dev) {
-		__u64 *dst = (__u64 *)r->dev;
-#pragma unroll
-		for (int i = 0; i < APM_DEV_NAME_LEN / 8; i++)
-			dst[i] = *(__u64 *)&dev->name[i * 8];
-		r->dev[APM_DEV_NAME_LEN - 1] = 0;
+		r->dev_index = dev->index;
+		r->flags |= APM_F_DEV;
 	}
 	r->qpn = qp->qp_num;
 	r->qp_type = qp->qp_type;
@@ -58,6 +55,11 @@ static __always_inline void modify_fill_btf(struct apm_record *r, struct ib_qp *
 		r->mig_state = attr->path_mig_state;
 	if (mask & IB_QP_DEST_QPN)
 		r->dest_qpn = attr->dest_qp_num;
+}
+
+/* The paths of a full record (the mask names IB_QP_AV or IB_QP_ALT_PATH). */
+static __always_inline void modify_paths_btf(struct apm_record *r, struct ib_qp_attr *attr, int mask)
+{
 	if (mask & IB_QP_AV) {
 		r->flags |= APM_F_HAS_PRIMARY;
 		read_path_btf(&r->primary, &attr->ah_attr);
@@ -80,24 +82,35 @@ static __always_inline void modify_fill_btf(struct apm_record *r, struct ib_qp *
  * leave the fields read here unchanged (the core only fills the RoCE dmac
  * and sgid_attr of the caller's attr). Both targets share the first three
  * arguments; bpf_get_func_ret reads the return code whatever the argument
- * count. */
+ * count. The mask decides first: a modify without a path (a rearm, a state
+ * change) reserves the short record and reads no path field. */
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	if (!qp || !attr)
 		return 0;
-	__u64 flags = wakeup_flags();
-	struct apm_record *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count(APM_CNT_LOST);
-		return 0;
+	struct apm_record *r;
+	if (mask & (IB_QP_AV | IB_QP_ALT_PATH)) {
+		r = bpf_ringbuf_reserve(&events, APM_RECORD_PATHS, 0);
+		if (!r)
+			goto lost;
+		__builtin_memset(r, 0, APM_RECORD_PATHS);
+		modify_paths_btf(r, attr, mask);
+	} else {
+		r = bpf_ringbuf_reserve(&events, APM_RECORD_SHORT, 0);
+		if (!r)
+			goto lost;
+		__builtin_memset(r, 0, APM_RECORD_SHORT);
 	}
 	__u64 ret = 0;
 	bpf_get_func_ret(ctx, &ret);
-	fill_header(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
+	fill_header_btf(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
 	r->ret = (int)ret;
 	modify_fill_btf(r, qp, attr, mask);
-	bpf_ringbuf_submit(r, flags);
+	bpf_ringbuf_submit(r, APM_RB_FLAGS);
+	return 0;
+lost:
+	count(APM_CNT_LOST);
 	return 0;
 }
 

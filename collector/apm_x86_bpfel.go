@@ -14,10 +14,9 @@ import (
 )
 
 type apmApmConfig struct {
-	_           structs.HostLayout
-	WakeupBytes uint32
-	AllMads     uint8
-	Pad         [3]uint8
+	_       structs.HostLayout
+	AllMads uint8
+	Pad     [3]uint8
 }
 
 type apmApmCounter uint32
@@ -39,6 +38,7 @@ const (
 	apmApmFlagAPM_F_FROM_UMAD   apmApmFlag = 16
 	apmApmFlagAPM_F_RAW_EVENT   apmApmFlag = 32
 	apmApmFlagAPM_F_MLX4        apmApmFlag = 64
+	apmApmFlagAPM_F_DEV         apmApmFlag = 128
 )
 
 type apmApmKind uint32
@@ -52,6 +52,7 @@ const (
 	apmApmKindAPM_KIND_MAD        apmApmKind = 6
 	apmApmKindAPM_KIND_QP_CREATE  apmApmKind = 7
 	apmApmKindAPM_KIND_QP_DESTROY apmApmKind = 8
+	apmApmKindAPM_KIND_DEV_NAME   apmApmKind = 9
 )
 
 type apmApmPath struct {
@@ -85,6 +86,7 @@ type apmApmRecord struct {
 	Port       uint32
 	MadQpn     uint32
 	RemoteQpn  uint32
+	DevIndex   uint32
 	AttrId     uint16
 	Slid       uint16
 	Dlid       uint16
@@ -101,10 +103,9 @@ type apmApmRecord struct {
 	Status     uint8
 	Pad        [6]uint8
 	Comm       [16]int8
-	Dev        [64]int8
 	Primary    apmApmPath
 	Alt        apmApmPath
-	_          [4]byte
+	Dev        [64]int8
 }
 
 type apmJoinKey struct {
@@ -131,11 +132,14 @@ const (
 	apmProgFentryPortEvent   = "fentry_port_event"
 	apmProgFentryQpEvent     = "fentry_qp_event"
 	apmProgFexitDestroy      = "fexit_destroy"
+	apmProgFexitDevRegister  = "fexit_dev_register"
+	apmProgFexitDevRename    = "fexit_dev_rename"
 	apmProgFexitHandler      = "fexit_handler"
 	apmProgFexitModify       = "fexit_modify"
 	apmProgFexitNotify       = "fexit_notify"
 	apmProgFexitQpCreate     = "fexit_qp_create"
 	apmProgKprobeDestroy     = "kprobe_destroy"
+	apmProgKprobeDevRename   = "kprobe_dev_rename"
 	apmProgKprobeHandler     = "kprobe_handler"
 	apmProgKprobeMlx4QpEvent = "kprobe_mlx4_qp_event"
 	apmProgKprobeMlx5QpEvent = "kprobe_mlx5_qp_event"
@@ -210,11 +214,14 @@ type apmProgramSpecs struct {
 	FentryPortEvent   *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
 	FexitDestroy      *ebpf.ProgramSpec `ebpf:"fexit_destroy"`
+	FexitDevRegister  *ebpf.ProgramSpec `ebpf:"fexit_dev_register"`
+	FexitDevRename    *ebpf.ProgramSpec `ebpf:"fexit_dev_rename"`
 	FexitHandler      *ebpf.ProgramSpec `ebpf:"fexit_handler"`
 	FexitModify       *ebpf.ProgramSpec `ebpf:"fexit_modify"`
 	FexitNotify       *ebpf.ProgramSpec `ebpf:"fexit_notify"`
 	FexitQpCreate     *ebpf.ProgramSpec `ebpf:"fexit_qp_create"`
 	KprobeDestroy     *ebpf.ProgramSpec `ebpf:"kprobe_destroy"`
+	KprobeDevRename   *ebpf.ProgramSpec `ebpf:"kprobe_dev_rename"`
 	KprobeHandler     *ebpf.ProgramSpec `ebpf:"kprobe_handler"`
 	KprobeMlx4QpEvent *ebpf.ProgramSpec `ebpf:"kprobe_mlx4_qp_event"`
 	KprobeMlx5QpEvent *ebpf.ProgramSpec `ebpf:"kprobe_mlx5_qp_event"`
@@ -315,11 +322,14 @@ type apmPrograms struct {
 	FentryPortEvent   *ebpf.Program `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.Program `ebpf:"fentry_qp_event"`
 	FexitDestroy      *ebpf.Program `ebpf:"fexit_destroy"`
+	FexitDevRegister  *ebpf.Program `ebpf:"fexit_dev_register"`
+	FexitDevRename    *ebpf.Program `ebpf:"fexit_dev_rename"`
 	FexitHandler      *ebpf.Program `ebpf:"fexit_handler"`
 	FexitModify       *ebpf.Program `ebpf:"fexit_modify"`
 	FexitNotify       *ebpf.Program `ebpf:"fexit_notify"`
 	FexitQpCreate     *ebpf.Program `ebpf:"fexit_qp_create"`
 	KprobeDestroy     *ebpf.Program `ebpf:"kprobe_destroy"`
+	KprobeDevRename   *ebpf.Program `ebpf:"kprobe_dev_rename"`
 	KprobeHandler     *ebpf.Program `ebpf:"kprobe_handler"`
 	KprobeMlx4QpEvent *ebpf.Program `ebpf:"kprobe_mlx4_qp_event"`
 	KprobeMlx5QpEvent *ebpf.Program `ebpf:"kprobe_mlx5_qp_event"`
@@ -350,11 +360,14 @@ func (p *apmPrograms) Close() error {
 		p.FentryPortEvent,
 		p.FentryQpEvent,
 		p.FexitDestroy,
+		p.FexitDevRegister,
+		p.FexitDevRename,
 		p.FexitHandler,
 		p.FexitModify,
 		p.FexitNotify,
 		p.FexitQpCreate,
 		p.KprobeDestroy,
+		p.KprobeDevRename,
 		p.KprobeHandler,
 		p.KprobeMlx4QpEvent,
 		p.KprobeMlx5QpEvent,

@@ -22,13 +22,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The probes wake the reader once wakeupRecords records are queued; below
-// that, the reader polls every pollInterval. This bounds the latency of a
-// lone event to pollInterval and saves a wakeup per record under load.
-const (
-	wakeupRecords = 32
-	pollInterval  = 20 * time.Millisecond
-)
+// The probes never wake the reader (a wakeup is an interrupt, dearer than
+// the rest of a probe): it polls every pollInterval and reads until the
+// ring is empty. This bounds the latency of an event to pollInterval.
+const pollInterval = 20 * time.Millisecond
 
 // Options configure a live collector.
 type Options struct {
@@ -88,7 +85,7 @@ func Open(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := apmApmConfig{WakeupBytes: wakeupRecords * uint32(recordSize)}
+	cfg := apmApmConfig{}
 	if opts.AllMADs {
 		cfg.AllMads = 1
 	}
@@ -127,7 +124,7 @@ func Open(opts Options) (*Collector, error) {
 		},
 		loader:   l,
 		reader:   rd,
-		dec:      decoder{offset: offset, names: k.syms.addrs(names)},
+		dec:      decoder{offset: offset, names: k.syms.addrs(names), devs: newDevNames(listDevices)},
 		out:      make(chan *event.Event, 1024),
 		done:     make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -155,8 +152,8 @@ func (c *Collector) read() {
 	var rec ringbuf.Record
 	for {
 		// Only this goroutine reads, so SetDeadline never waits on a
-		// blocked read. Records queued below the wakeup threshold are
-		// picked up when the deadline passes.
+		// blocked read. The probes never wake it: records are picked up
+		// when the deadline passes.
 		c.reader.SetDeadline(time.Now().Add(pollInterval))
 		err := c.reader.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -173,6 +170,9 @@ func (c *Collector) read() {
 		e, err := c.dec.decode(rec.RawSample)
 		if err != nil {
 			c.decErrs.Add(1)
+			continue
+		}
+		if e == nil { // a device's name, kept by the decoder
 			continue
 		}
 		e.Seq = c.seq.Add(1)

@@ -10,8 +10,15 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// recordSize is the size of struct apm_record.
-const recordSize = int(unsafe.Sizeof(apmApmRecord{}))
+// recordSize is the size of struct apm_record, sent whole only for a
+// device's name; a record with paths ends before the name (pathsSize,
+// APM_RECORD_PATHS in bpf/apmwatch.h), one without paths before them
+// (shortSize, APM_RECORD_SHORT).
+const (
+	recordSize = int(unsafe.Sizeof(apmApmRecord{}))
+	pathsSize  = int(unsafe.Offsetof(apmApmRecord{}.Dev))
+	shortSize  = int(unsafe.Offsetof(apmApmRecord{}.Primary))
+)
 
 // Flags of struct apm_record: enum apm_flag in bpf/apmwatch.h, through
 // bpf2go.
@@ -23,7 +30,11 @@ const (
 	flagFromUMAD   = uint8(apmApmFlagAPM_F_FROM_UMAD)
 	flagRawEvent   = uint8(apmApmFlagAPM_F_RAW_EVENT)
 	flagMlx4       = uint8(apmApmFlagAPM_F_MLX4)
+	flagDev        = uint8(apmApmFlagAPM_F_DEV)
 )
+
+// kindDevName is a device's index and name: read, never an event.
+const kindDevName = uint8(apmApmKindAPM_KIND_DEV_NAME)
 
 var errShortRecord = errors.New("short record")
 
@@ -31,24 +42,49 @@ var errShortRecord = errors.New("short record")
 type decoder struct {
 	offset time.Duration     // wall clock minus CLOCK_BOOTTIME
 	names  map[uint64]string // function address -> hook name
-	strs   strCache          // process and device names
+	strs   strCache          // process names
+	devs   *devNames         // device index -> name
 }
 
-// parseRecord copies a raw sample into the generated record type.
+// parseRecord copies a raw sample into the generated record type (zeroed
+// by the caller): a short record, one with paths, or a device's name.
 func parseRecord(raw []byte, rec *apmApmRecord) error {
-	if len(raw) < recordSize {
-		return fmt.Errorf("%w: %d bytes, want %d", errShortRecord, len(raw), recordSize)
+	if len(raw) < shortSize {
+		return fmt.Errorf("%w: %d bytes, want %d or more", errShortRecord, len(raw), shortSize)
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(rec)), recordSize), raw)
+	switch {
+	case rec.Kind == kindDevName && len(raw) < recordSize:
+		return fmt.Errorf("%w: %d bytes for a device name, want %d", errShortRecord, len(raw), recordSize)
+	case rec.Flags&(flagHasPrimary|flagHasAlt) != 0 && len(raw) < pathsSize:
+		return fmt.Errorf("%w: %d bytes with paths, want %d", errShortRecord, len(raw), pathsSize)
+	}
 	return nil
 }
 
+// decode returns the event of a raw record, or nil for a device's name
+// (which it keeps for the records that follow).
 func (d *decoder) decode(raw []byte) (*event.Event, error) {
 	var r apmApmRecord
 	if err := parseRecord(raw, &r); err != nil {
 		return nil, err
 	}
+	if r.Kind == kindDevName {
+		if r.Flags&flagDev == 0 {
+			return nil, errors.New("device name without an index")
+		}
+		d.devs.set(r.DevIndex, string(cbytes(r.Dev[:])))
+		return nil, nil
+	}
 	return d.event(&r)
+}
+
+// device names the record's device ("" when it has none, or it is unknown).
+func (d *decoder) device(r *apmApmRecord) string {
+	if r.Flags&flagDev == 0 || d.devs == nil {
+		return ""
+	}
+	return d.devs.name(r.DevIndex)
 }
 
 // cbytes is a NUL-terminated C char array's text, not copied.
@@ -127,7 +163,7 @@ func (d *decoder) header(e *event.Event, r *apmApmRecord) {
 	e.Time = time.Unix(0, int64(r.BootNs)).Add(d.offset)
 	e.CPU, e.PID, e.TID = r.Cpu, r.Pid, r.Tid
 	e.Comm = d.strs.get(cbytes(r.Comm[:]))
-	e.Device = d.strs.get(cbytes(r.Dev[:]))
+	e.Device = d.device(r)
 	e.QPN = r.Qpn
 }
 

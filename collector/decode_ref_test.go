@@ -18,6 +18,9 @@ func (d *decoder) decodeRef(raw []byte) (*event.Event, error) {
 	if err := parseRecord(raw, &r); err != nil {
 		return nil, err
 	}
+	if r.Kind == kindDevName { // a device's name: the decoder's own rule
+		return d.decode(raw)
+	}
 	return d.eventRef(&r)
 }
 
@@ -38,7 +41,7 @@ func (d *decoder) eventRef(r *apmApmRecord) (*event.Event, error) {
 		PID:    r.Pid,
 		TID:    r.Tid,
 		Comm:   cstrRef(r.Comm[:]),
-		Device: cstrRef(r.Dev[:]),
+		Device: d.device(r), // named by index, as the decoder does
 		QPN:    r.Qpn,
 	}
 	switch e.Kind {

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
 func raw(r *apmApmRecord) []byte {
@@ -26,12 +27,13 @@ func header(kind uint8) apmApmRecord {
 	r.BootNs = 5_000_000_000
 	r.Cpu, r.Pid, r.Tid, r.Qpn = 1, 100, 101, 17
 	setStr(r.Comm[:], "lab-pair")
-	setStr(r.Dev[:], "rxe0")
+	r.DevIndex, r.Flags = 3, flagDev
 	return r
 }
 
 var testDecoder = decoder{offset: time.Duration(1_700_000_000) * time.Second,
-	names: map[uint64]string{0xffffffffc0001000: "ib_modify_qp_with_udata", 0xffffffffc0002000: "__ib_qp_event_handler"}}
+	names: map[uint64]string{0xffffffffc0001000: "ib_modify_qp_with_udata", 0xffffffffc0002000: "__ib_qp_event_handler"},
+	devs:  &devNames{names: map[uint32]string{3: "rxe0"}, tried: map[uint32]time.Time{}}}
 
 func TestDecodeModifyAltPath(t *testing.T) {
 	r := header(1)
@@ -40,7 +42,7 @@ func TestDecodeModifyAltPath(t *testing.T) {
 	r.MigState = 1
 	r.Ret = -22
 	r.QpType = 2
-	r.Flags = flagUser | flagHasAlt
+	r.Flags |= flagUser | flagHasAlt
 	r.Uhandle, r.UserHandle = 3, 0x55550000
 	r.Alt = apmApmPath{Port: 1, Dlid: 0x12, PkeyIndex: 2, SgidIndex: 1, IsGlobal: 1, Timeout: 14}
 	r.Alt.Dgid[15] = 9
@@ -71,7 +73,7 @@ func TestDecodeQPEventHooks(t *testing.T) {
 	r := header(2)
 	r.EvType = uint8(event.EvPathMig)
 	r.FuncIp = 0xffffffffc0002004 // kprobe after endbr64
-	r.Flags = flagKernel
+	r.Flags |= flagKernel
 	e, err := testDecoder.decode(raw(&r))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func TestDecodeQPEventHooks(t *testing.T) {
 	if e.QP.Type != event.EvPathMig || e.QP.Hook != "__ib_qp_event_handler" || e.QP.Origin != event.OriginKernel {
 		t.Errorf("qp event: %+v", e.QP)
 	}
-	r.Flags = flagRawEvent
+	r.Flags |= flagRawEvent
 	r.EvType = 0x07
 	r.FuncIp = 0
 	e, _ = testDecoder.decode(raw(&r))
@@ -97,7 +99,8 @@ func TestDecodeCMAndMAD(t *testing.T) {
 		t.Errorf("notify: %+v", n)
 	}
 	r = header(6)
-	r.Dir, r.MgmtClass, r.Method, r.AttrId, r.Obj, r.Port, r.MadQpn, r.Flags = 1, 7, 3, 0x19, 0xabc, 1, 1, flagFromUMAD
+	r.Dir, r.MgmtClass, r.Method, r.AttrId, r.Obj, r.Port, r.MadQpn = 1, 7, 3, 0x19, 0xabc, 1, 1
+	r.Flags |= flagFromUMAD
 	e, _ = testDecoder.decode(raw(&r))
 	if m := e.MAD; m.Dir != event.MADSend || m.AttrID != event.CMAttrLAP || m.TID != 0xabc || !m.FromUser || e.QPN != 0 {
 		t.Errorf("mad: %+v qpn %d", m, e.QPN)
@@ -128,9 +131,36 @@ func TestDecodeErrors(t *testing.T) {
 	if _, err := testDecoder.decode(raw(&r)[:10]); !errors.Is(err, errShortRecord) {
 		t.Errorf("short record: %v", err)
 	}
+	r.Flags |= flagHasAlt
+	if _, err := testDecoder.decode(raw(&r)[:pathsSize-1]); !errors.Is(err, errShortRecord) {
+		t.Errorf("record with an alternate path cut in its paths: %v", err)
+	}
+	r = header(kindDevName)
+	if _, err := testDecoder.decode(raw(&r)[:pathsSize]); !errors.Is(err, errShortRecord) {
+		t.Errorf("device name cut: %v", err)
+	}
 	r.Kind = 99
 	if _, err := testDecoder.decode(raw(&r)); err == nil {
 		t.Error("unknown kind decoded")
+	}
+}
+
+// A record without paths comes short (APM_RECORD_SHORT bytes) and decodes
+// like the full one.
+func TestDecodeShortRecord(t *testing.T) {
+	r := header(1)
+	r.Flags |= flagUser
+	r.AttrMask, r.MigState, r.Uhandle, r.UserHandle = event.AttrPathMigState, 1, 3, 0x55d0
+	full, err := testDecoder.decode(raw(&r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := testDecoder.decode(raw(&r)[:shortSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *short.Modify != *full.Modify || short.Device != "rxe0" || short.Comm != "lab-pair" || short.Modify.Alt != nil {
+		t.Errorf("short record %+v %+v, full %+v %+v", short, short.Modify, full, full.Modify)
 	}
 }
 
@@ -148,7 +178,7 @@ func TestKindNumbersMatchEvent(t *testing.T) {
 
 func BenchmarkDecode(b *testing.B) {
 	r := header(1)
-	r.Flags = flagUser | flagHasAlt | flagHasPrimary
+	r.Flags |= flagUser | flagHasAlt | flagHasPrimary
 	r.AttrMask = event.AttrAltPath | event.AttrAV
 	buf := raw(&r)
 	b.SetBytes(int64(len(buf)))
@@ -177,5 +207,49 @@ func TestStrCacheBounded(t *testing.T) {
 		if len(c.m) > maxCachedStrings {
 			t.Fatalf("%d names cached, more than %d", len(c.m), maxCachedStrings)
 		}
+	}
+}
+
+// A device's name (registered or renamed) names the records that follow; it
+// is no event. An index nobody named is listed over rdma netlink, at most
+// once a second.
+func TestDecodeDeviceNames(t *testing.T) {
+	listed := 0
+	list := func() ([]rdmanl.Device, error) {
+		listed++
+		return []rdmanl.Device{{Index: 3, Name: "mlx5_0"}}, nil
+	}
+	now := time.Unix(100, 0)
+	d := decoder{devs: newDevNames(list)}
+	d.devs.now = func() time.Time { return now }
+	r := header(1)
+	if e, err := d.decode(raw(&r)); err != nil || e.Device != "mlx5_0" || listed != 1 {
+		t.Fatalf("listed device: %+v %v (listed %d times)", e, err, listed)
+	}
+	n := header(kindDevName)
+	setStr(n.Dev[:], "ib_renamed")
+	if e, err := d.decode(raw(&n)); e != nil || err != nil {
+		t.Fatalf("device name record: %v %v, want no event", e, err)
+	}
+	if e, _ := d.decode(raw(&r)); e.Device != "ib_renamed" {
+		t.Errorf("after the rename: %q", e.Device)
+	}
+	r.DevIndex = 9
+	for i := 0; i < 3; i++ {
+		if e, _ := d.decode(raw(&r)); e.Device != "" {
+			t.Errorf("unknown index named %q", e.Device)
+		}
+	}
+	if listed != 2 {
+		t.Errorf("an unknown index listed %d times in a second, want once (and once at start)", listed-1)
+	}
+	now = now.Add(2 * time.Second)
+	d.decode(raw(&r))
+	if listed != 3 {
+		t.Errorf("an unknown index not listed again after a second")
+	}
+	r.Flags &^= flagDev
+	if e, _ := d.decode(raw(&r)); e.Device != "" {
+		t.Errorf("record without a device named %q", e.Device)
 	}
 }

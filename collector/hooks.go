@@ -95,6 +95,10 @@ func defaultHooks() []hookDef {
 		createHook("ib_create_qp_kernel", "qp create, kernel QPs"),
 		{Name: "ib_destroy_qp_user", Module: "ib_core", Signal: "qp destroy, every QP", Kind: hookFunc,
 			Fentry: "fentry_destroy", Fexit: "fexit_destroy", Kprobe: "kprobe_destroy", Kretprobe: "kretprobe_destroy"},
+		{Name: "ib_register_device", Module: "ib_core", Signal: "device names: a device registered", Kind: hookFunc,
+			Fexit: "fexit_dev_register"},
+		{Name: "ib_device_rename", Module: "ib_core", Signal: "device names: a device renamed", Kind: hookFunc,
+			Fexit: "fexit_dev_rename", Kprobe: "kprobe_dev_rename"},
 	}
 }
 

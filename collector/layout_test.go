@@ -69,8 +69,9 @@ func TestRecordLayoutMatchesObject(t *testing.T) {
 	checkLayout(t, spec.Types, "apm_record", reflect.TypeOf(apmApmRecord{}))
 	checkLayout(t, spec.Types, "apm_path", reflect.TypeOf(apmApmPath{}))
 	checkLayout(t, spec.Types, "apm_config", reflect.TypeOf(apmApmConfig{}))
-	if recordSize != 248 {
-		t.Errorf("record is %d bytes; docs/performance.md and the ring buffer sizing assume 248", recordSize)
+	if recordSize != 248 || pathsSize != 184 || shortSize != 128 {
+		t.Errorf("record is %d bytes, %d with paths, %d without; docs/performance.md and the ring buffer sizing assume 248, 184 and 128",
+			recordSize, pathsSize, shortSize)
 	}
 }
 

@@ -3,8 +3,9 @@ package collector
 import "fmt"
 
 // DefaultRingMiB is the default size of the ring buffer the probes write
-// to. A record takes 256 bytes there (248 and an 8-byte header): 16 MiB
-// hold 65,536 records. A port failure that migrates 4,000 QPs at once
+// to. A record takes 136 bytes there (128 and an 8-byte header), 192 with
+// paths (a modify that loads one), 256 for a device's name: 16 MiB hold
+// 65,536 records even at the largest size. A port failure that migrates 4,000 QPs at once
 // brings about six events per QP (24,001 in the lab), most within
 // milliseconds: more than the 16,384 records of 4 MiB. docs/performance.md
 // ("Port-failure storm") has the measurements and what a larger host needs.

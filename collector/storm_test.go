@@ -54,7 +54,8 @@ func stormDecoder() *decoder {
 	return &decoder{offset: time.Duration(1_790_000_000) * time.Second, names: map[uint64]string{
 		0xffffffffc0a01000: "ib_modify_qp_with_udata", 0xffffffffc0a02000: "ib_modify_qp",
 		0xffffffffc0a03000: "__ib_qp_event_handler", 0xffffffffc0b01000: "mlx5_ib_qp_event",
-		0xffffffffc0c01000: "cm_lap_handler", 0xffffffffc0c02000: "cm_apr_handler"}}
+		0xffffffffc0c01000: "cm_lap_handler", 0xffffffffc0c02000: "cm_apr_handler"},
+		devs: &devNames{names: map[uint32]string{1: stormDevNames[0], 2: stormDevNames[1]}, tried: map[uint32]time.Time{}}}
 }
 
 type stormGen struct {
@@ -88,12 +89,12 @@ func (g *stormGen) rec(kind uint8, i int) apmApmRecord {
 	r.Pid, r.Tid = pid, pid+uint32(i%3)
 	setStr(r.Comm[:], comm)
 	dev, cm, _ := stormQP(i)
-	setStr(r.Dev[:], stormDevNames[dev])
+	r.DevIndex = uint32(dev) + 1 // the index the device's name came with
 	r.Qpn = g.qpns[i]
 	if cm {
-		r.Flags = flagKernel
+		r.Flags = flagKernel | flagDev
 	} else {
-		r.Flags = flagUser
+		r.Flags = flagUser | flagDev
 		r.Uhandle, r.UserHandle = uint32(i), 0x5555_0000_0000+uint64(i)*0x100
 	}
 	r.QpType = uint8(event.QPTypeRC)
@@ -138,7 +139,7 @@ func (g *stormGen) mad(i int, dir uint8, attr uint16, qpn uint32) {
 	} else {
 		r.LocalId, r.RemoteId = remote, local
 	}
-	r.Flags = 0
+	r.Flags = flagDev
 	g.add(&r)
 }
 
@@ -214,8 +215,8 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 	g.at(2 * time.Second)
 	for d := range stormDevs {
 		r := g.rec(3, d)
-		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortErr), 1, 0
-		setStr(r.Dev[:], stormDevNames[d])
+		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortErr), 1, flagDev
+		r.DevIndex = uint32(d) + 1
 		r.Comm = [16]int8{}
 		setStr(r.Comm[:], "kworker/u16:1")
 		r.Pid, r.Tid = 0, 0
@@ -227,7 +228,7 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 		_, cm, _ := stormQP(i)
 		raw := g.rec(2, i)
 		raw.Flags, raw.EvType, raw.QpType = flagRawEvent, 0x01, 0
-		raw.Dev = [64]int8{}
+		raw.DevIndex = 0
 		raw.FuncIp = g.names["mlx5_ib_qp_event"]
 		g.add(&raw)
 		g.step(perMig)
@@ -285,8 +286,8 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 	g.at(4500 * time.Millisecond)
 	for d := range stormDevs {
 		r := g.rec(3, d)
-		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortActive), 1, 0
-		setStr(r.Dev[:], stormDevNames[d])
+		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortActive), 1, flagDev
+		r.DevIndex = uint32(d) + 1
 		r.Comm = [16]int8{}
 		setStr(r.Comm[:], "kworker/u16:1")
 		r.Pid, r.Tid = 0, 0

@@ -61,7 +61,7 @@ func (f *filterFlags) filter() (output.Filter, error) {
 // addRingFlag adds --ring-buffer-mib (trace, record, audit); checkRing
 // validates it before anything is attached.
 func addRingFlag(fl *pflag.FlagSet, mib *int) {
-	fl.IntVar(mib, "ring-buffer-mib", collector.DefaultRingMiB, "the probes' ring buffer in MiB, a power of two (256 bytes a record; lost events are counted)")
+	fl.IntVar(mib, "ring-buffer-mib", collector.DefaultRingMiB, "the probes' ring buffer in MiB, a power of two (136 bytes a record, 192 with paths; lost events are counted)")
 }
 
 func checkRing(mib int) error {

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -357,65 +356,32 @@ func TestTraceBadInput(t *testing.T) {
 	}
 }
 
-// BenchmarkTraceOverhead measures the probes on the control path: the rate
-// of RTS->RTS modifies in lab-pair's tight loop without apmwatch, with
-// `apmwatch trace` attached and reading, and with it attached but stopped
-// (SIGSTOP: the in-kernel cost alone, records dropped). Figures for
-// docs/performance.md: `make lab-bench` runs it once on each kernel.
-func BenchmarkTraceOverhead(t *testing.B) {
-	const n, runs = "100000", 5
-	loop := func() float64 {
-		ls := MustRun(t, "lab-pair", "--loop-modify", n, "--duration", "2m")
-		b := Filter(ls, Match("bench", "loop_modify"))
-		if len(b) != 1 || b[0].Int("failed") != 0 {
-			t.Fatalf("lab-pair --loop-modify: %v", ls)
+// Records carry a device's index, named by the collector: a device renamed
+// while the trace runs is named anew in the events that follow.
+func TestTraceDeviceRename(t *testing.T) {
+	tr := startTrace(t)
+	rename := func(from, to string) error {
+		out, err := exec.Command("rdma", "dev", "set", from, "name", to).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rdma dev set %s name %s: %v: %s", from, to, err, out)
 		}
-		v, _ := strconv.ParseFloat(b[0].Str("per_second"), 64)
-		return v
+		return nil
 	}
-	attach := func(args ...string) (*exec.Cmd, time.Duration) {
-		ready := filepath.Join(t.TempDir(), "ready")
-		start := time.Now()
-		cmd := exec.Command("apmwatch", append([]string{"trace", "--output", "json", "--ready-file", ready}, args...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+	if err := rename("rxe1", "rxelab9"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rename("rxelab9", "rxe1"); err != nil {
+			t.Error(err)
 		}
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(ready); err == nil {
-				return cmd, time.Since(start)
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("trace not ready")
-			}
-		}
+	})
+	p, ready := startPair(t, "--behavior", "rearm", "--dev1", "rxelab9")
+	q := QPN(t, ready, "rxelab9")
+	tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", "rxelab9", "qpn", q, "mig_state", "REARM", "ret", 0))
+	q0 := QPN(t, ready, "rxe0")
+	tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", "rxe0", "qpn", q0, "mig_state", "REARM", "ret", 0))
+	if err := p.Stop(t); err != nil {
+		t.Errorf("lab-pair: %v", err)
 	}
-	stop := func(cmd *exec.Cmd) {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	rates := map[string][]float64{}
-	var attaches []time.Duration
-	for i := 0; i < runs; i++ {
-		rates["none"] = append(rates["none"], loop())
-		cmd, d := attach()
-		attaches = append(attaches, d)
-		rates["reading"] = append(rates["reading"], loop())
-		stop(cmd)
-		cmd, _ = attach()
-		_ = cmd.Process.Signal(syscall.SIGSTOP)
-		rates["stopped"] = append(rates["stopped"], loop())
-		stop(cmd)
-	}
-	med := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
-	base := med(rates["none"])
-	for _, k := range []string{"none", "reading", "stopped"} {
-		t.Logf("%-8s median %8.0f modifies/s (%.2f of none), runs %v", k, med(rates[k]), med(rates[k])/base, rates[k])
-		if k != "none" {
-			t.ReportMetric(med(rates[k])/base, k+"/none")
-		}
-	}
-	slices.Sort(attaches)
-	t.Logf("attach (exec to ready file): median %v, runs %v", attaches[len(attaches)/2], attaches)
-	t.ReportMetric(float64(attaches[len(attaches)/2].Milliseconds()), "attach-ms")
+	tr.stop(t)
 }

@@ -130,11 +130,16 @@ static void qp_connect(struct labqp *q, uint32_t peer_qpn)
 		       IBV_QP_MAX_QP_RD_ATOMIC), q, "RTR->RTS");
 }
 
+/* The loop is timed whole and in chunks of LOOP_CHUNK modifies: the
+ * fastest chunk is the cost without the host's preemptions (the lab's
+ * vCPUs are host threads on a shared machine). */
+#define LOOP_CHUNK 64
+
 static void loop_modify(struct labqp *q, long n, long deadline)
 {
 	struct ibv_qp_attr a = { .path_mig_state = IBV_MIG_REARM };
 	long i, failed = 0;
-	long long t0 = now_ns(), ns;
+	long long t0 = now_ns(), tc = t0, ns, best = 0;
 	int first_err = 0;
 
 	for (i = 0; i < n; i++) {
@@ -145,15 +150,22 @@ static void loop_modify(struct labqp *q, long n, long deadline)
 			if (!first_err)
 				first_err = ret > 0 ? ret : errno;
 		}
-		if (deadline && (i & 1023) == 0 && now_ms() >= deadline) {
-			i++;
-			break;
+		if ((i + 1) % LOOP_CHUNK == 0) {
+			long long t = now_ns();
+
+			if (!best || t - tc < best)
+				best = t - tc;
+			tc = t;
+			if (deadline && now_ms() >= deadline) {
+				i++;
+				break;
+			}
 		}
 	}
 	ns = now_ns() - t0;
-	jline("{\"bench\":\"loop_modify\",\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"modifies\":%ld,\"failed\":%ld,\"first_errno\":%d,\"ns\":%lld,\"ns_per_modify\":%lld,\"per_second\":%.0f}",
+	jline("{\"bench\":\"loop_modify\",\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"modifies\":%ld,\"failed\":%ld,\"first_errno\":%d,\"ns\":%lld,\"ns_per_modify\":%lld,\"per_second\":%.0f,\"best_chunk_ns_per_modify\":%.1f}",
 	      getpid(), q->dev, q->qp->qp_num, i, failed, first_err, ns,
-	      i ? ns / i : 0, ns > 0 ? i * 1e9 / ns : 0.0);
+	      i ? ns / i : 0, ns > 0 ? i * 1e9 / ns : 0.0, best / (double)LOOP_CHUNK);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,101 @@
+//go:build labguest
+
+// The floor any probe pays: an empty BTF program (fentry or fexit) on a
+// kernel function, built from two instructions (r0 = 0; exit), so no
+// compiler is needed. Its cost is the trampoline and the program call.
+package guest
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+)
+
+// attachEmpty attaches an empty fentry (exit false) or fexit (exit true)
+// program to fn, found in vmlinux or module BTF; the returned function
+// detaches it.
+func attachEmpty(t testing.TB, fn string, exit bool) func() {
+	t.Helper()
+	return attachParts(t, fn, exit)
+}
+
+// A part is one step of a probe, in instructions: what it costs is
+// measured by attaching the floor plus that part (BenchmarkProbeParts).
+type part struct {
+	name  string
+	insns func(ring int) asm.Instructions
+}
+
+// probeParts are the steps apmwatch's modify probe takes, one by one.
+var probeParts = []part{
+	{"ktime_get_boot_ns", func(int) asm.Instructions { return asm.Instructions{asm.FnKtimeGetBootNs.Call()} }},
+	{"get_current_task_btf", func(int) asm.Instructions { return asm.Instructions{asm.FnGetCurrentTaskBtf.Call()} }},
+	{"ringbuf_query", func(ring int) asm.Instructions {
+		return asm.Instructions{asm.LoadMapPtr(asm.R1, ring), asm.Mov.Imm(asm.R2, 0), asm.FnRingbufQuery.Call()}
+	}},
+	{"ringbuf_reserve_submit", func(ring int) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMapPtr(asm.R1, ring), asm.Mov.Imm(asm.R2, 128), asm.Mov.Imm(asm.R3, 0),
+			asm.FnRingbufReserve.Call(),
+			asm.JEq.Imm(asm.R0, 0, "reserved"),
+			asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+			asm.FnRingbufSubmit.Call(),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("reserved"),
+		}
+	}},
+	{"probe_read_kernel_8", func(int) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMem(asm.R3, asm.R6, 0, asm.DWord), // the first argument: the QP
+			asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, -8), asm.Mov.Imm(asm.R2, 8),
+			asm.FnProbeReadKernel.Call(),
+		}
+	}},
+}
+
+// attachParts attaches to fn an fentry or fexit program made of parts
+// (none: the empty program). The returned function detaches it.
+func attachParts(t testing.TB, fn string, exit bool, parts ...part) func() {
+	t.Helper()
+	at := ebpf.AttachTraceFEntry
+	if exit {
+		at = ebpf.AttachTraceFExit
+	}
+	var ring *ebpf.Map
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)} // keep ctx
+	for _, p := range parts {
+		if ring == nil {
+			var err error
+			ring, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 64 << 20})
+			if err != nil {
+				t.Fatalf("ring buffer for the probe parts: %v", err)
+			}
+		}
+		insns = append(insns, p.insns(ring.FD())...)
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0), asm.Return())
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "parts",
+		Type:         ebpf.Tracing,
+		AttachType:   at,
+		AttachTo:     fn,
+		Instructions: insns,
+		License:      "GPL",
+	})
+	if err != nil {
+		t.Fatalf("loading a program for %s: %v", fn, err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	if err != nil {
+		prog.Close()
+		t.Fatalf("attaching a program to %s: %v", fn, err)
+	}
+	return func() {
+		l.Close()
+		prog.Close()
+		if ring != nil {
+			ring.Close()
+		}
+	}
+}
