@@ -17,10 +17,6 @@ import (
 // counters, the recorder's budget, bundles that are due. Tests shorten it.
 var tickEvery = time.Second
 
-// advanceEvery is how often the model's clock is moved on between events,
-// so a deadline is judged within this much of falling due.
-var advanceEvery = 100 * time.Millisecond
-
 // started, when set (tests), sees the daemon once it runs.
 var started func(*daemon)
 
@@ -59,6 +55,7 @@ type daemon struct {
 	bundleWG chan struct{} // closed when the bundle writer is done
 
 	lastMods time.Time
+	wake     wake // the model's next deadline (wake.go)
 }
 
 func (d *daemon) now() time.Time { return d.deps.Now() }
@@ -133,28 +130,37 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 func (d *daemon) loop(ctx context.Context) {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
-	adv := time.NewTicker(advanceEvery)
-	defer adv.Stop()
+	defer func() {
+		if d.wake.timer != nil {
+			d.wake.timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case it := <-d.events:
 			d.item(it)
-		case <-adv.C:
-			d.model.Advance(d.deps.Boot())
-			d.publish()
+		case <-d.wake.timerC():
+			d.woken()
 		case <-tick.C:
 			d.tick()
 		case <-d.deps.Reopen:
 			d.reopen()
 		}
+		d.schedule()
 	}
 }
 
 func (d *daemon) item(it item) {
 	if it.ev != nil {
 		d.handle(it.ev)
+		return
+	}
+	if it.mark != 0 {
+		if it.epoch == d.epoch && d.src != nil {
+			d.settle(it.mark)
+		}
 		return
 	}
 	if it.epoch != d.epoch || d.src == nil {
@@ -249,7 +255,7 @@ drain:
 	for {
 		select {
 		case it := <-d.events:
-			if it.ev == nil && it.epoch == d.epoch {
+			if it.ev == nil && it.mark == 0 && it.epoch == d.epoch {
 				break drain
 			}
 			if it.ev != nil {

@@ -9,9 +9,11 @@ import (
 	"github.com/apmwatch/apmwatch/groundtruth"
 )
 
-// item is one event from a source, or the end of that source (ev nil).
+// item is one event from a source, a watermark (mark > 0), or the end of
+// that source (neither).
 type item struct {
 	ev    *event.Event
+	mark  uint64
 	epoch int   // which attach the event came from
 	err   error // why the source ended, when not closed by us
 }
@@ -21,7 +23,7 @@ type item struct {
 // error; either way the last item has ev nil.
 func feed(src event.Source, epoch int, ch chan<- item) {
 	for {
-		e, err := src.Next(context.Background())
+		e, mark, err := event.NextOrMark(context.Background(), src)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
@@ -29,7 +31,7 @@ func feed(src event.Source, epoch int, ch chan<- item) {
 			ch <- item{epoch: epoch, err: err}
 			return
 		}
-		ch <- item{ev: e, epoch: epoch}
+		ch <- item{ev: e, mark: mark, epoch: epoch}
 	}
 }
 
