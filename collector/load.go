@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/cilium/ebpf"
@@ -20,6 +21,7 @@ var sharedMaps = []string{"events", "counters", "scratch", "inflight", "umad_tid
 // loader loads one small collection per hook (so that one hook failing
 // never stops another) around a set of shared maps.
 type loader struct {
+	mu     sync.Mutex // colls, links and log: hooks attach concurrently
 	spec   *ebpf.CollectionSpec
 	cache  *btf.Cache
 	shared map[string]*ebpf.Map
@@ -53,7 +55,9 @@ func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (
 
 // load creates the named programs, aimed at attachTo where that matters.
 func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error) {
+	l.mu.Lock()
 	cs := l.spec.Copy()
+	l.mu.Unlock()
 	for name := range cs.Programs {
 		if !slices.Contains(progs, name) {
 			delete(cs.Programs, name)
@@ -73,7 +77,9 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
 	l.colls = append(l.colls, coll)
+	l.mu.Unlock()
 	return coll, nil
 }
 
@@ -147,7 +153,7 @@ func (l *loader) attachTracing(progs []string, attachTo string) error {
 		}
 		ls = append(ls, lk)
 	}
-	l.links = append(l.links, ls...)
+	l.keep(ls)
 	return nil
 }
 
@@ -163,7 +169,7 @@ func (l *loader) attachFallback(t *target) error {
 			l.drop(coll)
 			return fmt.Errorf("attaching raw tracepoint %s: %w", name, err)
 		}
-		l.links = append(l.links, lk)
+		l.keep([]link.Link{lk})
 		return nil
 	}
 	entry, exit := t.def.Kprobe, t.def.Kretprobe
@@ -195,13 +201,21 @@ func (l *loader) attachFallback(t *target) error {
 		}
 		ls = append(ls, lk)
 	}
-	l.links = append(l.links, ls...)
+	l.keep(ls)
 	return nil
+}
+
+func (l *loader) keep(ls []link.Link) {
+	l.mu.Lock()
+	l.links = append(l.links, ls...)
+	l.mu.Unlock()
 }
 
 // drop frees a collection whose programs could not be attached.
 func (l *loader) drop(c *ebpf.Collection) {
+	l.mu.Lock()
 	l.colls = slices.DeleteFunc(l.colls, func(x *ebpf.Collection) bool { return x == c })
+	l.mu.Unlock()
 	c.Close()
 }
 
@@ -220,7 +234,9 @@ func (l *loader) logErr(hook, what string, err error) {
 
 func (l *loader) logf(format string, args ...any) {
 	if l.log != nil {
+		l.mu.Lock()
 		fmt.Fprintf(l.log, "apmwatch: "+format+"\n", args...)
+		l.mu.Unlock()
 	}
 }
 
