@@ -76,17 +76,21 @@ func (c *Collector) WantMark(at uint64) {
 	}
 	// The reader re-reads the request before each wait; wake it only
 	// when its current wait would end too late.
-	if wake := c.wallAt(at + uint64(markSlack)); wake.UnixNano() < c.waitUntil.Load() {
+	if wake := c.wallAt(wakeFor(at)); wake.UnixNano() < c.waitUntil.Load() {
 		_ = c.reader.Flush()
 	}
 }
+
+// wakeFor is when a mark past at (Boot ns) can be had: the mark is
+// markSlack behind the clock and must be above at.
+func wakeFor(at uint64) uint64 { return at + uint64(markSlack) + uint64(50*time.Microsecond) }
 
 // readDeadline is when the reader's next wait ends: pollInterval from now,
 // or sooner for a requested mark.
 func (c *Collector) readDeadline() time.Time {
 	dl := time.Now().Add(pollInterval)
 	if w := c.want.Load(); w != 0 {
-		if at := c.wallAt(w + uint64(markSlack)); at.Before(dl) {
+		if at := c.wallAt(wakeFor(w)); at.Before(dl) {
 			dl = at
 		}
 	}
@@ -106,13 +110,16 @@ func (c *Collector) sendMark() bool {
 	if mark == 0 {
 		return true // records came in: the next read takes them, then marks
 	}
-	// A request is done once a mark passes it, or once its time came and
+	// A request is done once a mark passes it, or once it is overdue and
 	// this is the best the ring allows (an entry still waits for its
 	// exit): the next mark then comes with the next poll, not in a spin.
-	if w := c.want.Load(); w != 0 && (w < mark || !time.Now().Before(c.wallAt(w+uint64(markSlack)))) {
+	w := c.want.Load()
+	if w != 0 && (w < mark || !time.Now().Before(c.wallAt(w+uint64(2*markSlack)))) {
 		c.want.CompareAndSwap(w, 0)
 	}
-	if mark <= c.lastMark {
+	// At most one mark a millisecond (the wait rounds to milliseconds
+	// and may end early), unless it is the one asked for.
+	if mark <= c.lastMark || (mark < c.lastMark+uint64(time.Millisecond) && !(w != 0 && w < mark)) {
 		return true
 	}
 	c.lastMark = mark
