@@ -131,11 +131,15 @@ func (d *daemon) loop(ctx context.Context) {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	defer func() {
-		if d.wake.timer != nil {
-			d.wake.timer.Stop()
+		for _, t := range []Timer{d.wake.timer, d.wake.actTimer} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	for {
+		d.schedule()
+		d.scheduleActor()
 		select {
 		case <-ctx.Done():
 			return
@@ -143,12 +147,14 @@ func (d *daemon) loop(ctx context.Context) {
 			d.item(it)
 		case <-d.wake.timerC():
 			d.woken()
+		case <-d.wake.actTimerC():
+			d.wake.actAt = time.Time{}
+			d.actorTick(d.now())
 		case <-tick.C:
 			d.tick()
 		case <-d.deps.Reopen:
 			d.reopen()
 		}
-		d.schedule()
 	}
 }
 
@@ -198,11 +204,7 @@ func (d *daemon) tick() {
 	now := d.now()
 	d.model.Advance(d.deps.Boot())
 	d.publish()
-	if d.cfg.Actor != nil {
-		for _, f := range d.cfg.Actor.Tick(d.ctx, now) {
-			d.finding(d.actorID(f), false)
-		}
-	}
+	d.actorTick(now)
 	if d.src != nil {
 		s := d.src.Stats()
 		d.m.addStats(&d.counts, s)

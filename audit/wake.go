@@ -15,7 +15,8 @@ import (
 //   - sets one timer for a reorder window past it, where Advance judges it
 //     without a mark (a source without marks, or a ring buffer that never
 //     empties in a storm).
-// The one-second tick still advances the model too.
+// The one-second tick still advances the model too. An actor that waits
+// (the enforcer's grace period: Scheduler) gets its own timer the same way.
 
 // Timer is the loop's one timer (time.Timer); tests pass a fake clock's.
 type Timer interface {
@@ -32,11 +33,61 @@ func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
 func (r realTimer) Stop()                 { r.t.Stop() }
 
 // wake is the loop's schedule: the Boot time its timer is set for and the
-// mark it last asked for.
+// mark it last asked for; and the actor's next action (Scheduler).
 type wake struct {
 	timer  Timer
 	at     uint64 // Boot the timer fires at; 0: stopped
 	wanted uint64 // last WantMark
+
+	actTimer Timer
+	actAt    time.Time // wall clock the actor's timer fires at; zero: stopped
+}
+
+func (w *wake) actTimerC() <-chan time.Time {
+	if w.actTimer == nil || w.actAt.IsZero() {
+		return nil
+	}
+	return w.actTimer.C()
+}
+
+// scheduleActor sets the actor's timer for its next action.
+func (d *daemon) scheduleActor() {
+	s, ok := d.cfg.Actor.(Scheduler)
+	if !ok {
+		return
+	}
+	w := &d.wake
+	due, ok := s.NextDue()
+	if !ok {
+		due = time.Time{}
+	}
+	if due.Equal(w.actAt) {
+		return
+	}
+	w.actAt = due
+	if due.IsZero() {
+		if w.actTimer != nil {
+			w.actTimer.Stop()
+		}
+		return
+	}
+	wait := max(due.Sub(d.now()), 0)
+	if w.actTimer == nil {
+		w.actTimer = d.deps.NewTimer(wait)
+		return
+	}
+	w.actTimer.Stop()
+	w.actTimer.Reset(wait)
+}
+
+// actorTick runs the actor's due actions and writes what they found.
+func (d *daemon) actorTick(now time.Time) {
+	if d.cfg.Actor == nil {
+		return
+	}
+	for _, f := range d.cfg.Actor.Tick(d.ctx, now) {
+		d.finding(d.actorID(f), false)
+	}
 }
 
 // timerC is the timer's channel, nil (never ready) while none is set.

@@ -203,3 +203,53 @@ func TestWakeMarkJudgesDeadline(t *testing.T) {
 		t.Fatalf("late inputs: %d", late)
 	}
 }
+
+// schedActor is an actor with an action waiting until due (Scheduler).
+type schedActor struct {
+	recordingActor
+	mu  sync.Mutex
+	due time.Time
+}
+
+func (a *schedActor) NextDue() (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.due, !a.due.IsZero()
+}
+
+func (a *schedActor) Tick(ctx context.Context, now time.Time) []apm.Finding {
+	a.mu.Lock()
+	if !a.due.IsZero() && !now.Before(a.due) {
+		a.due = time.Time{}
+	}
+	a.mu.Unlock()
+	return a.recordingActor.Tick(ctx, now)
+}
+
+// An actor's waiting action gets a timer of its own: Tick runs when it is
+// due, not on the daemon's tick (an hour here).
+func TestWakeActorAtItsTime(t *testing.T) {
+	clk := &fakeClock{}
+	act := &schedActor{due: time.Now().Add(time.Hour)}
+	h := newHarnessWith(t, func(c *Config) { c.RecorderDir, c.Actor = "", act }, time.Hour, func(h *harness, d *Deps) {
+		clk.boot = &h.boot
+		d.NewTimer = clk.newTimer
+	})
+	h.daemon()
+	start := h.boot.Load()
+	waitFor(t, "the actor's timer", func() bool { return clk.armed() != 0 })
+	at := clk.armed()
+	if d := time.Duration(at - start); d < 59*time.Minute || d > time.Hour {
+		t.Fatalf("timer set %v ahead, want the hour to the actor's action", d)
+	}
+	if n := act.ticks.Load(); n != 0 {
+		t.Fatalf("ticked %d times before it was due", n)
+	}
+	act.mu.Lock()
+	act.due = time.Now() // the fake timer fires at once: the action must be due by then
+	act.mu.Unlock()
+	clk.set(at)
+	waitFor(t, "the actor's Tick", func() bool { return act.ticks.Load() == 1 })
+	waitFor(t, "the actor's timer to stop", func() bool { return clk.armed() == 0 })
+	h.stop()
+}
