@@ -49,6 +49,7 @@ func (d *daemon) attach(reason string) error {
 		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}
+	d.wake.wanted = 0 // ask the new source afresh
 	meta := src.Meta()
 	d.meta = meta
 	d.m.setHooks(meta.Hooks)

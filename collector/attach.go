@@ -14,9 +14,10 @@ import (
 // Start-up is mostly waiting on three independent reads and on the BPF
 // verifier: /proc/kallsyms (some 170,000 lines), the BTF of vmlinux and of
 // the RDMA modules, and the embedded probes' ELF. They run side by side,
-// each BTF parsed once (btf.Cache), and the hooks are then loaded and
-// attached by a few workers: each hook is its own collection, so they do
-// not wait on each other and one failing still never stops another.
+// each BTF parsed once (btf.Cache), and the hooks are then attached by a
+// few workers: each hook is its own collection, so one failing still never
+// stops another. The loads themselves take turns (loader.load says why);
+// the links (trampolines, kprobes) are made concurrently.
 // docs/performance.md ("Attach time") has the measurements.
 
 // prepare reads kallsyms, warms the BTF cache and loads the embedded probes

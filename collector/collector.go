@@ -71,6 +71,7 @@ type Collector struct {
 	once      sync.Once
 	closing   atomic.Bool   // set once the probes are detached
 	want      atomic.Uint64 // Boot a watermark is asked past (WantMark), 0: none
+	flushing  atomic.Bool   // WantMark woke the reader, which has not seen it yet
 	waitUntil atomic.Int64  // unix ns the reader's current wait ends
 	lastMark  uint64        // the reader's last mark
 	final     *event.Stats  // counters as they were at Close
@@ -167,6 +168,9 @@ func (c *Collector) read() {
 		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
 			// Every record is read (a flush asks for a watermark, or
 			// ends the stream).
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				c.flushing.Store(false)
+			}
 			if c.closing.Load() {
 				// Close flushes once the probes are detached: the
 				// records left are read first, then the stream ends.

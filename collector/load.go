@@ -22,6 +22,7 @@ var sharedMaps = []string{"events", "counters", "scratch", "inflight", "umad_tid
 // never stops another) around a set of shared maps.
 type loader struct {
 	mu     sync.Mutex // colls, links and log: hooks attach concurrently
+	loadMu sync.Mutex // one collection load at a time (see load)
 	spec   *ebpf.CollectionSpec
 	cache  *btf.Cache
 	shared map[string]*ebpf.Map
@@ -70,10 +71,17 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 		}
 		p.AttachTo = attachTo
 	}
+	// One load at a time: the BTF of a module is split on top of
+	// vmlinux's, and cilium/ebpf (v0.22) inflates base types from a
+	// module's decoder without the base's lock, so two relocations at
+	// once can corrupt the shared cache. The links, the slow part of
+	// attaching (trampolines, kprobes), are still made concurrently.
+	l.loadMu.Lock()
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		MapReplacements: maps.Clone(l.shared),
 		Cache:           l.cache,
 	})
+	l.loadMu.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,9 @@ func (c *Collector) WantMark(at uint64) {
 	}
 	// The reader re-reads the request before each wait; wake it only
 	// when its current wait would end too late.
-	if wake := c.wallAt(wakeFor(at)); wake.UnixNano() < c.waitUntil.Load() {
+	// One wake-up at a time: under a stream of requests (inputs
+	// arriving in a storm) the reader is busy anyway.
+	if wake := c.wallAt(wakeFor(at)); wake.UnixNano() < c.waitUntil.Load() && c.flushing.CompareAndSwap(false, true) {
 		_ = c.reader.Flush()
 	}
 }
