@@ -33,6 +33,9 @@ type symbol struct {
 type kallsyms struct {
 	text map[string][]symbol
 	tps  map[string]string // tracepoint name -> module
+
+	want  map[string]bool // names kept (nil: all)
+	maybe *[256]uint64    // by first byte, a bit per length of a wanted name
 }
 
 // readKallsyms parses /proc/kallsyms, keeping only the text symbols and
@@ -41,6 +44,16 @@ type kallsyms struct {
 // lines are cut in place and only a wanted name becomes a string.
 func readKallsyms(r io.Reader, want map[string]bool) (*kallsyms, error) {
 	k := &kallsyms{text: make(map[string][]symbol), tps: make(map[string]string)}
+	if want != nil {
+		k.want, k.maybe = want, new([256]uint64)
+		for n := range want {
+			if len(n) > 0 && len(n) < 64 {
+				k.maybe[n[0]] |= 1 << len(n)
+			} else if len(n) > 0 {
+				k.maybe[n[0]] |= 1 << 63 // long names: always looked up
+			}
+		}
+	}
 	br := bufio.NewReaderSize(r, 256*1024)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -51,7 +64,7 @@ func readKallsyms(r io.Reader, want map[string]bool) (*kallsyms, error) {
 			continue
 		}
 		if len(line) > 0 {
-			if perr := k.line(line, want); perr != nil {
+			if perr := k.line(line); perr != nil {
 				return nil, perr
 			}
 		}
@@ -65,28 +78,36 @@ func readKallsyms(r io.Reader, want map[string]bool) (*kallsyms, error) {
 }
 
 // line takes one "ADDR TYPE NAME[\tMODULE]" line (kallsyms_show: one
-// space after the address and the type, a tab before "[module]").
-func (k *kallsyms) line(line []byte, want map[string]bool) error {
-	line = bytes.TrimRight(line, "\r\n")
-	sp := bytes.IndexByte(line, ' ')
-	if sp < 0 || len(line) < sp+4 || line[sp+2] != ' ' {
-		return k.slowLine(line, want)
+// space after the address and the type, a tab before "[module]"). It is
+// the hot loop of start-up under emulation: plain byte tests first.
+func (k *kallsyms) line(line []byte) error {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	sp := 16 // a 64-bit address
+	if len(line) <= sp || line[sp] != ' ' {
+		if sp = bytes.IndexByte(line, ' '); sp < 0 {
+			return nil
+		}
+	}
+	if len(line) < sp+4 || line[sp+2] != ' ' {
+		return k.slowLine(line)
 	}
 	typ, rest := line[sp+1], line[sp+3:]
+	if typ != 't' && typ != 'T' && (len(rest) < 14 || rest[0] != '_' || rest[1] != '_' || rest[2] != 't') {
+		return nil // neither a function nor a tracepoint
+	}
 	name, mod := rest, []byte(nil)
 	if tab := bytes.IndexByte(rest, '\t'); tab >= 0 {
 		name, mod = rest[:tab], rest[tab+1:]
 	}
-	if bytes.IndexByte(name, ' ') >= 0 {
-		return k.slowLine(line, want)
-	}
-	return k.add(line[:sp], typ, name, mod, want)
+	return k.add(line[:sp], typ, name, mod)
 }
 
 // slowLine splits a line that is not in the kernel's own layout on any
 // run of blanks.
-func (k *kallsyms) slowLine(line []byte, want map[string]bool) error {
-	f := bytes.Fields(line)
+func (k *kallsyms) slowLine(line []byte) error {
+	f := bytes.Fields(bytes.TrimRight(line, "\r"))
 	if len(f) < 3 || len(f[1]) != 1 {
 		return nil
 	}
@@ -94,13 +115,13 @@ func (k *kallsyms) slowLine(line []byte, want map[string]bool) error {
 	if len(f) > 3 {
 		mod = f[3]
 	}
-	return k.add(f[0], f[1][0], f[2], mod, want)
+	return k.add(f[0], f[1][0], f[2], mod)
 }
 
-func (k *kallsyms) add(addrText []byte, typ byte, name, mod []byte, want map[string]bool) error {
+func (k *kallsyms) add(addrText []byte, typ byte, name, mod []byte) error {
 	switch typ {
 	case 't', 'T':
-		if want != nil && !want[string(name)] { // a map index converts without allocating
+		if !k.wanted(name) {
 			return nil
 		}
 		addr, err := strconv.ParseUint(string(addrText), 16, 64)
@@ -110,11 +131,28 @@ func (k *kallsyms) add(addrText []byte, typ byte, name, mod []byte, want map[str
 		k.text[string(name)] = append(k.text[string(name)], symbol{addr, module(mod)})
 	default:
 		tp, ok := bytes.CutPrefix(name, []byte("__tracepoint_"))
-		if ok && (want == nil || want[string(tp)]) {
+		if ok && k.wanted(tp) {
 			k.tps[string(tp)] = module(mod)
 		}
 	}
 	return nil
+}
+
+// wanted reports whether name is asked for. Most names are ruled out by
+// their first byte and length before any hashing: under emulation the
+// hash of 170,000 names was most of the parse.
+func (k *kallsyms) wanted(name []byte) bool {
+	if k.want == nil {
+		return true
+	}
+	if len(name) == 0 {
+		return false
+	}
+	bits := k.maybe[name[0]]
+	if len(name) < 64 && bits&(1<<len(name)) == 0 && bits&(1<<63) == 0 {
+		return false
+	}
+	return k.want[string(name)] // a map index converts without allocating
 }
 
 func module(f []byte) string {
