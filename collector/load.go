@@ -56,20 +56,32 @@ func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (
 
 // load creates the named programs, aimed at attachTo where that matters.
 func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error) {
-	l.mu.Lock()
-	cs := l.spec.Copy()
-	l.mu.Unlock()
-	for name := range cs.Programs {
-		if !slices.Contains(progs, name) {
-			delete(cs.Programs, name)
-		}
+	// A spec of only the programs wanted, copied (AttachTo is set on
+	// them). Maps and variables are copied too; the object's BTF (Types)
+	// is shared: the collection loader copies what it changes and never
+	// touches Types, whose copy was most of the cost of a whole
+	// CollectionSpec.Copy per hook.
+	cs := &ebpf.CollectionSpec{
+		Maps:      make(map[string]*ebpf.MapSpec, len(l.spec.Maps)),
+		Programs:  make(map[string]*ebpf.ProgramSpec, len(progs)),
+		Variables: make(map[string]*ebpf.VariableSpec, len(l.spec.Variables)),
+		ByteOrder: l.spec.ByteOrder,
+		Types:     l.spec.Types,
+	}
+	for name, m := range l.spec.Maps {
+		cs.Maps[name] = m.Copy()
+	}
+	for name, v := range l.spec.Variables {
+		cs.Variables[name] = v.Copy()
 	}
 	for _, name := range progs {
-		p, ok := cs.Programs[name]
+		p, ok := l.spec.Programs[name]
 		if !ok {
 			return nil, fmt.Errorf("no program %s in the probes", name)
 		}
+		p = p.Copy()
 		p.AttachTo = attachTo
+		cs.Programs[name] = p
 	}
 	// One load at a time: the BTF of a module is split on top of
 	// vmlinux's, and cilium/ebpf (v0.22) inflates base types from a
