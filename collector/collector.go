@@ -72,6 +72,7 @@ type Collector struct {
 	closing   atomic.Bool   // set once the probes are detached
 	want      atomic.Uint64 // Boot a watermark is asked past (WantMark), 0: none
 	flushing  atomic.Bool   // WantMark woke the reader, which has not seen it yet
+	marking   atomic.Bool   // a reader takes marks (NextMark, WantMark)
 	waitUntil atomic.Int64  // unix ns the reader's current wait ends
 	lastMark  uint64        // the reader's last mark
 	final     *event.Stats  // counters as they were at Close
@@ -210,9 +211,9 @@ func (c *Collector) Meta() event.Meta { return c.meta }
 // Next returns the next event; io.EOF after Close.
 func (c *Collector) Next(ctx context.Context) (*event.Event, error) {
 	for {
-		e, mark, err := c.NextMark(ctx)
-		if mark == 0 || err != nil {
-			return e, err
+		it, err := c.recv(ctx)
+		if err != nil || it.mark == 0 {
+			return it.e, err
 		}
 	}
 }
@@ -220,17 +221,23 @@ func (c *Collector) Next(ctx context.Context) (*event.Event, error) {
 // NextMark returns the next event or watermark (event.Marker); io.EOF
 // after Close.
 func (c *Collector) NextMark(ctx context.Context) (*event.Event, uint64, error) {
+	c.marking.Store(true)
+	it, err := c.recv(ctx)
+	return it.e, it.mark, err
+}
+
+func (c *Collector) recv(ctx context.Context) (item, error) {
 	select {
 	case it, ok := <-c.out:
 		if !ok {
 			if c.err != nil {
-				return nil, 0, c.err
+				return item{}, c.err
 			}
-			return nil, 0, io.EOF
+			return item{}, io.EOF
 		}
-		return it.e, it.mark, nil
+		return it, nil
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		return item{}, ctx.Err()
 	}
 }
 

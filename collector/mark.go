@@ -70,6 +70,7 @@ func oldestInflight(m *ebpf.Map) (uint64, bool) {
 // WantMark asks for a watermark past at (Boot ns): the reader wakes when
 // the clock is markSlack past it, drains the ring and hands out a mark.
 func (c *Collector) WantMark(at uint64) {
+	c.marking.Store(true)
 	c.want.Store(at)
 	if at == 0 {
 		return
@@ -108,6 +109,9 @@ func (c *Collector) wallAt(boot uint64) time.Time {
 // sendMark hands out a mark when the ring is empty, and clears a request
 // it is done with. false: the collector is closing.
 func (c *Collector) sendMark() bool {
+	if !c.marking.Load() {
+		return true // nobody reads marks (trace, record): no map walk
+	}
 	mark := c.markAt()
 	if mark == 0 {
 		return true // records came in: the next read takes them, then marks
