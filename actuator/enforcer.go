@@ -94,6 +94,18 @@ func (e *Enforcer) Act(ctx context.Context, f apm.Finding) []apm.Finding {
 	return e.Tick(ctx, e.Now())
 }
 
+// NextDue is when the earliest action waiting out its grace period falls
+// due (ok false: none waits), so that audit runs Tick then rather than on
+// its next tick.
+func (e *Enforcer) NextDue() (due time.Time, ok bool) {
+	for _, p := range e.pending {
+		if !ok || p.due.Before(due) {
+			due, ok = p.due, true
+		}
+	}
+	return due, ok
+}
+
 // Tick runs the scheduled actions that are due.
 func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 	var out []apm.Finding

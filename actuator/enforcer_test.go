@@ -141,8 +141,14 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	for _, q := range []uint32{17, 18, 19, 20} {
 		e.Observe(pathMig(1, q))
 	}
+	if due, ok := e.NextDue(); ok {
+		t.Fatalf("due with nothing pending: %v", due)
+	}
 	if out := e.Act(context.Background(), missed(17, 1, 1)); len(out) != 0 || len(fd.reqs) != 0 {
 		t.Fatalf("acted before the grace period: %+v", out)
+	}
+	if due, ok := e.NextDue(); !ok || !due.Equal(c.wall.Add(5*time.Second)) {
+		t.Fatalf("NextDue = %v, %v; want the end of the grace period %v", due, ok, c.wall.Add(5*time.Second))
 	}
 	c.advance(4 * time.Second)
 	if out := e.Tick(context.Background(), c.wall); len(out) != 0 {
@@ -151,6 +157,9 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	c.advance(time.Second)
 	if out := e.Tick(context.Background(), c.wall); len(out) != 1 || out[0].Kind != KindActuated {
 		t.Fatalf("after the grace period: %+v", out)
+	}
+	if due, ok := e.NextDue(); ok {
+		t.Fatalf("due after the action: %v", due)
 	}
 	// A second QP within the minute: it waits for the rate limit (a storm
 	// is paced, never abandoned), and is acted on once the minute is over.

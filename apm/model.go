@@ -157,6 +157,49 @@ func (m *Model) Finish(now uint64) {
 	m.now = max(m.now, now)
 }
 
+// Settle tells the model that its source has delivered every input
+// stamped before t (a watermark: event.Marker): the inputs before t are
+// applied and the deadlines before t judged now, without waiting out the
+// reorder window. An input stamped before t that still arrives is late
+// (Stats.Late) and judged at its own stamp, as after Advance.
+func (m *Model) Settle(t uint64) {
+	if t == 0 {
+		return
+	}
+	limit := t - 1
+	m.release(limit)
+	m.fire(limit, true)
+	m.now = max(m.now, limit)
+	m.in.out = max(m.in.out, t)
+}
+
+// Due is the Boot time of the next thing only time can bring: the earliest
+// pending deadline, or the oldest input waiting in the reorder stage. A
+// watermark past it (Settle) judges it; without watermarks, Advance judges
+// it once the clock is a reorder window past it. ok false: nothing waits.
+// It costs a look at the top of the deadline heap (superseded wake-ups
+// found there are dropped).
+func (m *Model) Due() (at uint64, ok bool) {
+	for {
+		tm, found := m.tm.peek()
+		if !found {
+			break
+		}
+		if q := m.qps.at(tm.slot); q != nil && q.timerAt == tm.when {
+			at, ok = tm.when, true
+			break
+		}
+		m.tm.pop() // the QP is gone, or an earlier wake-up superseded this one
+	}
+	if in, found := m.in.oldest(); found && (!ok || in < at) {
+		at, ok = in, true
+	}
+	return at, ok
+}
+
+// ReorderWindow is how long Advance holds inputs back.
+func (m *Model) ReorderWindow() time.Duration { return time.Duration(m.in.window) }
+
 func (m *Model) release(limit uint64) {
 	for {
 		ev, ok := m.in.pop(limit)

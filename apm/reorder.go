@@ -68,6 +68,14 @@ func (r *reorder) pop(limit uint64) (*event.Event, bool) {
 
 func (r *reorder) len() int { return len(r.buf) - r.head }
 
+// oldest is the Boot of the oldest event held.
+func (r *reorder) oldest() (uint64, bool) {
+	if r.head == len(r.buf) {
+		return 0, false
+	}
+	return r.buf[r.head].Boot, true
+}
+
 // releaseLimit is the Boot up to which events can no longer be overtaken.
 func (r *reorder) releaseLimit() uint64 {
 	if r.max < r.window {

@@ -37,3 +37,10 @@ type Actor interface {
 type Resolver interface {
 	Resolve(f apm.Finding)
 }
+
+// Scheduler is an Actor with actions waiting for a time of their own (the
+// enforcer's grace period): the daemon calls Tick when the earliest falls
+// due, not only on its one-second tick. Called from the loop goroutine.
+type Scheduler interface {
+	NextDue() (time.Time, bool)
+}

@@ -24,6 +24,7 @@ type Deps struct {
 	Reopen      <-chan struct{}                 // SIGHUP: reopen the finding log
 	OpenFile    fileOpener                      // the finding log (os.OpenFile)
 	Create      writerFactory                   // the flight recorder (recording.Create)
+	NewTimer    func(time.Duration) Timer       // the loop's deadline timer (time.NewTimer)
 }
 
 func (d *Deps) fill() {
@@ -50,5 +51,8 @@ func (d *Deps) fill() {
 	}
 	if d.Create == nil {
 		d.Create = createRecording
+	}
+	if d.NewTimer == nil {
+		d.NewTimer = newRealTimer
 	}
 }

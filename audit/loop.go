@@ -17,10 +17,6 @@ import (
 // counters, the recorder's budget, bundles that are due. Tests shorten it.
 var tickEvery = time.Second
 
-// advanceEvery is how often the model's clock is moved on between events,
-// so a deadline is judged within this much of falling due.
-var advanceEvery = 100 * time.Millisecond
-
 // started, when set (tests), sees the daemon once it runs.
 var started func(*daemon)
 
@@ -59,6 +55,7 @@ type daemon struct {
 	bundleWG chan struct{} // closed when the bundle writer is done
 
 	lastMods time.Time
+	wake     wake // the model's next deadline (wake.go)
 }
 
 func (d *daemon) now() time.Time { return d.deps.Now() }
@@ -133,17 +130,26 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 func (d *daemon) loop(ctx context.Context) {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
-	adv := time.NewTicker(advanceEvery)
-	defer adv.Stop()
+	defer func() {
+		for _, t := range []Timer{d.wake.timer, d.wake.actTimer} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
 	for {
+		d.schedule()
+		d.scheduleActor()
 		select {
 		case <-ctx.Done():
 			return
 		case it := <-d.events:
 			d.item(it)
-		case <-adv.C:
-			d.model.Advance(d.deps.Boot())
-			d.publish()
+		case <-d.wake.timerC():
+			d.woken()
+		case <-d.wake.actTimerC():
+			d.wake.actAt = time.Time{}
+			d.actorTick(d.now())
 		case <-tick.C:
 			d.tick()
 		case <-d.deps.Reopen:
@@ -155,6 +161,12 @@ func (d *daemon) loop(ctx context.Context) {
 func (d *daemon) item(it item) {
 	if it.ev != nil {
 		d.handle(it.ev)
+		return
+	}
+	if it.mark != 0 {
+		if it.epoch == d.epoch && d.src != nil {
+			d.settle(it.mark)
+		}
 		return
 	}
 	if it.epoch != d.epoch || d.src == nil {
@@ -192,11 +204,7 @@ func (d *daemon) tick() {
 	now := d.now()
 	d.model.Advance(d.deps.Boot())
 	d.publish()
-	if d.cfg.Actor != nil {
-		for _, f := range d.cfg.Actor.Tick(d.ctx, now) {
-			d.finding(d.actorID(f), false)
-		}
-	}
+	d.actorTick(now)
 	if d.src != nil {
 		s := d.src.Stats()
 		d.m.addStats(&d.counts, s)
@@ -249,7 +257,7 @@ drain:
 	for {
 		select {
 		case it := <-d.events:
-			if it.ev == nil && it.epoch == d.epoch {
+			if it.ev == nil && it.mark == 0 && it.epoch == d.epoch {
 				break drain
 			}
 			if it.ev != nil {

@@ -39,9 +39,16 @@ type harness struct {
 
 func newHarness(t *testing.T, edit func(*Config)) *harness {
 	t.Helper()
-	oldTick, oldAdv := tickEvery, advanceEvery
-	tickEvery, advanceEvery = 20*time.Millisecond, 10*time.Millisecond
-	t.Cleanup(func() { tickEvery, advanceEvery, started = oldTick, oldAdv, nil })
+	return newHarnessWith(t, edit, 20*time.Millisecond, nil)
+}
+
+// newHarnessWith is newHarness with the loop's tick and a last word on the
+// daemon's connections.
+func newHarnessWith(t *testing.T, edit func(*Config), tick time.Duration, deps func(*harness, *Deps)) *harness {
+	t.Helper()
+	oldTick := tickEvery
+	tickEvery = tick
+	t.Cleanup(func() { tickEvery, started = oldTick, nil })
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
 		hup: make(chan struct{}, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
@@ -61,22 +68,24 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 	started = func(d *daemon) { h.d <- d }
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	go func() {
-		h.errc <- Run(ctx, h.cfg, Deps{
-			Open: func() (event.Source, error) { return h.src, nil },
-			Snapshot: func() (rdmanl.Snapshot, error) {
-				snap := rdmanl.Snapshot{Boot: h.boot.Load()}
-				if qps := h.qps.Load(); qps != nil {
-					snap.QPs = *qps
-				}
-				return snap, nil
-			},
-			Boot:   h.boot.Load,
-			Stderr: h.stderr,
-			Stdout: h.stdout,
-			Reopen: h.hup,
-		})
-	}()
+	dp := Deps{
+		Open: func() (event.Source, error) { return h.src, nil },
+		Snapshot: func() (rdmanl.Snapshot, error) {
+			snap := rdmanl.Snapshot{Boot: h.boot.Load()}
+			if qps := h.qps.Load(); qps != nil {
+				snap.QPs = *qps
+			}
+			return snap, nil
+		},
+		Boot:   h.boot.Load,
+		Stderr: h.stderr,
+		Stdout: h.stdout,
+		Reopen: h.hup,
+	}
+	if deps != nil {
+		deps(h, &dp)
+	}
+	go func() { h.errc <- Run(ctx, h.cfg, dp) }()
 	return h
 }
 

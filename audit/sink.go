@@ -51,6 +51,23 @@ func (s *scopedSource) Next(ctx context.Context) (*event.Event, error) {
 	}
 }
 
+// NextMark is Next with the source's watermarks passed through.
+func (s *scopedSource) NextMark(ctx context.Context) (*event.Event, uint64, error) {
+	for {
+		e, mark, err := event.NextOrMark(ctx, s.Source)
+		if err != nil || e == nil || s.device == "" || e.Device == s.device {
+			return e, mark, err
+		}
+	}
+}
+
+// WantMark passes the request on.
+func (s *scopedSource) WantMark(at uint64) {
+	if m, ok := s.Source.(event.Marker); ok {
+		m.WantMark(at)
+	}
+}
+
 // scopeSnapshot restricts rdma netlink readings to Config.Device.
 func scopeSnapshot(device string, read func() (rdmanl.Snapshot, error)) func() (rdmanl.Snapshot, error) {
 	return func() (rdmanl.Snapshot, error) {

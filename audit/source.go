@@ -9,9 +9,11 @@ import (
 	"github.com/apmwatch/apmwatch/groundtruth"
 )
 
-// item is one event from a source, or the end of that source (ev nil).
+// item is one event from a source, a watermark (mark > 0), or the end of
+// that source (neither).
 type item struct {
 	ev    *event.Event
+	mark  uint64
 	epoch int   // which attach the event came from
 	err   error // why the source ended, when not closed by us
 }
@@ -21,7 +23,7 @@ type item struct {
 // error; either way the last item has ev nil.
 func feed(src event.Source, epoch int, ch chan<- item) {
 	for {
-		e, err := src.Next(context.Background())
+		e, mark, err := event.NextOrMark(context.Background(), src)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
@@ -29,7 +31,7 @@ func feed(src event.Source, epoch int, ch chan<- item) {
 			ch <- item{epoch: epoch, err: err}
 			return
 		}
-		ch <- item{ev: e, epoch: epoch}
+		ch <- item{ev: e, mark: mark, epoch: epoch}
 	}
 }
 
@@ -47,6 +49,7 @@ func (d *daemon) attach(reason string) error {
 		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}
+	d.wake.wanted = 0 // ask the new source afresh
 	meta := src.Meta()
 	d.meta = meta
 	d.m.setHooks(meta.Hooks)

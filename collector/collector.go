@@ -42,7 +42,7 @@ func (o Options) plan() planOptions {
 
 // Plan lists every hook and how it would be attached, without attaching.
 func Plan(opts Options) ([]event.Hook, error) {
-	k, err := newLiveKernel(btf.NewCache())
+	k, err := newLiveKernel(btf.NewCache(), symbolNames(defaultHooks(), opts.EventHooks))
 	if err != nil {
 		return nil, err
 	}
@@ -55,19 +55,25 @@ func Plan(opts Options) ([]event.Hook, error) {
 
 // Collector is a live event.Source.
 type Collector struct {
-	meta     event.Meta
-	loader   *loader
-	reader   *ringbuf.Reader
-	dec      decoder
-	out      chan *event.Event
-	done     chan struct{} // closed last: stop sending
-	readDone chan struct{}
-	err      error // set before out is closed
-	seq      atomic.Uint64
-	decErrs  atomic.Uint64
-	once     sync.Once
-	final    *event.Stats  // counters as they were at Close
-	Attach   time.Duration // time to load and attach every probe
+	meta      event.Meta
+	loader    *loader
+	reader    *ringbuf.Reader
+	dec       decoder
+	out       chan item
+	done      chan struct{} // closed last: stop sending
+	readDone  chan struct{}
+	err       error // set before out is closed
+	seq       atomic.Uint64
+	decErrs   atomic.Uint64
+	once      sync.Once
+	closing   atomic.Bool   // set once the probes are detached
+	want      atomic.Uint64 // Boot a watermark is asked past (WantMark), 0: none
+	flushing  atomic.Bool   // WantMark woke the reader, which has not seen it yet
+	marking   atomic.Bool   // a reader takes marks (NextMark, WantMark)
+	waitUntil atomic.Int64  // unix ns the reader's current wait ends
+	lastMark  uint64        // the reader's last mark
+	final     *event.Stats  // counters as they were at Close
+	Attach    time.Duration // time to load and attach every probe
 }
 
 // Open checks privileges, loads and attaches every probe, and starts reading.
@@ -80,11 +86,6 @@ func Open(opts Options) (*Collector, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("raising the memlock limit: %w", err)
 	}
-	cache := btf.NewCache()
-	k, err := newLiveKernel(cache)
-	if err != nil {
-		return nil, err
-	}
 	cfg := apmApmConfig{}
 	if opts.AllMADs {
 		cfg.AllMads = 1
@@ -93,15 +94,15 @@ func Open(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := newLoader(cfg, ring, cache, opts.Log)
+	k, l, err := prepare(cfg, ring, opts)
 	if err != nil {
 		return nil, err
 	}
 	targets := plan(k, defaultHooks(), opts.plan())
+	l.attachAll(targets)
 	var hooks []event.Hook
 	var names []string
 	for i := range targets {
-		l.attach(&targets[i])
 		hooks = append(hooks, targets[i].hook())
 		names = append(names, targets[i].def.Name)
 	}
@@ -125,7 +126,7 @@ func Open(opts Options) (*Collector, error) {
 		loader:   l,
 		reader:   rd,
 		dec:      decoder{offset: offset, names: k.syms.addrs(names), devs: newDevNames(listDevices)},
-		out:      make(chan *event.Event, 1024),
+		out:      make(chan item, 1024),
 		done:     make(chan struct{}),
 		readDone: make(chan struct{}),
 		Attach:   time.Since(start),
@@ -146,6 +147,12 @@ func kernelRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// item is an event or a watermark.
+type item struct {
+	e    *event.Event
+	mark uint64
+}
+
 func (c *Collector) read() {
 	defer close(c.out)
 	defer close(c.readDone)
@@ -153,16 +160,31 @@ func (c *Collector) read() {
 	for {
 		// Only this goroutine reads, so SetDeadline never waits on a
 		// blocked read. The probes never wake it: records are picked up
-		// when the deadline passes.
-		c.reader.SetDeadline(time.Now().Add(pollInterval))
+		// when the deadline passes (pollInterval, or sooner for a
+		// requested mark), or when WantMark flushes the reader.
+		c.reader.SetDeadline(c.readDeadline())
 		err := c.reader.ReadInto(&rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+			// Every record is read (a flush asks for a watermark, or
+			// ends the stream).
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				c.flushing.Store(false)
+			}
+			if c.closing.Load() {
+				// Close flushes once the probes are detached: the
+				// records left are read first, then the stream ends.
+				if c.reader.AvailableBytes() == 0 {
+					return
+				}
+				continue
+			}
+			if !c.sendMark() {
+				return
+			}
 			continue
 		}
 		if err != nil {
-			// Close flushes once the probes are detached: the records
-			// left are read first, then ErrFlushed ends the stream.
-			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
+			if !errors.Is(err, os.ErrClosed) {
 				c.err = fmt.Errorf("reading the ring buffer: %w", err)
 			}
 			return
@@ -177,7 +199,7 @@ func (c *Collector) read() {
 		}
 		e.Seq = c.seq.Add(1)
 		select {
-		case c.out <- e:
+		case c.out <- item{e: e}:
 		case <-c.done:
 			return
 		}
@@ -189,17 +211,34 @@ func (c *Collector) Meta() event.Meta { return c.meta }
 
 // Next returns the next event; io.EOF after Close.
 func (c *Collector) Next(ctx context.Context) (*event.Event, error) {
+	for {
+		it, err := c.recv(ctx)
+		if err != nil || it.mark == 0 {
+			return it.e, err
+		}
+	}
+}
+
+// NextMark returns the next event or watermark (event.Marker); io.EOF
+// after Close.
+func (c *Collector) NextMark(ctx context.Context) (*event.Event, uint64, error) {
+	c.marking.Store(true)
+	it, err := c.recv(ctx)
+	return it.e, it.mark, err
+}
+
+func (c *Collector) recv(ctx context.Context) (item, error) {
 	select {
-	case e, ok := <-c.out:
+	case it, ok := <-c.out:
 		if !ok {
 			if c.err != nil {
-				return nil, c.err
+				return item{}, c.err
 			}
-			return nil, io.EOF
+			return item{}, io.EOF
 		}
-		return e, nil
+		return it, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return item{}, ctx.Err()
 	}
 }
 
@@ -234,6 +273,7 @@ func (c *Collector) Close() error {
 	c.once.Do(func() {
 		closeLinks(c.loader.links) // no new records from here on
 		c.loader.links = nil
+		c.closing.Store(true)
 		// Not SetDeadline: it waits for the reader's lock, which a
 		// blocked read holds. Flush wakes the read instead.
 		_ = c.reader.Flush() // on failure the timeout below and Close still end the read
@@ -251,4 +291,4 @@ func (c *Collector) Close() error {
 	return nil
 }
 
-var _ event.Source = (*Collector)(nil)
+var _ event.Marker = (*Collector)(nil)

@@ -1,6 +1,10 @@
 package collector
 
-import "github.com/apmwatch/apmwatch/event"
+import (
+	"strings"
+
+	"github.com/apmwatch/apmwatch/event"
+)
 
 // hookKind says which programs a hook needs.
 type hookKind uint8
@@ -114,4 +118,27 @@ func tpName(n string) (group, name string) {
 
 func (h hookDef) describe(m event.HookMethod, reason string) event.Hook {
 	return event.Hook{Name: h.Name, Module: h.Module, Signal: h.Signal, Method: m, Reason: reason}
+}
+
+// symbolNames is every kallsyms name planning may ask about for defs and
+// the extra event hooks: functions by name, tracepoints by their name
+// without the group.
+func symbolNames(defs []hookDef, eventHooks []string) map[string]bool {
+	out := make(map[string]bool, len(defs)+len(eventHooks))
+	for _, d := range defs {
+		if d.Kind == hookTracepoint {
+			_, n := tpName(d.Name)
+			out[n] = true
+			continue
+		}
+		out[d.Name] = true
+	}
+	for _, spec := range eventHooks {
+		_, name, ok := strings.Cut(spec, ":")
+		if !ok {
+			name = spec
+		}
+		out[name] = true
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/cilium/ebpf"
@@ -20,6 +21,8 @@ var sharedMaps = []string{"events", "counters", "scratch", "inflight", "umad_tid
 // loader loads one small collection per hook (so that one hook failing
 // never stops another) around a set of shared maps.
 type loader struct {
+	mu     sync.Mutex // colls, links and log: hooks attach concurrently
+	loadMu sync.Mutex // one collection load at a time (see load)
 	spec   *ebpf.CollectionSpec
 	cache  *btf.Cache
 	shared map[string]*ebpf.Map
@@ -53,27 +56,50 @@ func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (
 
 // load creates the named programs, aimed at attachTo where that matters.
 func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error) {
-	cs := l.spec.Copy()
-	for name := range cs.Programs {
-		if !slices.Contains(progs, name) {
-			delete(cs.Programs, name)
-		}
+	// A spec of only the programs wanted, copied (AttachTo is set on
+	// them). Maps and variables are copied too; the object's BTF (Types)
+	// is shared: the collection loader copies what it changes and never
+	// touches Types, whose copy was most of the cost of a whole
+	// CollectionSpec.Copy per hook.
+	cs := &ebpf.CollectionSpec{
+		Maps:      make(map[string]*ebpf.MapSpec, len(l.spec.Maps)),
+		Programs:  make(map[string]*ebpf.ProgramSpec, len(progs)),
+		Variables: make(map[string]*ebpf.VariableSpec, len(l.spec.Variables)),
+		ByteOrder: l.spec.ByteOrder,
+		Types:     l.spec.Types,
+	}
+	for name, m := range l.spec.Maps {
+		cs.Maps[name] = m.Copy()
+	}
+	for name, v := range l.spec.Variables {
+		cs.Variables[name] = v.Copy()
 	}
 	for _, name := range progs {
-		p, ok := cs.Programs[name]
+		p, ok := l.spec.Programs[name]
 		if !ok {
 			return nil, fmt.Errorf("no program %s in the probes", name)
 		}
+		p = p.Copy()
 		p.AttachTo = attachTo
+		cs.Programs[name] = p
 	}
+	// One load at a time: the BTF of a module is split on top of
+	// vmlinux's, and cilium/ebpf (v0.22) inflates base types from a
+	// module's decoder without the base's lock, so two relocations at
+	// once can corrupt the shared cache. The links, the slow part of
+	// attaching (trampolines, kprobes), are still made concurrently.
+	l.loadMu.Lock()
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		MapReplacements: maps.Clone(l.shared),
 		Cache:           l.cache,
 	})
+	l.loadMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	l.mu.Lock()
 	l.colls = append(l.colls, coll)
+	l.mu.Unlock()
 	return coll, nil
 }
 
@@ -147,7 +173,7 @@ func (l *loader) attachTracing(progs []string, attachTo string) error {
 		}
 		ls = append(ls, lk)
 	}
-	l.links = append(l.links, ls...)
+	l.keep(ls)
 	return nil
 }
 
@@ -163,7 +189,7 @@ func (l *loader) attachFallback(t *target) error {
 			l.drop(coll)
 			return fmt.Errorf("attaching raw tracepoint %s: %w", name, err)
 		}
-		l.links = append(l.links, lk)
+		l.keep([]link.Link{lk})
 		return nil
 	}
 	entry, exit := t.def.Kprobe, t.def.Kretprobe
@@ -195,13 +221,21 @@ func (l *loader) attachFallback(t *target) error {
 		}
 		ls = append(ls, lk)
 	}
-	l.links = append(l.links, ls...)
+	l.keep(ls)
 	return nil
+}
+
+func (l *loader) keep(ls []link.Link) {
+	l.mu.Lock()
+	l.links = append(l.links, ls...)
+	l.mu.Unlock()
 }
 
 // drop frees a collection whose programs could not be attached.
 func (l *loader) drop(c *ebpf.Collection) {
+	l.mu.Lock()
 	l.colls = slices.DeleteFunc(l.colls, func(x *ebpf.Collection) bool { return x == c })
+	l.mu.Unlock()
 	c.Close()
 }
 
@@ -220,7 +254,9 @@ func (l *loader) logErr(hook, what string, err error) {
 
 func (l *loader) logf(format string, args ...any) {
 	if l.log != nil {
+		l.mu.Lock()
 		fmt.Fprintf(l.log, "apmwatch: "+format+"\n", args...)
+		l.mu.Unlock()
 	}
 }
 

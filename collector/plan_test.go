@@ -16,7 +16,7 @@ type fakeKernel struct {
 
 func newFake(t *testing.T, kallsymsText string, btfFuncs ...string) *fakeKernel {
 	t.Helper()
-	s, err := readKallsyms(strings.NewReader(kallsymsText))
+	s, err := readKallsyms(strings.NewReader(kallsymsText), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestPlanForceKprobeAndAmbiguous(t *testing.T) {
 }
 
 func TestKallsymsAddrs(t *testing.T) {
-	s, err := readKallsyms(strings.NewReader(kallsyms612))
+	s, err := readKallsyms(strings.NewReader(kallsyms612), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,36 @@ func TestKallsymsAddrs(t *testing.T) {
 	if len(a) != 1 || a[0xffffffffc0001000] != "ib_modify_qp" {
 		t.Errorf("addrs: %v", a)
 	}
-	if _, err := readKallsyms(strings.NewReader("zz T f\n")); err == nil {
+	if _, err := readKallsyms(strings.NewReader("zz T f\n"), nil); err == nil {
 		t.Error("bad address accepted")
+	}
+}
+
+func TestKallsymsWanted(t *testing.T) {
+	text := kallsyms612 + "ffffffffc0009000 T not_wanted\t[ib_core]\n" +
+		"ffffffffc0009100 d __tracepoint_other_tp\t[ib_core]\n" +
+		"ffffffff81000000 T ib_cm_notify" // a second copy in vmlinux, no newline at the end
+	s, err := readKallsyms(strings.NewReader(text), symbolNames(defaultHooks(), []string{"apmlab:qp_event"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.text["not_wanted"]; ok {
+		t.Error("unwanted symbol kept")
+	}
+	if _, ok := s.tps["other_tp"]; ok {
+		t.Error("unwanted tracepoint kept")
+	}
+	if got := s.text["qp_event"]; len(got) != 1 || got[0].module != "apmlab" || got[0].addr != 0xffffffffc0004000 {
+		t.Errorf("qp_event: %+v", got)
+	}
+	if got := s.text["ib_cm_notify"]; len(got) != 2 || got[1].module != "vmlinux" {
+		t.Errorf("ib_cm_notify: %+v", got)
+	}
+	if s.tps["ib_mad_ib_send_mad"] != "ib_core" {
+		t.Errorf("tracepoints: %v", s.tps)
+	}
+	long := strings.Repeat("x", 300*1024) + "\nffffffffc0001000 T ib_modify_qp\t[ib_core]\n"
+	if s, err := readKallsyms(strings.NewReader(long), nil); err != nil || len(s.text["ib_modify_qp"]) != 1 {
+		t.Errorf("after an over-long line: %v %v", err, s)
 	}
 }

@@ -53,3 +53,28 @@ type Source interface {
 	Stats() Stats
 	Close() error
 }
+
+// Marker is a Source whose stream also carries watermarks: points after
+// which nothing stamped earlier can still come, so a consumer may judge up
+// to them at once instead of waiting out a reorder window.
+type Marker interface {
+	Source
+	// NextMark is Next that may also return a watermark instead of an
+	// event (a nil event and mark > 0): every event with Boot < mark has
+	// been returned already.
+	NextMark(ctx context.Context) (ev *Event, mark uint64, err error)
+	// WantMark asks for a watermark past at (Boot nanoseconds) as soon as
+	// the clock gets there; a later call replaces the request, 0 cancels
+	// it. It does not block and may be called from any goroutine.
+	WantMark(at uint64)
+}
+
+// NextOrMark reads src through NextMark when it is a Marker, else through
+// Next (never a mark).
+func NextOrMark(ctx context.Context, src Source) (*Event, uint64, error) {
+	if m, ok := src.(Marker); ok {
+		return m.NextMark(ctx)
+	}
+	e, err := src.Next(ctx)
+	return e, 0, err
+}

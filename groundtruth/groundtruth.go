@@ -56,30 +56,52 @@ type source struct {
 // Next returns the next reading or event.
 func (s *source) Next(ctx context.Context) (*event.Event, error) {
 	for {
+		e, mark, err := s.NextMark(ctx)
+		if mark == 0 || err != nil {
+			return e, err
+		}
+	}
+}
+
+// NextMark returns the next reading, event or watermark of the source
+// (event.Marker). A reading is handed out before anything the source
+// gives after it was taken, so a mark never overtakes a reading stamped
+// before it.
+func (s *source) NextMark(ctx context.Context) (*event.Event, uint64, error) {
+	for {
 		if len(s.pending) > 0 {
 			e := s.pending[0]
 			s.pending[0] = nil
 			s.pending = s.pending[1:]
-			return e, nil
+			return e, 0, nil
 		}
 		if s.closed.Load() {
-			return s.Source.Next(ctx)
+			return event.NextOrMark(ctx, s.Source)
 		}
 		if !time.Now().Before(s.next) {
 			s.read()
 			continue
 		}
 		wctx, cancel := context.WithDeadline(ctx, s.next)
-		e, err := s.Source.Next(wctx)
+		e, mark, err := event.NextOrMark(wctx, s.Source)
 		cancel()
 		if err == nil {
-			s.feeder.Saw(e)
-			return e, nil
+			if e != nil {
+				s.feeder.Saw(e)
+			}
+			return e, mark, nil
 		}
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			continue // time to read
 		}
-		return nil, err
+		return nil, 0, err
+	}
+}
+
+// WantMark passes the request on to a source that gives marks.
+func (s *source) WantMark(at uint64) {
+	if m, ok := s.Source.(event.Marker); ok {
+		m.WantMark(at)
 	}
 }
 

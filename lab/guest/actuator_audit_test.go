@@ -31,6 +31,8 @@ type enfLine struct {
 	Kind        string `json:"kind"`
 	Explanation string `json:"explanation"`
 	Unprotected int64  `json:"unprotected_ns"`
+	First       uint64 `json:"first_boot_ns"`
+	Last        uint64 `json:"last_boot_ns"`
 	QP          struct {
 		Device string `json:"device"`
 		QPN    int64  `json:"qpn"`
@@ -154,7 +156,20 @@ func TestAuditMonitorModeChangesNothing(t *testing.T) {
 // TestAuditEnforceRearms also measures the unprotected window, PATH_MIG to
 // verified rearm, with zero grace (docs/performance.md "Actuator").
 func TestAuditEnforceRearms(t *testing.T) {
-	log := runAudit(t, labPolicy(actuator.ModeEnforce))
+	// The window splits into the wait for the decision (deadline to the
+	// enforcer asking for the owner) and the action (owner lookup, borrow,
+	// query, the refused load, the rearm, the checks).
+	e := actuator.NewEnforcer(labPolicy(actuator.ModeEnforce), actuator.New(nil))
+	var mu sync.Mutex
+	var starts []uint64
+	owner := e.Owner
+	e.Owner = func(dev string, qpn uint32) (actuator.Owner, error) {
+		mu.Lock()
+		starts = append(starts, collector.Boot())
+		mu.Unlock()
+		return owner(dev, qpn)
+	}
+	log, _ := runEnforcer(t, e)
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	qpn := QPN(t, ready, "rxe0")
 	pid := int(ready[0].Int("pid"))
@@ -162,7 +177,7 @@ func TestAuditEnforceRearms(t *testing.T) {
 	if s := os.Getenv("APMWATCH_ENFORCE_RUNS"); s != "" {
 		runs, _ = strconv.Atoi(s)
 	}
-	var windows []time.Duration
+	var windows, decide, act []time.Duration
 	for i := 1; i <= runs; i++ {
 		Inject(t, "rxe0", qpn, "path_mig", true)
 		l := waitKind(t, log, string(actuator.KindActuated), qpn, i)
@@ -182,11 +197,25 @@ func TestAuditEnforceRearms(t *testing.T) {
 			t.Fatalf("actuated finding without unprotected time: %+v", l)
 		}
 		windows = append(windows, time.Duration(l.Unprotected))
+		mu.Lock()
+		if len(starts) == i && l.First > 0 {
+			decide = append(decide, time.Duration(int64(starts[i-1])-int64(l.First)-int64(enforceDeadline)))
+			act = append(act, time.Duration(int64(l.Last)-int64(starts[i-1])))
+		}
+		mu.Unlock()
 	}
 	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
 	q := func(f float64) time.Duration { return windows[int(f*float64(len(windows)-1))] }
-	t.Logf("unprotected window (deadline %v, grace 0, %d runs): min %v p50 %v p90 %v max %v",
-		enforceDeadline, len(windows), windows[0], q(0.5), q(0.9), windows[len(windows)-1])
+	t.Logf("unprotected window (deadline %v, grace 0, %d runs): min %v p50 %v p90 %v p99 %v max %v; all %v",
+		enforceDeadline, len(windows), windows[0], q(0.5), q(0.9), q(0.99), windows[len(windows)-1], windows)
+	for _, d := range [][]time.Duration{decide, act} {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	}
+	if len(decide) == len(windows) {
+		t.Logf("of which: deadline to the action's start p50 %v p99 %v max %v; the action p50 %v p99 %v max %v",
+			decide[len(decide)/2], decide[int(0.99*float64(len(decide)-1))], decide[len(decide)-1],
+			act[len(act)/2], act[int(0.99*float64(len(act)-1))], act[len(act)-1])
+	}
 	if windows[0] < enforceDeadline {
 		t.Errorf("acted before the rearm deadline: %v", windows[0])
 	}
