@@ -214,13 +214,7 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 	// Port 1 fails on both devices.
 	g.at(2 * time.Second)
 	for d := range stormDevs {
-		r := g.rec(3, d)
-		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortErr), 1, flagDev
-		r.DevIndex = uint32(d) + 1
-		r.Comm = [16]int8{}
-		setStr(r.Comm[:], "kworker/u16:1")
-		r.Pid, r.Tid = 0, 0
-		g.add(&r)
+		g.portEvent(d, event.EvPortErr)
 		g.step(10 * time.Microsecond)
 	}
 	perMig := 20 * time.Millisecond / time.Duration(qps*2)
@@ -276,31 +270,13 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 		g.step(perRearm)
 	}
 	g.at(3 * time.Second)
-	for i := range qps {
-		mig := event.MigArmed
-		if _, _, rearms := stormQP(i); !rearms {
-			mig = event.MigMigrated
-		}
-		g.reading(i, mig)
-	}
+	g.readingsAfter(qps)
 	g.at(4500 * time.Millisecond)
 	for d := range stormDevs {
-		r := g.rec(3, d)
-		r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(event.EvPortActive), 1, flagDev
-		r.DevIndex = uint32(d) + 1
-		r.Comm = [16]int8{}
-		setStr(r.Comm[:], "kworker/u16:1")
-		r.Pid, r.Tid = 0, 0
-		g.add(&r)
+		g.portEvent(d, event.EvPortActive)
 	}
 	g.at(5 * time.Second)
-	for i := range qps {
-		mig := event.MigArmed
-		if _, _, rearms := stormQP(i); !rearms {
-			mig = event.MigMigrated
-		}
-		g.reading(i, mig)
-	}
+	g.readingsAfter(qps)
 	g.at(6 * time.Second)
 	for i := range qps {
 		r := g.rec(8, i)
@@ -308,4 +284,27 @@ func newStormCorpus(qps int, dec *decoder) stormCorpus {
 		g.step(perQP)
 	}
 	return g.c
+}
+
+// portEvent is port 1 of device d changing state, raised by a kworker.
+func (g *stormGen) portEvent(d int, ev event.EventType) {
+	r := g.rec(3, d)
+	r.Qpn, r.EvType, r.Port, r.Flags = 0, uint8(ev), 1, flagDev
+	r.DevIndex = uint32(d) + 1
+	r.Comm = [16]int8{}
+	setStr(r.Comm[:], "kworker/u16:1")
+	r.Pid, r.Tid = 0, 0
+	g.add(&r)
+}
+
+// readingsAfter reads every QP after the migration: ARMED where the owner
+// rearmed, MIGRATED where it never does.
+func (g *stormGen) readingsAfter(qps int) {
+	for i := range qps {
+		mig := event.MigArmed
+		if _, _, rearms := stormQP(i); !rearms {
+			mig = event.MigMigrated
+		}
+		g.reading(i, mig)
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -173,10 +172,7 @@ func TestAuditEnforceRearms(t *testing.T) {
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	qpn := QPN(t, ready, "rxe0")
 	pid := int(ready[0].Int("pid"))
-	runs := 12
-	if s := os.Getenv("APMWATCH_ENFORCE_RUNS"); s != "" {
-		runs, _ = strconv.Atoi(s)
-	}
+	runs := envCount(t, "APMWATCH_ENFORCE_RUNS", 12)
 	var windows, decide, act []time.Duration
 	for i := 1; i <= runs; i++ {
 		Inject(t, "rxe0", qpn, "path_mig", true)

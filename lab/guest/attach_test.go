@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,14 +30,7 @@ func TestAttachTime(t *testing.T) {
 	if s := os.Getenv("APMWATCH_ATTACH_BINS"); s != "" {
 		bins = strings.Split(s, ",")
 	}
-	runs := 5
-	if s := os.Getenv("APMWATCH_ATTACH_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("APMWATCH_ATTACH_RUNS=%q", s)
-		}
-		runs = n
-	}
+	runs := envCount(t, "APMWATCH_ATTACH_RUNS", 5)
 	user, _ := qpEventHooks(t)
 	want := map[string][]event.Hook{}
 	times := map[string][]time.Duration{}

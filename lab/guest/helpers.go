@@ -385,6 +385,21 @@ func Inject(t testing.TB, dev string, qpn int64, event string, migrate bool) Lin
 // without __ib_qp_event_handler (6.1), where nothing else
 // sees the kernel ULP's QP events. On 6.12 the core handler sees them, and
 // a second hook would report each event twice.
+// envCount is the positive count in the environment variable name, or
+// def when it is unset; anything else fails the test.
+func envCount(t testing.TB, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive count", name, s)
+	}
+	return n
+}
+
 func labHooks(t testing.TB) []string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")

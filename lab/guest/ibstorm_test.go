@@ -22,15 +22,7 @@ import (
 // (APMWATCH_STORM_PAIRS, up to 2048; default 500, 1,000 QPs, which the
 // TCG guest handles within make lab-test's time; docs/performance.md).
 func stormPairs(t *testing.T) int {
-	n := 500
-	if s := os.Getenv("APMWATCH_STORM_PAIRS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("APMWATCH_STORM_PAIRS=%q", s)
-		}
-		n = v
-	}
-	return n
+	return envCount(t, "APMWATCH_STORM_PAIRS", 500)
 }
 
 // waitAuditCount waits until the finding log holds n findings of kind

@@ -44,10 +44,7 @@ kretfunc:ib_core:ib_modify_qp_with_udata {
 // kernels, with bpftrace in the guest.
 func BenchmarkTraceOverhead(b *testing.B) {
 	const n = "100000"
-	runs := 9
-	if v, err := strconv.Atoi(os.Getenv("APMWATCH_BENCH_RUNS")); err == nil && v > 0 {
-		runs = v
-	}
+	runs := envCount(b, "APMWATCH_BENCH_RUNS", 9)
 	bt := filepath.Join(bpftraceDir, "bin", "bpftrace")
 	if _, err := os.Stat(bt); err != nil {
 		b.Logf("no bpftrace at %s (make lab-bench puts it there): its columns are not measured", bt)
@@ -104,10 +101,7 @@ func loopModify(b *testing.B, n, col string, rates, best map[string][]float64) {
 // (probeParts), in the modify loop, against the floor alone.
 func BenchmarkProbeParts(b *testing.B) {
 	const n = "100000"
-	runs := 5
-	if v, err := strconv.Atoi(os.Getenv("APMWATCH_BENCH_RUNS")); err == nil && v > 0 {
-		runs = v
-	}
+	runs := envCount(b, "APMWATCH_BENCH_RUNS", 5)
 	rates, best := map[string][]float64{}, map[string][]float64{}
 	for i := 0; i < runs; i++ {
 		loopModify(b, n, "none", rates, best)
