@@ -21,17 +21,24 @@ func startAuditCLI(t *testing.T, mode string, extra ...string) string {
 	return path
 }
 
-func startAuditCLIProc(t *testing.T, mode string, extra ...string) (string, *Proc) {
+// writePolicy writes pol as dir/policy.json and returns its path.
+func writePolicy(t *testing.T, dir string, pol actuator.Policy) string {
 	t.Helper()
-	dir := t.TempDir()
-	pol, err := json.Marshal(labPolicy(mode))
+	b, err := json.Marshal(pol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(policy, pol, 0o644); err != nil {
+	path := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+func startAuditCLIProc(t *testing.T, mode string, extra ...string) (string, *Proc) {
+	t.Helper()
+	dir := t.TempDir()
+	policy := writePolicy(t, dir, labPolicy(mode))
 	findings := filepath.Join(dir, "findings.jsonl")
 	ready := filepath.Join(dir, "ready")
 	args := append([]string{"audit", "--findings", findings, "--metrics-addr", "",

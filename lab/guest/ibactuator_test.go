@@ -9,7 +9,6 @@ package guest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,14 +115,7 @@ func TestIBActuatorOnRealAlternate(t *testing.T) {
 func startIBEnforcer(t *testing.T, pol actuator.Policy) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := json.Marshal(pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(policy, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := writePolicy(t, dir, pol)
 	findings := filepath.Join(dir, "findings.jsonl")
 	ready := filepath.Join(dir, "ready")
 	a := Start(t, "apmwatch", append([]string{"audit", "--findings", findings, "--metrics-addr", "",
