@@ -195,6 +195,39 @@ static __always_inline void read_qp(struct apm_record *r, struct ib_qp *qp)
 	read_owner(r, BPF_CORE_READ(qp, uobject));
 }
 
+/* read_qp for BTF programs (fentry, fexit): direct loads, which the
+ * verifier turns into fault-safe PROBE_MEM loads, much cheaper than
+ * bpf_probe_read_kernel. qp->uobject points to a type vmlinux only
+ * forward-declares, so read_owner reads it with BPF_CORE_READ. */
+static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
+{
+	struct ib_qp *real = qp->real_qp;
+	if (real)
+		qp = real;
+	struct ib_device *dev = qp->device;
+	if (dev) {
+		r->dev_index = dev->index;
+		r->flags |= APM_F_DEV;
+	}
+	r->qpn = qp->qp_num;
+	r->qp_type = qp->qp_type;
+	read_owner(r, qp->uobject);
+}
+
+/* A zeroed short record (no paths) reserved in the ring buffer, its header
+ * filled for a BTF program; 0 (counted as lost) when the ring is full. */
+static __always_inline struct apm_record *reserve_short_btf(__u8 kind, __u64 ip)
+{
+	struct apm_record *r = bpf_ringbuf_reserve(&events, APM_RECORD_SHORT, 0);
+	if (!r) {
+		count(APM_CNT_LOST);
+		return 0;
+	}
+	__builtin_memset(r, 0, APM_RECORD_SHORT);
+	fill_header_btf(r, kind, ip);
+	return r;
+}
+
 /* ---- joining an entry with its exit on one thread (map "inflight") ---- */
 
 static __always_inline void join_put(struct apm_record *r, __u32 slot)

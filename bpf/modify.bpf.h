@@ -11,9 +11,8 @@
 /* ---- fexit variant: direct BTF loads into the ring buffer ---- */
 
 /* Direct (BTF) reads for the fexit path: plain loads the verifier turns
- * into fault-safe PROBE_MEM loads, much cheaper than bpf_probe_read_kernel.
- * qp->uobject points to a type vmlinux only forward-declares, so it is read
- * with BPF_CORE_READ (read_owner). */
+ * into fault-safe PROBE_MEM loads, much cheaper than bpf_probe_read_kernel
+ * (read_qp_btf, common.bpf.h, for the QP). */
 static __always_inline void read_path_btf(struct apm_path *p, struct rdma_ah_attr *ah)
 {
 	if (bpf_core_field_size(ah->port_num) == 1)
@@ -27,21 +26,6 @@ static __always_inline void read_path_btf(struct apm_path *p, struct rdma_ah_att
 	__u64 hi = ah->grh.dgid.global.subnet_prefix, lo = ah->grh.dgid.global.interface_id;
 	__builtin_memcpy(p->dgid, &hi, 8);
 	__builtin_memcpy(p->dgid + 8, &lo, 8);
-}
-
-static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
-{
-	struct ib_qp *real = qp->real_qp;
-	if (real)
-		qp = real;
-	struct ib_device *dev = qp->device;
-	if (dev) {
-		r->dev_index = dev->index;
-		r->flags |= APM_F_DEV;
-	}
-	r->qpn = qp->qp_num;
-	r->qp_type = qp->qp_type;
-	read_owner(r, qp->uobject);
 }
 
 static __always_inline void modify_fill_btf(struct apm_record *r, struct ib_qp *qp,

@@ -62,6 +62,38 @@ func attachParts(t testing.TB, fn string, exit bool, parts ...part) func() {
 	if exit {
 		at = ebpf.AttachTraceFExit
 	}
+	return attachProg(t, fn, at, parts...)
+}
+
+// floorHook is one attach point of a floor: a function (fentry or fexit)
+// or a BTF tracepoint (tp_btf, by its name without the group).
+type floorHook struct {
+	name string
+	at   ebpf.AttachType
+}
+
+func fentryAt(fn string) floorHook { return floorHook{fn, ebpf.AttachTraceFEntry} }
+func fexitAt(fn string) floorHook  { return floorHook{fn, ebpf.AttachTraceFExit} }
+func tpBTFAt(tp string) floorHook  { return floorHook{tp, ebpf.AttachTraceRawTp} }
+
+// attachFloor attaches an empty program to each hook: the floor of a path
+// whose probes sit on those hooks. The returned function detaches them.
+func attachFloor(t testing.TB, hooks ...floorHook) func() {
+	t.Helper()
+	var detach []func()
+	for _, h := range hooks {
+		detach = append(detach, attachProg(t, h.name, h.at))
+	}
+	return func() {
+		for _, d := range detach {
+			d()
+		}
+	}
+}
+
+// attachProg attaches to fn a program of attach type at made of parts.
+func attachProg(t testing.TB, fn string, at ebpf.AttachType, parts ...part) func() {
+	t.Helper()
 	var ring *ebpf.Map
 	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)} // keep ctx
 	for _, p := range parts {

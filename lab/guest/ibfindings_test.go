@@ -248,7 +248,7 @@ func TestIBFindingsKernelULP(t *testing.T) {
 }
 
 // startIBULPCM starts the kernel ULP over ib_cm and returns QPNs and comm ids.
-func startIBULPCM(t *testing.T, behavior string) (q0, q1, id0, id1 int64) {
+func startIBULPCM(t testing.TB, behavior string) (q0, q1, id0, id1 int64) {
 	t.Helper()
 	ls := MustRun(t, "lab-ulp", "start", "--ib", "--cm", "--behavior", behavior)
 	t.Cleanup(func() {

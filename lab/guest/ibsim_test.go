@@ -15,13 +15,13 @@ import (
 )
 
 // ibShow returns what the driver sees (lab-ib show).
-func ibShow(t *testing.T) []Line {
+func ibShow(t testing.TB) []Line {
 	t.Helper()
 	return MustRun(t, "lab-ib", "show")
 }
 
 // ibQP returns the driver's line for QP qpn of dev (fails if absent).
-func ibQP(t *testing.T, dev string, qpn int64) Line {
+func ibQP(t testing.TB, dev string, qpn int64) Line {
 	t.Helper()
 	for _, l := range ibShow(t) {
 		if l.Str("dev") == dev && l.Int("qpn") == qpn {
@@ -45,7 +45,7 @@ func nlQP(t *testing.T, dev string, qpn int64) map[string]any {
 }
 
 // waitIB polls the driver's view of a QP until match holds.
-func waitIB(t *testing.T, dev string, qpn int64, what string, match func(Line) bool) Line {
+func waitIB(t testing.TB, dev string, qpn int64, what string, match func(Line) bool) Line {
 	t.Helper()
 	deadline := time.Now().Add(evTimeout)
 	for {
@@ -71,7 +71,7 @@ func ibEventSeq(t *testing.T) int64 {
 }
 
 // resetFabric brings every port and LID back and traffic on (test cleanup).
-func resetFabric(t *testing.T) {
+func resetFabric(t testing.TB) {
 	for _, dev := range []string{"ibsim0", "ibsim1"} {
 		for _, p := range []string{"1", "2"} {
 			Run(t, "lab-ib", "port", "--dev", dev, "--port", p, "up")

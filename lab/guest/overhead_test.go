@@ -45,41 +45,62 @@ kretfunc:ib_core:ib_modify_qp_with_udata {
 func BenchmarkTraceOverhead(b *testing.B) {
 	const n = "100000"
 	runs := envCount(b, "APMWATCH_BENCH_RUNS", 9)
+	rates, best := map[string][]float64{}, map[string][]float64{}
+	ob := overheadBench{
+		loop:     func(col string) { loopModify(b, n, col, rates, best) },
+		floor:    []floorHook{fexitAt("ib_modify_qp_with_udata")},
+		bpftrace: bpftraceModify,
+	}
+	attaches := ob.run(b, runs)
+	reportOverhead(b, rates, best, "none", "floor")
+	slices.Sort(attaches)
+	b.Logf("apmwatch trace attach (exec to ready file): median %v, runs %v", attaches[len(attaches)/2], attaches)
+	b.ReportMetric(float64(attaches[len(attaches)/2].Milliseconds()), "attach-ms")
+}
+
+// overheadBench is one probe-cost benchmark: a loop over one path, the
+// floor (an empty program on each hook apmwatch uses on that path) and the
+// bpftrace script an engineer would write to see the same fields.
+type overheadBench struct {
+	loop     func(col string) // runs the loop once, filing its figures under col
+	floor    []floorHook
+	bpftrace string // "" when there is no bpftrace column
+}
+
+// run measures, runs times and interleaved: no probe, the floor, apmwatch
+// trace reading and stopped, bpftrace reading and stopped (when Debian's
+// bpftrace is in the guest). It returns apmwatch trace's attach times.
+func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 	bt := filepath.Join(bpftraceDir, "bin", "bpftrace")
-	if _, err := os.Stat(bt); err != nil {
+	if _, err := os.Stat(bt); err != nil || o.bpftrace == "" {
 		b.Logf("no bpftrace at %s (make lab-bench puts it there): its columns are not measured", bt)
 		bt = ""
 	}
-	rates, best := map[string][]float64{}, map[string][]float64{}
-	measure := func(col string) { loopModify(b, n, col, rates, best) }
 	var attaches []time.Duration // apmwatch trace: exec to ready file
 	for i := 0; i < runs; i++ {
-		measure("none")
-		detach := attachEmpty(b, "ib_modify_qp_with_udata", true)
-		measure("floor")
+		o.loop("none")
+		detach := attachFloor(b, o.floor...)
+		o.loop("floor")
 		detach()
 
 		tr := startTracer(b, "apmwatch", nil, []string{"trace", "--output", "json", "--ring-buffer-mib", "64",
 			"--ready-file"}, "")
 		attaches = append(attaches, tr.attach)
-		measure("apmwatch")
+		o.loop("apmwatch")
 		tr.pause(b)
-		measure("apmwatch-stopped")
+		o.loop("apmwatch-stopped")
 		b.Logf("run %d: apmwatch trace: %s", i, tr.end(b, "lost:"))
 
 		if bt != "" {
 			tr := startTracer(b, bt, []string{"LD_LIBRARY_PATH=" + filepath.Join(bpftraceDir, "lib"),
-				"BPFTRACE_PERF_RB_PAGES=8192"}, []string{"-B", "line", "-e", bpftraceModify}, "ready")
-			measure("bpftrace")
+				"BPFTRACE_PERF_RB_PAGES=8192"}, []string{"-B", "line", "-e", o.bpftrace}, "ready")
+			o.loop("bpftrace")
 			tr.pause(b)
-			measure("bpftrace-stopped")
+			o.loop("bpftrace-stopped")
 			b.Logf("run %d: bpftrace: %s", i, tr.end(b, "Lost"))
 		}
 	}
-	reportOverhead(b, rates, best, "none", "floor")
-	slices.Sort(attaches)
-	b.Logf("apmwatch trace attach (exec to ready file): median %v, runs %v", attaches[len(attaches)/2], attaches)
-	b.ReportMetric(float64(attaches[len(attaches)/2].Milliseconds()), "attach-ms")
+	return attaches
 }
 
 // loopModify runs lab-pair's modify loop and files its whole-loop rate and

@@ -11,13 +11,13 @@ import (
 )
 
 // ulpLog returns the apmlab log records after sequence number from.
-func ulpLog(t *testing.T, from int64) []Line {
+func ulpLog(t testing.TB, from int64) []Line {
 	t.Helper()
 	return Filter(MustRun(t, "lab-ulp", "log"), func(l Line) bool { return l.Int("seq") >= from })
 }
 
 // waitLog polls the log until match holds for a record after from.
-func waitLog(t *testing.T, from int64, what string, match func(Line) bool) Line {
+func waitLog(t testing.TB, from int64, what string, match func(Line) bool) Line {
 	t.Helper()
 	deadline := time.Now().Add(evTimeout)
 	for {
@@ -31,7 +31,7 @@ func waitLog(t *testing.T, from int64, what string, match func(Line) bool) Line 
 	}
 }
 
-func nextSeq(t *testing.T) int64 {
+func nextSeq(t testing.TB) int64 {
 	ls := ulpLog(t, 0)
 	if len(ls) == 0 {
 		return 0

@@ -10,11 +10,14 @@
  *                                     LID: no port event, paths through it fail
  *             traffic on|off [DEV QPN]  simulated RC traffic, global or one QP
  *             poke [DEV QPN]          one packet from every QP (or one)
+ *             bench DEV QPN N         COMM_EST N times through one user QP's
+ *                                     event handler, timed (bench.c)
  *           DEV is ibsim0 or ibsim1. ENODEV no such device, ENOENT no such
  *           QP or LID, EINVAL bad command. A write returns once the events
  *           it caused have been raised.
  *   show    read  JSON lines: {"traffic":..}, one per port, one per QP
  *   events  read  JSON lines: the last 256 async events raised
+ *   bench   read  one JSON line: the last bench run
  */
 #include <linux/debugfs.h>
 #include <linux/string.h>
@@ -111,6 +114,14 @@ static int run(char **w, int n)
 		}
 		return ibsim_poke(dev, qpn);
 	}
+	if (!strcmp(w[0], "bench") && n == 4) {
+		ret = parse_qp(w + 1, &dev, &qpn);
+		if (ret)
+			return ret;
+		if (kstrtou32(w[3], 0, &v))
+			return -EINVAL;
+		return ibsim_bench_events(dev, qpn, v);
+	}
 	return -EINVAL;
 }
 
@@ -144,14 +155,21 @@ static int events_show(struct seq_file *m, void *v)
 	return 0;
 }
 
+static int bench_show(struct seq_file *m, void *v)
+{
+	ibsim_bench_show(m);
+	return 0;
+}
+
 static int ctl_show(struct seq_file *m, void *v)
 {
-	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\n");
+	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\n");
 	return 0;
 }
 
 DEFINE_SHOW_ATTRIBUTE(show);
 DEFINE_SHOW_ATTRIBUTE(events);
+DEFINE_SHOW_ATTRIBUTE(bench);
 
 static int ctl_open(struct inode *i, struct file *f)
 {
@@ -175,6 +193,7 @@ int ibsim_ctl_init(void)
 	debugfs_create_file("ctl", 0600, dir, NULL, &ctl_fops);
 	debugfs_create_file("show", 0400, dir, NULL, &show_fops);
 	debugfs_create_file("events", 0400, dir, NULL, &events_fops);
+	debugfs_create_file("bench", 0400, dir, NULL, &bench_fops);
 	return 0;
 }
 

@@ -394,6 +394,16 @@ int ibsim_link_set(u32 lid, bool up)
 	return 0;
 }
 
+/* Under ibsim_mutex: QP qpn of device dev; NULL with *err ENODEV or ENOENT. */
+struct ibsim_qp *ibsim_qp_at(int dev, u32 qpn, int *err)
+{
+	struct ibsim_qp *qp = dev_at(dev) ? find_qp(dev_at(dev), qpn) : NULL;
+
+	if (!qp)
+		*err = dev_at(dev) ? -ENOENT : -ENODEV;
+	return qp;
+}
+
 int ibsim_traffic_set(int dev, int qpn, bool on)
 {
 	struct ibsim_qp *qp;

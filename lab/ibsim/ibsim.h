@@ -156,6 +156,7 @@ int ibsim_port_set(int dev, u32 port, bool up);
 int ibsim_link_set(u32 lid, bool up);
 int ibsim_traffic_set(int dev, int qpn, bool on);	/* qpn < 0: global */
 int ibsim_poke(int dev, int qpn);			/* qpn < 0: all */
+struct ibsim_qp *ibsim_qp_at(int dev, u32 qpn, int *err);	/* under ibsim_mutex */
 void ibsim_show(struct seq_file *m);
 void ibsim_events_show(struct seq_file *m);
 int ibsim_fabric_init(void);
@@ -165,6 +166,10 @@ void ibsim_fabric_exit(void);
 int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr);
 void ibsim_dgram_forget(struct ibsim_qp *qp);
 void ibsim_dgram_init(void);
+
+/* bench.c: the QP event loop of the probe-cost benchmark */
+int ibsim_bench_events(int dev, u32 qpn, u32 n);
+void ibsim_bench_show(struct seq_file *m);
 
 /* ctl.c: /sys/kernel/debug/ibsim/ */
 int ibsim_ctl_init(void);

@@ -22,6 +22,7 @@ static void usage(void)
 	       "       lab-ib link --lid L down|up\n"
 	       "       lab-ib traffic on|off|poke [--dev D --qpn N]\n"
 	       "       lab-ib poke [--dev D --qpn N]  (the same as traffic poke)\n"
+	       "       lab-ib bench --dev D --qpn N COUNT\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
 	       "LIDs 1,2 and 3,4, one switch).\n"
@@ -35,6 +36,9 @@ static void usage(void)
 	       "           fail as for a port, but no port event\n"
 	       "  traffic  simulated RC traffic on or off, for all QPs or one\n"
 	       "  poke     one packet from every connected QP (or one)\n"
+	       "  bench    COMM_EST COUNT times through one user QP's event handler,\n"
+	       "           timed in chunks of 64 in the driver; prints\n"
+	       "           {\"events\":..,\"ns\":..,\"best_chunk_ns_per_event\":..}\n"
 	       "Changes print one JSON line once the events they caused were raised.\n"
 	       "\n"
 	       "  --control DIR   the module's debugfs dir (default /sys/kernel/debug/ibsim)\n"
@@ -208,6 +212,23 @@ int main(int argc, char **argv)
 			      verb, poke ? "sent" : arg, dev, qpn);
 		else
 			jline("{\"%s\":\"%s\",\"ret\":0}", verb, poke ? "sent" : arg);
+		return 0;
+	}
+	if (!strcmp(verb, "bench")) {
+		char *end;
+		unsigned long n;
+
+		if (!dev || qpn < 0 || !arg)
+			usage_error("bench needs --dev D --qpn N and a count");
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (errno || *end || end == arg || n < 1 || n > (1UL << 24))
+			usage_error("bad count '%s' (1..%lu)", arg, 1UL << 24);
+		checked_dev(dev);
+		snprintf(cmd, sizeof(cmd), "bench %s %d %lu", dev, qpn, n);
+		snprintf(what, sizeof(what), "QP %d on %s (a user QP?)", qpn, dev);
+		ctl(cmd, what);
+		cat("bench");
 		return 0;
 	}
 	usage_error("unknown command '%s'", verb);

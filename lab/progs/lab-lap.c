@@ -60,18 +60,24 @@ static void usage(void)
 	       "  --alt-port N    InfiniBand: the alternate path's port on both sides\n"
 	       "                  (default 2); its LIDs and GIDs go in the LAP\n"
 	       "  --wait D        how long to wait for the receiver's counter (default 3s)\n"
+	       "  --bench B       time --count MADs in bursts of B, each until the\n"
+	       "                  receiver counted it in cm_rx_duplicates (the MADs must\n"
+	       "                  be duplicates: a LAP already pending on the cm_id they\n"
+	       "                  name); prints {\"bench\":..,\"per_second\":..,\n"
+	       "                  \"best_burst_ns_per_mad\":..,\"lost\":..} instead of a\n"
+	       "                  line per MAD\n"
 	       "  --help          this text\n");
 }
 
-/* /sys/class/infiniband/DEV/ports/PORT/cm_rx_msgs/lap (or apr); -1 if absent. */
-static long rx_counter(const char *dev, int port, const char *attr)
+/* /sys/class/infiniband/DEV/ports/PORT/GROUP/lap (or apr); -1 if absent. */
+static long cm_counter(const char *dev, int port, const char *group, const char *attr)
 {
 	char path[256];
 	long v = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/cm_rx_msgs/%s",
-		 dev, port, attr);
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/%s/%s",
+		 dev, port, group, attr);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -79,6 +85,11 @@ static long rx_counter(const char *dev, int port, const char *attr)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+static long rx_counter(const char *dev, int port, const char *attr)
+{
+	return cm_counter(dev, port, "cm_rx_msgs", attr);
 }
 
 /* First line of /sys/class/infiniband/DEV/ports/PORT/NAME, "" if absent. */
@@ -186,6 +197,97 @@ static long parse_u32_opt(const char *s, const char *name)
 	return (long)v;
 }
 
+/* What every MAD of one run shares. */
+struct sender {
+	int fd, agent, attr, ib, sidx;
+	uint16_t dlid;
+	const union ibv_gid *sgid, *dgid;
+	const struct lap_ids *ids;
+	void *umad;
+	const char *attr_s, *dg;
+};
+
+/* Sends MAD number i; returns its transaction ID. */
+static uint64_t send_mad(const struct sender *s, int i)
+{
+	uint64_t tid = ((uint64_t)getpid() << 16) | (uint64_t)i;
+	ib_mad_addr_t *a;
+	int ret;
+
+	build_mad(umad_get_mad(s->umad), s->attr, tid, s->sgid, s->dgid, s->ids);
+	if (umad_set_addr(s->umad, s->ib ? s->dlid : 0, 1, 0, QP1_QKEY) < 0)
+		die("umad_set_addr failed");
+	a = umad_get_mad_addr(s->umad);
+	if (!s->ib) {
+		a->grh_present = 1;
+		a->gid_index = s->sidx;
+		a->hop_limit = 64;
+		a->traffic_class = 0;
+		a->flow_label = 0;
+		memcpy(a->gid, s->dgid->raw, 16);
+	}
+	ret = umad_send(s->fd, s->agent, s->umad, MAD_SIZE, 0, 0);
+	if (ret < 0)
+		die("umad_send %s to %s: %s", s->attr_s, s->dg, strerror(-ret));
+	return tid;
+}
+
+/*
+ * --bench: count MADs in bursts of burst, each burst timed from its first
+ * send until the receiver's CM counted all of it as duplicates
+ * (cm_rx_duplicates, which cm_lap_handler bumps for a LAP while one is
+ * pending on the cm_id it names). Prints one line: the whole run's rate and
+ * the fastest burst's time per MAD. A burst not counted within 2 s ends
+ * the run (its MADs are reported lost).
+ */
+static void bench(const struct sender *s, const char *to, int port, int count, int burst)
+{
+	long long t0, start, best = -1, d;
+	long base, got = 0, first, last_change;
+	int sent = 0, b, i, lost = 0;
+
+	if (!to)
+		usage_error("--bench needs a local receiver (--to)");
+	first = cm_counter(to, port, "cm_rx_duplicates", s->attr_s);
+	if (first < 0)
+		die("%s port %d: no cm_rx_duplicates/%s counter", to, port, s->attr_s);
+	start = now_ns();
+	while (sent < count && !lost) {
+		b = count - sent < burst ? count - sent : burst;
+		base = first + sent;
+		t0 = now_ns();
+		for (i = 0; i < b; i++)
+			send_mad(s, sent + i);
+		last_change = now_ms();
+		for (;;) {
+			long v = cm_counter(to, port, "cm_rx_duplicates", s->attr_s);
+
+			if (v != got) {
+				got = v;
+				last_change = now_ms();
+			}
+			if (v >= base + b)
+				break;
+			if (now_ms() - last_change > 2000) {
+				lost = (int)(base + b - v);
+				break;
+			}
+			usleep(20);
+		}
+		d = now_ns() - t0;
+		if (b == burst && !lost && (best < 0 || d < best))
+			best = d;
+		sent += b;
+	}
+	d = now_ns() - start;
+	jline("{\"bench\":\"%s\",\"receiver\":\"%s\",\"count\":%d,\"burst\":%d,\"ns\":%lld,\"per_second\":%.0f,\"best_burst_ns_per_mad\":%.1f,\"lost\":%d}",
+	      s->attr_s, to, sent, burst, d, d > 0 ? sent * 1e9 / d : 0.0,
+	      best > 0 ? (double)best / burst : 0.0, lost);
+	if (lost)
+		die("%d of %d %s MADs not counted as duplicates by %s (is one pending on the cm_id they name?)",
+		    lost, sent, s->attr_s, to);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -195,6 +297,7 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "attr", required_argument, NULL, 'a' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "bench", required_argument, NULL, 'b' },
 		{ "wait", required_argument, NULL, 'w' },
 		{ "local-comm-id", required_argument, NULL, 'L' },
 		{ "remote-comm-id", required_argument, NULL, 'R' },
@@ -205,7 +308,8 @@ int main(int argc, char **argv)
 	};
 	const char *dev = NULL, *to = NULL, *dgid_s = NULL, *attr_s = "lap";
 	int c, i, port = 1, count = 1, attr = ATTR_LAP, sidx = 0, didx, fd, agent;
-	int ib, alt_port = 2;
+	int ib, alt_port = 2, bench_burst = 0;
+	struct sender snd;
 	uint16_t dlid = 0;
 	struct lap_ids ids = { -1, -1, -1, 0, 0 };
 	long wait_ms = 3000, before = -1, after = -1, deadline;
@@ -233,6 +337,11 @@ int main(int argc, char **argv)
 			count = atoi(optarg);
 			if (count < 1)
 				usage_error("--count must be >= 1");
+			break;
+		case 'b':
+			bench_burst = atoi(optarg);
+			if (bench_burst < 1 || bench_burst > 4096)
+				usage_error("--bench must be 1..4096");
 			break;
 		case 'w':
 			wait_ms = parse_duration_ms(optarg);
@@ -306,26 +415,14 @@ int main(int argc, char **argv)
 	if (!umad)
 		die("out of memory");
 
-	for (i = 0; i < count; i++) {
-		uint64_t tid = ((uint64_t)getpid() << 16) | (uint64_t)i;
-		ib_mad_addr_t *a;
-		int ret;
+	snd = (struct sender){ fd, agent, attr, ib, sidx, dlid, &sgid, &dgid, &ids, umad, attr_s, dg };
+	if (bench_burst) {
+		bench(&snd, to, port, count, bench_burst);
+		to = NULL; /* the bench printed what was counted */
+	}
+	for (i = 0; !bench_burst && i < count; i++) {
+		uint64_t tid = send_mad(&snd, i);
 
-		build_mad(umad_get_mad(umad), attr, tid, &sgid, &dgid, &ids);
-		if (umad_set_addr(umad, ib ? dlid : 0, 1, 0, QP1_QKEY) < 0)
-			die("umad_set_addr failed");
-		a = umad_get_mad_addr(umad);
-		if (!ib) {
-			a->grh_present = 1;
-			a->gid_index = sidx;
-			a->hop_limit = 64;
-			a->traffic_class = 0;
-			a->flow_label = 0;
-			memcpy(a->gid, dgid.raw, 16);
-		}
-		ret = umad_send(fd, agent, umad, MAD_SIZE, 0, 0);
-		if (ret < 0)
-			die("umad_send %s to %s: %s", attr_s, dg, strerror(-ret));
 		if (ib)
 			jline("{\"sent\":\"%s\",\"attr_id\":%d,\"pid\":%d,\"dev\":\"%s\",\"port\":%d,\"dlid\":%u,\"alt_slid\":%u,\"alt_dlid\":%u,\"sgid\":\"%s\",\"dgid\":\"%s\",\"tid\":%llu}",
 			      attr == ATTR_LAP ? "LAP" : "APR", attr, getpid(), dev, port,
