@@ -2,6 +2,7 @@
 # See docs/lab.md. Included by the top-level Makefile (CACHE, BUILD exported).
 
 LAB_KERNELS := 6.1 6.12
+LAB_BENCH ?= .
 KERNEL      ?= 6.12
 LABVM       := $(BUILD)/lab/labvm
 # Host-side lab checks run only where the lab is (make test sets it).
@@ -75,8 +76,14 @@ demo: setup build ## boot the 6.12 lab: two simulated InfiniBand HCAs through po
 
 # bpftrace (Debian's, with its libraries) goes into the guest for this only,
 # as LAB_EXTRA: lab/bpftrace-tree.sh fetches it into the cache.
-lab-bench: lab-guest-test ## lab benchmarks (probe overhead on the control path, against an empty program and bpftrace) on both kernels; figures in docs/performance.md
-	@tree=$$(lab/bpftrace-tree.sh) || exit 1; for k in $(LAB_KERNELS); do \
+# BASELINE=rev adds that revision's apmwatch as a column (lab/bench-baseline.sh).
+lab-bench: lab-guest-test ## lab benchmarks (probe cost on the modify, QP event and CM paths, against an empty program, bpftrace and BASELINE=rev) on both kernels; figures in docs/performance.md
+	@tree=$$(lab/bpftrace-tree.sh) || exit 1; env=; \
+	if [ -n "$(BASELINE)" ]; then \
+		tree=$$(lab/bench-baseline.sh "$(BASELINE)" "$$tree") || exit 1; \
+		env=APMWATCH_BENCH_BASELINE=/extra/bin/apmwatch-baseline; \
+	fi; \
+	for k in $(LAB_KERNELS); do \
 		$(MAKE) --no-print-directory lab-run KERNEL=$$k LAB_EXTRA=$$tree \
-			CMD='guest.test -test.run "^$$" -test.bench . -test.benchtime 1x -test.v' || exit 1; \
+			CMD="$$env guest.test -test.run '^$$' -test.bench '$(LAB_BENCH)' -test.benchtime 1x -test.v" || exit 1; \
 	done

@@ -68,8 +68,8 @@ type overheadBench struct {
 }
 
 // run measures, runs times and interleaved: no probe, the floor, apmwatch
-// trace reading and stopped, bpftrace reading and stopped (when Debian's
-// bpftrace is in the guest). It returns apmwatch trace's attach times.
+// trace reading and stopped (and a baseline build's, apmwatchColumns),
+// bpftrace reading and stopped (when Debian's bpftrace is in the guest). It returns apmwatch trace's attach times.
 func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 	bt := filepath.Join(bpftraceDir, "bin", "bpftrace")
 	if _, err := os.Stat(bt); err != nil || o.bpftrace == "" {
@@ -83,13 +83,17 @@ func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 		o.loop("floor")
 		detach()
 
-		tr := startTracer(b, "apmwatch", nil, []string{"trace", "--output", "json", "--ring-buffer-mib", "64",
-			"--ready-file"}, "")
-		attaches = append(attaches, tr.attach)
-		o.loop("apmwatch")
-		tr.pause(b)
-		o.loop("apmwatch-stopped")
-		b.Logf("run %d: apmwatch trace: %s", i, tr.end(b, "lost:"))
+		for _, c := range apmwatchColumns() {
+			tr := startTracer(b, c.bin, nil, []string{"trace", "--output", "json", "--ring-buffer-mib", "64",
+				"--ready-file"}, "")
+			if c.col == "apmwatch" {
+				attaches = append(attaches, tr.attach)
+			}
+			o.loop(c.col)
+			tr.pause(b)
+			o.loop(c.col + "-stopped")
+			b.Logf("run %d: %s trace: %s", i, c.col, tr.end(b, "lost:"))
+		}
 
 		if bt != "" {
 			tr := startTracer(b, bt, []string{"LD_LIBRARY_PATH=" + filepath.Join(bpftraceDir, "lib"),
@@ -101,6 +105,17 @@ func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 		}
 	}
 	return attaches
+}
+
+// apmwatchColumns are the apmwatch builds a benchmark measures: the one
+// under test and, when APMWATCH_BENCH_BASELINE names another build's
+// binary (make lab-bench BASELINE=rev), that one as "baseline".
+func apmwatchColumns() []struct{ col, bin string } {
+	cols := []struct{ col, bin string }{{"apmwatch", "apmwatch"}}
+	if bl := os.Getenv("APMWATCH_BENCH_BASELINE"); bl != "" {
+		cols = append(cols, struct{ col, bin string }{"baseline", bl})
+	}
+	return cols
 }
 
 // loopModify runs lab-pair's modify loop and files its whole-loop rate and
