@@ -157,3 +157,47 @@ func loopLAPs(b *testing.B, lapArgs []string, n, col string, rates, best map[str
 	rates[col] = append(rates[col], rate)
 	best[col] = append(best[col], burst)
 }
+
+// bpftraceNotify is the script an engineer would write to watch
+// ib_cm_notify: who, the connection's comm ID, CM and LAP state, the event
+// and the result.
+const bpftraceNotify = `BEGIN { printf("ready\n"); }
+kretfunc:ib_cm:ib_cm_notify {
+	printf("%s %d local_id 0x%x state %d lap %d event %d ret %d\n", comm, pid,
+		args->cm_id->local_id, args->cm_id->state, args->cm_id->lap_state, args->event, retval);
+}`
+
+// BenchmarkCMNotifyOverhead: ib_cm_notify(COMM_EST) 50,000 times a loop on
+// the kernel ULP's established cm_id (the CM answers -EISCONN and changes
+// nothing), timed in chunks of 64 in the lab module (lab-ulp
+// bench-notify); the floor is an empty fentry and fexit program on
+// ib_cm_notify, as apmwatch attaches there (entry and exit joined).
+func BenchmarkCMNotifyOverhead(b *testing.B) {
+	const n = "50000"
+	runs := envCount(b, "APMWATCH_BENCH_RUNS", 9)
+	startIBULPCM(b, "correct")
+	MustRun(b, "lab-ib", "traffic", "off")
+	rates, best := map[string][]float64{}, map[string][]float64{}
+	ob := overheadBench{
+		loop:     func(col string) { loopNotify(b, n, col, rates, best) },
+		floor:    []floorHook{fentryAt("ib_cm_notify"), fexitAt("ib_cm_notify")},
+		bpftrace: bpftraceNotify,
+	}
+	ob.run(b, runs)
+	reportOverhead(b, rates, best, "none", "floor")
+}
+
+// loopNotify runs the module's notify loop once and files its whole-loop
+// rate and its fastest chunk under col.
+func loopNotify(b *testing.B, n, col string, rates, best map[string][]float64) {
+	ls := MustRun(b, "lab-ulp", "bench-notify", n)
+	if len(ls) != 1 || strconv.FormatInt(ls[0].Int("calls"), 10) != n || ls[0].Int("ret") != -106 {
+		b.Fatalf("lab-ulp bench-notify: %v, want %s calls answered -EISCONN (-106)", ls, n)
+	}
+	chunk, err := strconv.ParseFloat(ls[0].Str("best_chunk_ns_per_call"), 64)
+	if err != nil || chunk <= 0 {
+		b.Fatalf("lab-ulp bench-notify: no chunk time: %v", ls)
+	}
+	rates[col] = append(rates[col], float64(ls[0].Int("calls"))*1e9/float64(ls[0].Int("ns")))
+	best[col] = append(best[col], chunk)
+}

@@ -75,4 +75,15 @@ int apmlab_cm_connect(struct apmlab_side *client, struct apmlab_side *server);
 void apmlab_cm_disconnect(struct apmlab_side *client, struct apmlab_side *server);
 int apmlab_cm_notify(struct apmlab_side *s);	/* ib_cm_notify(PATH_MIG), logged */
 
+/* The CM hook's benchmark (bench file): ib_cm_notify(COMM_EST) on the
+ * established client cm_id, n times, chunks of 64 timed. */
+struct apmlab_bench {
+	u32 calls;
+	u64 ns, best_chunk_ns;
+	int ret;		/* the last call's */
+};
+int apmlab_cm_bench_notify(struct apmlab_side *s, u32 n, struct apmlab_bench *out);
+int apmlab_ulp_bench_notify(u32 n);
+void apmlab_bench_show(struct seq_file *m);
+
 #endif

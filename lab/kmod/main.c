@@ -16,6 +16,11 @@
  *                 migration unless no-notify.
  *           read  JSON lines: {"running":..,"behavior":..}, then one per QP
  *                 (dev, qpn, peer_qpn, live qp_state and path_mig_state).
+ *           write "bench-notify N"  the CM hook's benchmark: N calls of
+ *                 ib_cm_notify(COMM_EST) on the --cm pair's established
+ *                 client cm_id (-EISCONN, nothing changes), timed; ENOTCONN
+ *                 without a --cm pair.
+ *   bench   read  the last bench-notify run as one JSON line.
  *   log     read  events seen and modifies done, one JSON line each.
  *           write "clear"
  */
@@ -88,6 +93,14 @@ static ssize_t ulp_write(struct file *f, const char __user *ubuf,
 	ret = read_cmd(ubuf, len, buf, w, &n);
 	if (ret)
 		return ret;
+	if (!strcmp(w[0], "bench-notify") && n == 2) {
+		u32 count;
+
+		if (kstrtou32(w[1], 0, &count))
+			return -EINVAL;
+		ret = apmlab_ulp_bench_notify(count);
+		return ret ? ret : len;
+	}
 	if (n >= 2) {
 		b = apmlab_behavior_parse(w[1]);
 		if (b < 0)
@@ -146,6 +159,13 @@ SHOW(inject, apmlab_inject_show);
 SHOW(ulp, apmlab_ulp_show);
 SHOW(log, apmlab_log_show);
 
+static int bench_show(struct seq_file *m, void *v)
+{
+	apmlab_bench_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(bench);
+
 static int __init apmlab_init(void)
 {
 	int ret = apmlab_ulp_init();
@@ -160,6 +180,7 @@ static int __init apmlab_init(void)
 	debugfs_create_file("inject", 0600, dir, NULL, &inject_fops);
 	debugfs_create_file("ulp", 0600, dir, NULL, &ulp_fops);
 	debugfs_create_file("log", 0600, dir, NULL, &log_fops);
+	debugfs_create_file("bench", 0400, dir, NULL, &bench_fops);
 	pr_info("apmlab: control files in /sys/kernel/debug/apmlab\n");
 	return 0;
 }

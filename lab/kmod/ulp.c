@@ -177,6 +177,34 @@ int apmlab_ulp_set_behavior(int b)
 	return 0;
 }
 
+static struct apmlab_bench last_bench;	/* under ulp_lock */
+
+/* The CM hook's benchmark on the running --cm pair's client side. */
+int apmlab_ulp_bench_notify(u32 n)
+{
+	int ret;
+
+	if (n == 0 || n > (1U << 24))
+		return -EINVAL;
+	mutex_lock(&ulp_lock);
+	if (!running || !use_cm)
+		ret = -ENOTCONN;
+	else
+		ret = apmlab_cm_bench_notify(&sides[0], n, &last_bench);
+	mutex_unlock(&ulp_lock);
+	return ret;
+}
+
+/* The last benchmark run, one JSON line. */
+void apmlab_bench_show(struct seq_file *m)
+{
+	mutex_lock(&ulp_lock);
+	seq_printf(m, "{\"bench\":\"notify\",\"calls\":%u,\"ns\":%llu,\"best_chunk_ns_per_call\":%llu.%02llu,\"ret\":%d}\n",
+		   last_bench.calls, last_bench.ns, last_bench.best_chunk_ns / 64,
+		   (last_bench.best_chunk_ns % 64) * 100 / 64, last_bench.ret);
+	mutex_unlock(&ulp_lock);
+}
+
 /* One summary line, then one line per QP (JSON lines). */
 void apmlab_ulp_show(struct seq_file *m)
 {

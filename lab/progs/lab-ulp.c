@@ -35,6 +35,11 @@ static void usage(void)
 	       "  log [--clear]  events seen and modifies done, one JSON line each\n"
 	       "                 (--clear: print, then clear)\n"
 	       "  behavior B     change the behaviour of a running pair\n"
+	       "  bench-notify N the CM hook's benchmark (a --cm pair): N calls of\n"
+	       "                 ib_cm_notify(COMM_EST) on the established client cm_id\n"
+	       "                 (-EISCONN, nothing changes), timed in chunks of 64;\n"
+	       "                 prints {\"bench\":\"notify\",\"calls\":..,\"ns\":..,\n"
+	       "                 \"best_chunk_ns_per_call\":..,\"ret\":..}"
 	       "  stop           destroy the pair\n"
 	       "\n"
 	       "behaviours: correct (default: load a new alternate path, which RoCE\n"
@@ -66,6 +71,8 @@ static void ctl_write(const char *file, const char *cmd)
 			die("'%s': --cm needs InfiniBand ports (ibsim0, ibsim1)", cmd);
 		if (err == ENODEV)
 			die("'%s': no such RDMA device", cmd);
+		if (err == ENOTCONN)
+			die("'%s': no --cm pair is running (lab-ulp start --ib --cm)", cmd);
 		die("'%s' on %s failed: %s", cmd, path, strerror(err));
 	}
 	close(fd);
@@ -162,6 +169,17 @@ int main(int argc, char **argv)
 		snprintf(buf, sizeof(buf), "behavior %s", argv[optind]);
 		ctl_write("ulp", buf);
 		ctl_cat("ulp");
+	} else if (!strcmp(cmd, "bench-notify") && optind + 1 == argc) {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(argv[optind], &end, 10);
+		if (errno || *end || end == argv[optind] || n < 1 || n > (1UL << 24))
+			usage_error("bad count '%s' (1..%lu)", argv[optind], 1UL << 24);
+		snprintf(buf, sizeof(buf), "bench-notify %lu", n);
+		ctl_write("ulp", buf);
+		ctl_cat("bench");
 	} else if (!strcmp(cmd, "stop") && optind == argc) {
 		ctl_write("ulp", "stop");
 		ctl_cat("ulp");
