@@ -285,7 +285,8 @@ type JSONWriter struct {
 // NewJSONWriter writes to w.
 func NewJSONWriter(w io.Writer) *JSONWriter { return &JSONWriter{w: w, enc: json.NewEncoder(w)} }
 
-// Write writes e as one line, in one call to the underlying writer.
+// Write writes e as one line, in one call to the underlying writer (trace
+// buffers it: output.Buffered).
 func (j *JSONWriter) Write(e *event.Event) error {
 	j.buf = appendEventJSON(j.buf[:0], e, &j.times)
 	_, err := j.w.Write(j.buf)

@@ -48,7 +48,7 @@ type TraceDeps struct {
 // RunTrace streams events and the findings the model judges on them until
 // ctx is done or the duration passes, then prints the summary.
 func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
-	w, err := output.NewWriter(cfg.Output, d.Stdout)
+	w, err := output.NewBuffered(cfg.Output, d.Stdout) // flushed by pump and Close
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 		werr = t.finish()
 	}
 	if err := w.Close(); err != nil && werr == nil {
-		werr = err
+		werr = fmt.Errorf("writing output: %w", err)
 	}
 	if err := output.PrintSummary(d.Stderr, t.counts, src.Stats(), meta.Hooks); err != nil && werr == nil {
 		werr = err

@@ -17,12 +17,18 @@ import (
 // findings alike. Only the loop's goroutine touches it.
 type tracer struct {
 	cfg    TraceConfig
-	w      output.Writer
+	w      *output.Buffered
 	model  *apm.Model // nil with --no-findings
 	boot   func() uint64
 	counts output.Counts
-	err    error // the first error writing a finding
+	err    error     // the first error writing a finding
+	since  time.Time // when output began to wait in w's buffer; zero: none waits
 }
+
+// flushDelay is the longest a line waits in the output buffer while the
+// trace runs: the buffer is flushed this long after its first unflushed
+// line, at the latest, whether more events come or not.
+var flushDelay = 10 * time.Millisecond
 
 // found is the model's sink.
 func (t *tracer) found(f apm.Finding) {
@@ -36,17 +42,31 @@ func (t *tracer) found(f apm.Finding) {
 }
 
 // pump takes events until the source ends or ctx is done (both normal
-// ends). While live, the model's clock moves on every advanceEvery even
-// when no event comes.
+// ends), and flushes the output when it returns. While live, the model's
+// clock moves on every advanceEvery even when no event comes.
 func (t *tracer) pump(ctx context.Context, src event.Source, live bool) error {
+	err := t.loop(ctx, src, live)
+	t.since = time.Time{}
+	if ferr := t.w.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("writing output: %w", ferr)
+	}
+	return err
+}
+
+func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
+	clock := live && t.model != nil && t.boot != nil
 	tick := time.Now().Add(advanceEvery)
+	var dl deadline
+	defer dl.stop()
 	for {
-		nctx, cancel := ctx, context.CancelFunc(func() {})
-		if live && t.model != nil && t.boot != nil {
-			nctx, cancel = context.WithDeadline(ctx, tick)
+		var at time.Time // when Next must return: the next tick or flush
+		if clock {
+			at = tick
 		}
-		e, err := src.Next(nctx)
-		cancel()
+		if flush := t.since.Add(flushDelay); !t.since.IsZero() && (at.IsZero() || flush.Before(at)) {
+			at = flush
+		}
+		e, err := src.Next(dl.ctx(ctx, at))
 		switch {
 		case err == nil:
 			if err := t.event(e); err != nil {
@@ -61,10 +81,60 @@ func (t *tracer) pump(ctx context.Context, src event.Source, live bool) error {
 		if t.err != nil {
 			return t.err
 		}
-		if live && t.model != nil && t.boot != nil && !time.Now().Before(tick) {
+		now := time.Now()
+		if clock && !now.Before(tick) {
 			t.model.Advance(t.boot())
-			tick = time.Now().Add(advanceEvery)
+			tick = now.Add(advanceEvery)
 		}
+		if err := t.flushIfDue(now); err != nil {
+			return err
+		}
+	}
+}
+
+// flushIfDue flushes the output once its first unflushed line has waited
+// flushDelay; findings the model wrote count as lines too.
+func (t *tracer) flushIfDue(now time.Time) error {
+	switch {
+	case !t.w.Pending(): // nothing written, or the full buffer went out
+		t.since = time.Time{}
+	case t.since.IsZero():
+		t.since = now
+	case !now.Before(t.since.Add(flushDelay)):
+		t.since = time.Time{}
+		if err := t.w.Flush(); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+	return nil
+}
+
+// deadline keeps one context for as long as the deadline stays the same:
+// a storm pays for a timer once per tick or flush, not once per event.
+type deadline struct {
+	at     time.Time
+	c      context.Context
+	cancel context.CancelFunc
+}
+
+// ctx is parent with the deadline at (parent itself when at is zero);
+// parent must be the same on every call.
+func (d *deadline) ctx(parent context.Context, at time.Time) context.Context {
+	if at.IsZero() {
+		return parent
+	}
+	if d.c == nil || !at.Equal(d.at) {
+		d.stop()
+		d.c, d.cancel = context.WithDeadline(parent, at)
+		d.at = at
+	}
+	return d.c
+}
+
+func (d *deadline) stop() {
+	if d.cancel != nil {
+		d.cancel()
+		d.c, d.cancel = nil, nil
 	}
 }
 
