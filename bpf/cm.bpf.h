@@ -3,7 +3,7 @@
  * The CM: ib_cm_notify (migrate, establish) and the LAP/APR handlers
  * (cm_lap_handler, cm_apr_handler), each with its return code. fentry +
  * fexit, else kprobe + kretprobe; entry and exit joined (join_put,
- * join_done).
+ * join_done; ib_cm_notify's fentry and fexit through per-task storage).
  */
 #ifndef APMWATCH_CM_BPF_H
 #define APMWATCH_CM_BPF_H
@@ -27,17 +27,70 @@ static __always_inline void notify_entry(struct ib_cm_id *id, int event, __u64 i
 	join_put(r, APM_SLOT_NOTIFY);
 }
 
+/* The BTF variant joins through per-task storage, not the inflight hash:
+ * the entry keeps the two states the record must show as they were at the
+ * call (a successful COMM_EST or PATH_MIG changes them), and the exit,
+ * which sees the arguments and the result, builds the record in the ring
+ * with direct loads (as fexit_modify). */
+struct notify_at_call {
+	__u8 state;
+	__u8 lap_state;
+	__u8 valid;
+	__u8 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct notify_at_call);
+} notify_calls SEC(".maps");
+
 SEC("fentry/ib_cm_notify")
 int BPF_PROG(fentry_notify, struct ib_cm_id *id, int event)
 {
-	notify_entry(id, event, bpf_get_func_ip(ctx));
+	if (!id)
+		return 0;
+	struct notify_at_call *c = bpf_task_storage_get(&notify_calls, bpf_get_current_task_btf(), 0,
+							 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		count(APM_CNT_INFLIGHT_FULL);
+		return 0;
+	}
+	c->state = id->state;
+	c->lap_state = id->lap_state;
+	c->valid = 1;
 	return 0;
 }
 
 SEC("fexit/ib_cm_notify")
-int BPF_PROG(fexit_notify)
+int BPF_PROG(fexit_notify, struct ib_cm_id *id, int event, int ret)
 {
-	fexit_join(ctx, APM_SLOT_NOTIFY);
+	struct notify_at_call *c = bpf_task_storage_get(&notify_calls, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->valid || !id) {
+		count(APM_CNT_UNJOINED);
+		return 0;
+	}
+	c->valid = 0;
+	struct apm_record *r = reserve_short_btf(APM_KIND_CM_NOTIFY, bpf_get_func_ip(ctx));
+	if (!r)
+		return 0;
+	r->obj = (__u64)id;
+	r->ev_type = event;
+	r->ret = ret;
+	r->state = c->state;
+	r->mig_state = c->lap_state;
+	struct ib_device *dev = id->device;
+	if (dev) {
+		r->dev_index = dev->index;
+		r->flags |= APM_F_DEV;
+	}
+	r->local_id = bpf_ntohl(id->local_id);
+	r->remote_id = bpf_ntohl(id->remote_id);
+	/* local_qpn lies past the ib_cm_id the verifier knows: a probe read */
+	struct cm_id_private *priv = (void *)id; /* id is its first member */
+	r->qpn = bpf_ntohl(BPF_CORE_READ(priv, local_qpn)) & 0xffffff;
+	bpf_ringbuf_submit(r, APM_RB_FLAGS);
 	return 0;
 }
 

@@ -115,6 +115,14 @@ type apmJoinKey struct {
 	Pad     uint32
 }
 
+type apmNotifyAtCall struct {
+	_        structs.HostLayout
+	State    uint8
+	LapState uint8
+	Valid    uint8
+	Pad      uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -122,6 +130,7 @@ const (
 	apmMapCounters           = "counters"
 	apmMapEvents             = "events"
 	apmMapInflight           = "inflight"
+	apmMapNotifyCalls        = "notify_calls"
 	apmMapScratch            = "scratch"
 	apmMapUmadTids           = "umad_tids"
 	apmProgFentryDestroy     = "fentry_destroy"
@@ -246,11 +255,12 @@ type apmProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmMapSpecs struct {
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	Inflight *ebpf.MapSpec `ebpf:"inflight"`
-	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
-	UmadTids *ebpf.MapSpec `ebpf:"umad_tids"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	NotifyCalls *ebpf.MapSpec `ebpf:"notify_calls"`
+	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
+	UmadTids    *ebpf.MapSpec `ebpf:"umad_tids"`
 }
 
 // apmVariableSpecs contains global variables before they are loaded into the kernel.
@@ -283,11 +293,12 @@ func (o *apmObjects) Close() error {
 //
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmMaps struct {
-	Counters *ebpf.Map `ebpf:"counters"`
-	Events   *ebpf.Map `ebpf:"events"`
-	Inflight *ebpf.Map `ebpf:"inflight"`
-	Scratch  *ebpf.Map `ebpf:"scratch"`
-	UmadTids *ebpf.Map `ebpf:"umad_tids"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	NotifyCalls *ebpf.Map `ebpf:"notify_calls"`
+	Scratch     *ebpf.Map `ebpf:"scratch"`
+	UmadTids    *ebpf.Map `ebpf:"umad_tids"`
 }
 
 func (m *apmMaps) Close() error {
@@ -295,6 +306,7 @@ func (m *apmMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.Inflight,
+		m.NotifyCalls,
 		m.Scratch,
 		m.UmadTids,
 	)

@@ -68,7 +68,11 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 		ByteOrder: l.spec.ByteOrder,
 		Types:     l.spec.Types,
 	}
+	used := referencedMaps(l.spec, progs)
 	for name, m := range l.spec.Maps {
+		if m.Type == ebpf.TaskStorage && !used[name] {
+			continue // per-task state of one hook: made only where used
+		}
 		cs.Maps[name] = m.Copy()
 	}
 	for name, v := range l.spec.Variables {
@@ -101,6 +105,27 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 	l.colls = append(l.colls, coll)
 	l.mu.Unlock()
 	return coll, nil
+}
+
+// referencedMaps names the maps the programs load. A collection creates
+// every map in its spec, so a map only one hook uses (ib_cm_notify's
+// per-task storage) is left out of the others: created there only, and a
+// kernel that cannot make it fails that hook alone, which then falls back
+// to its kprobes.
+func referencedMaps(spec *ebpf.CollectionSpec, progs []string) map[string]bool {
+	used := map[string]bool{}
+	for _, name := range progs {
+		p, ok := spec.Programs[name]
+		if !ok {
+			continue
+		}
+		for i := range p.Instructions {
+			if ins := &p.Instructions[i]; ins.IsLoadFromMap() {
+				used[ins.Reference()] = true
+			}
+		}
+	}
+	return used
 }
 
 // attach attaches one target, falling back from BTF programs to kprobes
