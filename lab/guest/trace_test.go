@@ -207,6 +207,12 @@ func TestTraceCMNotify(t *testing.T) {
 		l.Str("cm_state") != "ESTABLISHED" {
 		t.Errorf("ib_cm_notify: %v, want ret %d (as rdma_notify returned) on rxe0 QP %d", l, n.Int("ret"), q)
 	}
+	t.Logf("cm-notify: %v", l)
+	// The states are the cm_id's at the call: the connection's first
+	// migration finds no LAP ever (UNINIT); a successful one leaves IDLE.
+	if n.Int("ret") == 0 && l.Str("lap_state") != "UNINIT" {
+		t.Errorf("ib_cm_notify: %v, want lap_state UNINIT (as at the call, not IDLE as after it)", l)
+	}
 	tr.stop(t)
 }
 
