@@ -40,7 +40,7 @@ enum apm_flag {
 enum apm_counter {
 	APM_CNT_LOST = 0,         /* ring buffer reserve failures */
 	APM_CNT_UNJOINED = 1,     /* exits whose entry was never seen */
-	APM_CNT_INFLIGHT_FULL = 2, /* entries dropped: join map full */
+	APM_CNT_INFLIGHT_FULL = 2, /* entries dropped: join map full, or no per-task storage */
 	APM_CNT_MAX = 4,
 };
 
