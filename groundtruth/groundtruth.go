@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/deadline"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
@@ -51,6 +52,7 @@ type source struct {
 	pending []*event.Event
 	closed  atomic.Bool
 	seen    map[string]bool // read errors already reported
+	wait    deadline.Reuse  // the wait until the next reading: one timer per reading, not per event
 }
 
 // Next returns the next reading or event.
@@ -82,9 +84,7 @@ func (s *source) NextMark(ctx context.Context) (*event.Event, uint64, error) {
 			s.read()
 			continue
 		}
-		wctx, cancel := context.WithDeadline(ctx, s.next)
-		e, mark, err := event.NextOrMark(wctx, s.Source)
-		cancel()
+		e, mark, err := event.NextOrMark(s.wait.Ctx(ctx, s.next), s.Source)
 		if err == nil {
 			if e != nil {
 				s.feeder.Saw(e)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/deadline"
 	"github.com/apmwatch/apmwatch/output"
 )
 
@@ -56,8 +57,8 @@ func (t *tracer) pump(ctx context.Context, src event.Source, live bool) error {
 func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
 	clock := live && t.model != nil && t.boot != nil
 	tick := time.Now().Add(advanceEvery)
-	var dl deadline
-	defer dl.stop()
+	var dl deadline.Reuse // one timer per tick or flush, not per event
+	defer dl.Stop()
 	for {
 		var at time.Time // when Next must return: the next tick or flush
 		if clock {
@@ -66,7 +67,7 @@ func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
 		if flush := t.since.Add(flushDelay); !t.since.IsZero() && (at.IsZero() || flush.Before(at)) {
 			at = flush
 		}
-		e, err := src.Next(dl.ctx(ctx, at))
+		e, err := src.Next(dl.Ctx(ctx, at))
 		switch {
 		case err == nil:
 			if err := t.event(e); err != nil {
@@ -107,35 +108,6 @@ func (t *tracer) flushIfDue(now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// deadline keeps one context for as long as the deadline stays the same:
-// a storm pays for a timer once per tick or flush, not once per event.
-type deadline struct {
-	at     time.Time
-	c      context.Context
-	cancel context.CancelFunc
-}
-
-// ctx is parent with the deadline at (parent itself when at is zero);
-// parent must be the same on every call.
-func (d *deadline) ctx(parent context.Context, at time.Time) context.Context {
-	if at.IsZero() {
-		return parent
-	}
-	if d.c == nil || !at.Equal(d.at) {
-		d.stop()
-		d.c, d.cancel = context.WithDeadline(parent, at)
-		d.at = at
-	}
-	return d.c
-}
-
-func (d *deadline) stop() {
-	if d.cancel != nil {
-		d.cancel()
-		d.c, d.cancel = nil, nil
-	}
 }
 
 func (t *tracer) event(e *event.Event) error {
