@@ -78,6 +78,7 @@ func BenchmarkQPEventOverhead(b *testing.B) {
 		p := Start(b, "lab-ibpair", "--behavior", "never-rearm", "--no-events")
 		qpn = QPN(b, p.Ready(b, 2), "ibsim0")
 		MustRun(b, "lab-ib", "traffic", "off")
+		ob.first = i
 		ob.run(b, 1)
 		if err := p.Stop(b); err != nil {
 			b.Fatalf("lab-ibpair: %v", err)

@@ -65,6 +65,7 @@ type overheadBench struct {
 	loop     func(col string) // runs the loop once, filing its figures under col
 	floor    []floorHook
 	bpftrace string // "" when there is no bpftrace column
+	first    int    // the number the log gives the first run
 }
 
 // run measures, runs times and interleaved: no probe, the floor, apmwatch
@@ -92,7 +93,7 @@ func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 			o.loop(c.col)
 			tr.pause(b)
 			o.loop(c.col + "-stopped")
-			b.Logf("run %d: %s trace: %s", i, c.col, tr.end(b, "lost:"))
+			b.Logf("run %d: %s trace: %s", o.first+i, c.col, tr.end(b, "lost:"))
 		}
 
 		if bt != "" {
@@ -101,7 +102,7 @@ func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 			o.loop("bpftrace")
 			tr.pause(b)
 			o.loop("bpftrace-stopped")
-			b.Logf("run %d: bpftrace: %s", i, tr.end(b, "Lost"))
+			b.Logf("run %d: bpftrace: %s", o.first+i, tr.end(b, "Lost"))
 		}
 	}
 	return attaches
