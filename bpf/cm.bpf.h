@@ -3,7 +3,7 @@
  * The CM: ib_cm_notify (migrate, establish) and the LAP/APR handlers
  * (cm_lap_handler, cm_apr_handler), each with its return code. fentry +
  * fexit, else kprobe + kretprobe; entry and exit joined (join_put,
- * join_done), the BTF variants through per-task storage.
+ * join_done; ib_cm_notify's fentry and fexit through per-task storage).
  */
 #ifndef APMWATCH_CM_BPF_H
 #define APMWATCH_CM_BPF_H
@@ -110,8 +110,11 @@ int BPF_KRETPROBE(kretprobe_notify, int ret)
 
 /* ---- cm_lap_handler / cm_apr_handler(struct cm_work *) ---- */
 
-static __always_inline void handler_fill(struct apm_record *r, struct cm_work *work)
+static __always_inline void handler_entry(struct cm_work *work, __u64 ip)
 {
+	struct apm_record *r = new_record(APM_KIND_CM_HANDLER, ip);
+	if (!r)
+		return;
 	struct ib_mad_recv_wc *wc = BPF_CORE_READ(work, mad_recv_wc);
 	const __u8 *mad = BPF_CORE_READ(wc, recv_buf.mad);
 	struct ib_wc *w = BPF_CORE_READ(wc, wc);
@@ -129,61 +132,21 @@ static __always_inline void handler_fill(struct apm_record *r, struct cm_work *w
 			bpf_probe_read_kernel(&r->status, 1, mad + CM_APR_STATUS);
 		}
 	}
+	join_put(r, APM_SLOT_HANDLER);
 }
-
-/* The BTF variant builds the record at the entry in per-task storage (the
- * exit cannot read the work item: the CM may have freed it by then) and
- * queues it at the exit with the result: no inflight hash. */
-struct handler_call {
-	struct apm_record r;
-	__u8 valid;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct handler_call);
-} handler_calls SEC(".maps");
 
 SEC("fentry/cm_lap_handler")
 int BPF_PROG(fentry_handler, struct cm_work *work)
 {
-	struct handler_call *c = bpf_task_storage_get(&handler_calls, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!c) {
-		count(APM_CNT_INFLIGHT_FULL);
-		return 0;
-	}
-	__builtin_memset(&c->r, 0, APM_RECORD_SHORT);
-	fill_header_btf(&c->r, APM_KIND_CM_HANDLER, bpf_get_func_ip(ctx));
-	handler_fill(&c->r, work);
-	c->valid = 1;
+	handler_entry(work, bpf_get_func_ip(ctx));
 	return 0;
 }
 
 SEC("fexit/cm_lap_handler")
-int BPF_PROG(fexit_handler, struct cm_work *work, int ret)
+int BPF_PROG(fexit_handler)
 {
-	struct handler_call *c = bpf_task_storage_get(&handler_calls, bpf_get_current_task_btf(), 0, 0);
-	if (!c || !c->valid) {
-		count(APM_CNT_UNJOINED);
-		return 0;
-	}
-	c->valid = 0;
-	c->r.ret = ret;
-	if (bpf_ringbuf_output(&events, &c->r, APM_RECORD_SHORT, APM_RB_FLAGS))
-		count(APM_CNT_LOST);
+	fexit_join(ctx, APM_SLOT_HANDLER);
 	return 0;
-}
-
-static __always_inline void handler_entry(struct cm_work *work, __u64 ip)
-{
-	struct apm_record *r = new_record(APM_KIND_CM_HANDLER, ip);
-	if (!r)
-		return;
-	handler_fill(r, work);
-	join_put(r, APM_SLOT_HANDLER);
 }
 
 SEC("kprobe/cm_lap_handler")

@@ -108,13 +108,6 @@ type apmApmRecord struct {
 	Dev        [64]int8
 }
 
-type apmHandlerCall struct {
-	_     structs.HostLayout
-	R     apmApmRecord
-	Valid uint8
-	_     [7]byte
-}
-
 type apmJoinKey struct {
 	_       structs.HostLayout
 	PidTgid uint64
@@ -136,7 +129,6 @@ type apmNotifyAtCall struct {
 const (
 	apmMapCounters           = "counters"
 	apmMapEvents             = "events"
-	apmMapHandlerCalls       = "handler_calls"
 	apmMapInflight           = "inflight"
 	apmMapNotifyCalls        = "notify_calls"
 	apmMapScratch            = "scratch"
@@ -263,13 +255,12 @@ type apmProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmMapSpecs struct {
-	Counters     *ebpf.MapSpec `ebpf:"counters"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	HandlerCalls *ebpf.MapSpec `ebpf:"handler_calls"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	NotifyCalls  *ebpf.MapSpec `ebpf:"notify_calls"`
-	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
-	UmadTids     *ebpf.MapSpec `ebpf:"umad_tids"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	NotifyCalls *ebpf.MapSpec `ebpf:"notify_calls"`
+	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
+	UmadTids    *ebpf.MapSpec `ebpf:"umad_tids"`
 }
 
 // apmVariableSpecs contains global variables before they are loaded into the kernel.
@@ -302,20 +293,18 @@ func (o *apmObjects) Close() error {
 //
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmMaps struct {
-	Counters     *ebpf.Map `ebpf:"counters"`
-	Events       *ebpf.Map `ebpf:"events"`
-	HandlerCalls *ebpf.Map `ebpf:"handler_calls"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	NotifyCalls  *ebpf.Map `ebpf:"notify_calls"`
-	Scratch      *ebpf.Map `ebpf:"scratch"`
-	UmadTids     *ebpf.Map `ebpf:"umad_tids"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	NotifyCalls *ebpf.Map `ebpf:"notify_calls"`
+	Scratch     *ebpf.Map `ebpf:"scratch"`
+	UmadTids    *ebpf.Map `ebpf:"umad_tids"`
 }
 
 func (m *apmMaps) Close() error {
 	return _ApmClose(
 		m.Counters,
 		m.Events,
-		m.HandlerCalls,
 		m.Inflight,
 		m.NotifyCalls,
 		m.Scratch,
