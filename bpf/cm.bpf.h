@@ -110,6 +110,12 @@ int BPF_KRETPROBE(kretprobe_notify, int ret)
 
 /* ---- cm_lap_handler / cm_apr_handler(struct cm_work *) ---- */
 
+/* The handlers' record is stamped at the entry (their exit cannot read the
+ * work item: the CM may have freed it) and stays in the inflight hash until
+ * the exit, where the collector sees it and keeps its watermarks below it
+ * (collector/mark.go). Per-task storage would be cheaper but invisible to
+ * the collector, so a mark could pass a handler still running. */
+
 static __always_inline void handler_entry(struct cm_work *work, __u64 ip)
 {
 	struct apm_record *r = new_record(APM_KIND_CM_HANDLER, ip);

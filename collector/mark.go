@@ -8,17 +8,18 @@ import (
 )
 
 // Watermarks. A record's Boot stamp is taken in the probe before the
-// record is reserved in the ring buffer (except fexit on ib_modify_qp*,
-// which reserves first), and records from different CPUs reach the ring in
-// the order they reserve. So once the reader finds the ring empty at
+// record is reserved in the ring buffer (except fexit on ib_modify_qp* and
+// on ib_cm_notify, which reserve first), and records from different CPUs
+// reach the ring in the order they reserve. So once the reader finds the ring empty at
 // CLOCK_BOOTTIME t (nothing reserved and not yet read: the producer and
 // consumer positions are equal), every record stamped before t has been
 // read, except:
 //   - a probe between its stamp and its reserve: a few microseconds of
 //     BPF with preemption off (kprobes) or migration off (BPF trampolines);
 //     markSlack covers it;
-//   - an entry waiting for its exit in the join map (ib_cm_notify, the
-//     LAP/APR handlers, the kprobe variants of modify and destroy): the
+//   - an entry waiting for its exit in the join map (the LAP/APR
+//     handlers, the kprobe variants of ib_cm_notify, modify and destroy;
+//     ib_cm_notify's fexit stamps its own record at the exit): the
 //     record is stamped at the entry and reaches the ring at the exit, any
 //     time later; the mark stays below the oldest such entry.
 //
