@@ -80,11 +80,7 @@ int BPF_PROG(fexit_notify, struct ib_cm_id *id, int event, int ret)
 	r->ret = ret;
 	r->state = c->state;
 	r->mig_state = c->lap_state;
-	struct ib_device *dev = id->device;
-	if (dev) {
-		r->dev_index = dev->index;
-		r->flags |= APM_F_DEV;
-	}
+	read_dev_btf(r, id->device);
 	r->local_id = bpf_ntohl(id->local_id);
 	r->remote_id = bpf_ntohl(id->remote_id);
 	/* local_qpn lies past the ib_cm_id the verifier knows: a probe read */

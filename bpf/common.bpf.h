@@ -143,6 +143,15 @@ static __always_inline void read_dev(struct apm_record *r, struct ib_device *dev
 	}
 }
 
+/* read_dev for BTF programs: a direct load. */
+static __always_inline void read_dev_btf(struct apm_record *r, struct ib_device *dev)
+{
+	if (dev) {
+		r->dev_index = dev->index;
+		r->flags |= APM_F_DEV;
+	}
+}
+
 /* Port numbers: u8 before 5.13, u32 after. */
 static __always_inline __u32 read_u32_or_u8(const void *p, __u32 size)
 {
@@ -204,11 +213,7 @@ static __always_inline void read_qp_btf(struct apm_record *r, struct ib_qp *qp)
 	struct ib_qp *real = qp->real_qp;
 	if (real)
 		qp = real;
-	struct ib_device *dev = qp->device;
-	if (dev) {
-		r->dev_index = dev->index;
-		r->flags |= APM_F_DEV;
-	}
+	read_dev_btf(r, qp->device);
 	r->qpn = qp->qp_num;
 	r->qp_type = qp->qp_type;
 	read_owner(r, qp->uobject);

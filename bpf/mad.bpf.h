@@ -105,11 +105,7 @@ static __always_inline void mad_qp_info_btf(struct apm_record *r, struct ib_mad_
 {
 	struct ib_mad_port_private *pp = qi->port_priv;
 	if (pp) {
-		struct ib_device *dev = pp->device;
-		if (dev) {
-			r->dev_index = dev->index;
-			r->flags |= APM_F_DEV;
-		}
+		read_dev_btf(r, pp->device);
 		r->port = pp->port_num;
 	}
 	struct ib_qp *qp = qi->qp;

@@ -10,10 +10,10 @@ import (
 // Watermarks. A record's Boot stamp is taken in the probe before the
 // record is reserved in the ring buffer (except fexit on ib_modify_qp* and
 // on ib_cm_notify, which reserve first), and records from different CPUs
-// reach the ring in the order they reserve. So once the reader finds the ring empty at
-// CLOCK_BOOTTIME t (nothing reserved and not yet read: the producer and
-// consumer positions are equal), every record stamped before t has been
-// read, except:
+// reach the ring in the order they reserve. So once the reader finds the
+// ring empty at CLOCK_BOOTTIME t (nothing reserved and not yet read: the
+// producer and consumer positions are equal), every record stamped before
+// t has been read, except:
 //   - a probe between its stamp and its reserve: a few microseconds of
 //     BPF with preemption off (kprobes) or migration off (BPF trampolines);
 //     markSlack covers it;

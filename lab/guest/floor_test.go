@@ -13,14 +13,6 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// attachEmpty attaches an empty fentry (exit false) or fexit (exit true)
-// program to fn, found in vmlinux or module BTF; the returned function
-// detaches it.
-func attachEmpty(t testing.TB, fn string, exit bool) func() {
-	t.Helper()
-	return attachParts(t, fn, exit)
-}
-
 // A part is one step of a probe, in instructions: what it costs is
 // measured by attaching the floor plus that part (BenchmarkProbeParts).
 type part struct {
@@ -54,17 +46,6 @@ var probeParts = []part{
 	}},
 }
 
-// attachParts attaches to fn an fentry or fexit program made of parts
-// (none: the empty program). The returned function detaches it.
-func attachParts(t testing.TB, fn string, exit bool, parts ...part) func() {
-	t.Helper()
-	at := ebpf.AttachTraceFEntry
-	if exit {
-		at = ebpf.AttachTraceFExit
-	}
-	return attachProg(t, fn, at, parts...)
-}
-
 // floorHook is one attach point of a floor: a function (fentry or fexit)
 // or a BTF tracepoint (tp_btf, by its name without the group).
 type floorHook struct {
@@ -91,7 +72,9 @@ func attachFloor(t testing.TB, hooks ...floorHook) func() {
 	}
 }
 
-// attachProg attaches to fn a program of attach type at made of parts.
+// attachProg attaches to fn (found in vmlinux or module BTF) a program of
+// attach type at made of parts (none: the empty program). The returned
+// function detaches it.
 func attachProg(t testing.TB, fn string, at ebpf.AttachType, parts ...part) func() {
 	t.Helper()
 	var ring *ebpf.Map

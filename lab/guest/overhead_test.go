@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
 )
 
 // bpftraceDir is where make lab-bench puts Debian's bpftrace and its
@@ -70,7 +72,8 @@ type overheadBench struct {
 
 // run measures, runs times and interleaved: no probe, the floor, apmwatch
 // trace reading and stopped (and a baseline build's, apmwatchColumns),
-// bpftrace reading and stopped (when Debian's bpftrace is in the guest). It returns apmwatch trace's attach times.
+// bpftrace reading and stopped (when Debian's bpftrace is in the guest).
+// It returns apmwatch trace's attach times.
 func (o overheadBench) run(b *testing.B, runs int) []time.Duration {
 	bt := filepath.Join(bpftraceDir, "bin", "bpftrace")
 	if _, err := os.Stat(bt); err != nil || o.bpftrace == "" {
@@ -142,11 +145,11 @@ func BenchmarkProbeParts(b *testing.B) {
 	rates, best := map[string][]float64{}, map[string][]float64{}
 	for i := 0; i < runs; i++ {
 		loopModify(b, n, "none", rates, best)
-		detach := attachEmpty(b, "ib_modify_qp_with_udata", true)
+		detach := attachFloor(b, fexitAt("ib_modify_qp_with_udata"))
 		loopModify(b, n, "floor", rates, best)
 		detach()
 		for _, p := range probeParts {
-			detach := attachParts(b, "ib_modify_qp_with_udata", true, p)
+			detach := attachProg(b, "ib_modify_qp_with_udata", ebpf.AttachTraceFExit, p)
 			loopModify(b, n, "floor+"+p.name, rates, best)
 			detach()
 		}

@@ -77,6 +77,7 @@ int apmlab_cm_notify(struct apmlab_side *s);	/* ib_cm_notify(PATH_MIG), logged *
 
 /* The CM hook's benchmark (bench file): ib_cm_notify(COMM_EST) on the
  * established client cm_id, n times, chunks of 64 timed. */
+#define APMLAB_BENCH_CHUNK 64	/* calls a timed chunk */
 struct apmlab_bench {
 	u32 calls;
 	u64 ns, best_chunk_ns;

@@ -269,11 +269,9 @@ int apmlab_cm_notify(struct apmlab_side *s)
 	return ret;
 }
 
-#define BENCH_CHUNK 64
-
 /*
  * ib_cm_notify(COMM_EST) n times on the established cm_id of s, in chunks
- * of BENCH_CHUNK calls timed with ktime_get_ns(): on an established
+ * of APMLAB_BENCH_CHUNK calls timed with ktime_get_ns(): on an established
  * connection the CM answers -EISCONN and changes nothing (cm_establish),
  * so every call takes the same path through the hook.
  */
@@ -287,12 +285,12 @@ int apmlab_cm_bench_notify(struct apmlab_side *s, u32 n, struct apmlab_bench *ou
 		return -ENOTCONN;
 	start = ktime_get_ns();
 	for (done = 0; done < n; done += k) {
-		k = min_t(u32, BENCH_CHUNK, n - done);
+		k = min_t(u32, APMLAB_BENCH_CHUNK, n - done);
 		t0 = ktime_get_ns();
 		for (i = 0; i < k; i++)
 			ret = ib_cm_notify(s->cm_id, IB_EVENT_COMM_EST);
 		d = ktime_get_ns() - t0;
-		if (k == BENCH_CHUNK && d < best)
+		if (k == APMLAB_BENCH_CHUNK && d < best)
 			best = d;
 		cond_resched();
 	}

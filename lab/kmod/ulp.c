@@ -200,8 +200,8 @@ void apmlab_bench_show(struct seq_file *m)
 {
 	mutex_lock(&ulp_lock);
 	seq_printf(m, "{\"bench\":\"notify\",\"calls\":%u,\"ns\":%llu,\"best_chunk_ns_per_call\":%llu.%02llu,\"ret\":%d}\n",
-		   last_bench.calls, last_bench.ns, last_bench.best_chunk_ns / 64,
-		   (last_bench.best_chunk_ns % 64) * 100 / 64, last_bench.ret);
+		   last_bench.calls, last_bench.ns, last_bench.best_chunk_ns / APMLAB_BENCH_CHUNK,
+		   (last_bench.best_chunk_ns % APMLAB_BENCH_CHUNK) * 100 / APMLAB_BENCH_CHUNK, last_bench.ret);
 	mutex_unlock(&ulp_lock);
 }
 
