@@ -13,12 +13,13 @@ import (
 
 // Roots of the files the actuator reads (tests point them at fixtures).
 type roots struct {
-	proc  string // /proc
-	verbs string // /sys/class/infiniband_verbs
-	ib    string // /sys/class/infiniband
+	proc    string // /proc
+	verbs   string // /sys/class/infiniband_verbs
+	ib      string // /sys/class/infiniband
+	devChar string // /sys/dev/char
 }
 
-var sysRoots = roots{proc: "/proc", verbs: "/sys/class/infiniband_verbs", ib: "/sys/class/infiniband"}
+var sysRoots = roots{proc: "/proc", verbs: "/sys/class/infiniband_verbs", ib: "/sys/class/infiniband", devChar: "/sys/dev/char"}
 
 // OwnerFile is one of the owner's open uverbs files.
 type OwnerFile struct {

@@ -44,6 +44,9 @@ type Enforcer struct {
 	Now func() time.Time
 	// PortState reads a port's state ("ACTIVE", ...).
 	PortState func(device string, port uint8) string
+	// LinkLayer reads a port's link layer ("InfiniBand", "Ethernet"; ""
+	// unknown). nil: not read (every alternate is tried).
+	LinkLayer func(device string, port uint8) string
 	// Owner finds a QP's owner in rdma netlink and /proc: a finding's pid
 	// and comm are whoever last touched the QP (a kernel module, another
 	// tool), so the allowlist and the actuator use the owner instead.
@@ -61,7 +64,7 @@ type Enforcer struct {
 
 // NewEnforcer returns an enforcer acting through a.
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, Owner: a.roots.netlinkOwner(a)}
+	return &Enforcer{Policy: p, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, LinkLayer: a.roots.linkLayer, Owner: a.roots.netlinkOwner(a)}
 }
 
 // Stats returns the counters.
@@ -174,16 +177,32 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 		return apm.Finding{}, false
 	}
 	alt, altFrom := e.pickAlternate(key.Device, t)
+	note := ""
+	if alt != nil && e.roce(key.Device, alt.Port) {
+		// ib_core refuses IB_QP_ALT_PATH on a RoCE port: not sent, so the
+		// rearm is not one refused command later.
+		if !e.Policy.RearmWithoutAlternate {
+			return e.skip(src, fmt.Sprintf("the new alternate (%s) is on RoCE port %d, where the kernel refuses alternate paths (APM is InfiniBand-only), and the policy does not allow a rearm without one", altFrom, alt.Port))
+		}
+		note = fmt.Sprintf("the new alternate (%s) is not sent: port %d is RoCE, where the kernel refuses alternate paths (APM is InfiniBand-only); the rearm goes without a new alternate, as the policy allows: the QP is armed onto the alternate it already holds", altFrom, alt.Port)
+		alt = nil
+	}
 	if alt == nil && !e.Policy.RearmWithoutAlternate {
 		return e.skip(src, "no new alternate path ("+altFrom+") and the policy does not allow a rearm without one")
 	}
 	req := Request{Op: OpRearm, PID: int(own.PID), QPN: key.QPN, Device: key.Device, Alt: alt, Start: own.Start}
+	if own.Row.LQPN == key.QPN && own.Row.Device == key.Device {
+		req.Row = &own.Row
+	}
 	req.Handle, req.HaveHandle = e.handles.Lookup(key.Device, key.QPN)
 	if e.Policy.Mode != ModeEnforce {
 		req.DryRun = true
 		res, err := e.Do(ctx, req)
 		e.stats.WouldActuate++
 		expl := fmt.Sprintf("monitor mode: would rearm (alternate: %s)", altFrom)
+		if note != "" {
+			expl += "; " + note
+		}
 		if err != nil {
 			expl += fmt.Sprintf("; the checks say: %v", err)
 		}
@@ -193,7 +212,6 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	}
 	e.recent = append(e.recent, rateMark{at: now, owner: own.id()})
 	res, err := e.Do(ctx, req)
-	note := ""
 	if err != nil && alt != nil && (errors.Is(err, ErrRoCE) || errors.Is(err, ErrRefused)) && e.Policy.RearmWithoutAlternate {
 		note = fmt.Sprintf("the new alternate (%s) was refused (%v); rearmed without a new alternate as the policy allows: the QP is armed onto the alternate it already holds", altFrom, err)
 		req.Alt = nil
@@ -281,6 +299,11 @@ func (e *Enforcer) pickAlternate(device string, t *qpTrack) (*AltPath, string) {
 	a := &AltPath{Port: uint8(p.Port), PKeyIndex: p.PKeyIndex, Timeout: 14,
 		Dest: Dest{DLID: p.DLID, PortNum: uint8(p.Port), IsGlobal: p.IsGlobal, DGID: p.DGID, SGIDIndex: p.SGIDIndex, HopLimit: 64}}
 	return a, "previous primary " + FormatDest(a.Dest)
+}
+
+// roce reports whether a device's port is RoCE (Ethernet link layer).
+func (e *Enforcer) roce(device string, port uint8) bool {
+	return e.LinkLayer != nil && e.LinkLayer(device, port) == "Ethernet"
 }
 
 func orUnknown(s string) string {

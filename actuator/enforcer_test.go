@@ -9,6 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
 type fakeDo struct {
@@ -238,5 +239,50 @@ func TestAlternateChoiceAndRoCEFallback(t *testing.T) {
 	e.Act(context.Background(), missed(17, 1, c.boot))
 	if len(fd.reqs) != 1 || fd.reqs[0].Alt == nil || fd.reqs[0].Alt.Dest.DLID != 99 {
 		t.Errorf("table alternate: %+v", fd.reqs)
+	}
+}
+
+// On a RoCE port the kernel refuses every alternate path: the enforcer does
+// not send one, rearms alone when the policy allows, and skips otherwise.
+func TestRoCEAlternateNotSent(t *testing.T) {
+	p := enforcePolicy()
+	p.PreviousPrimary = true
+	prim := &event.Path{Port: 1, DLID: 5}
+	alt := &event.Path{Port: 2, DLID: 6}
+	for _, without := range []bool{true, false} {
+		p.RearmWithoutAlternate = without
+		e, fd, c := newTestEnforcer(p)
+		var asked []uint8
+		e.LinkLayer = func(dev string, port uint8) string { asked = append(asked, port); return "Ethernet" }
+		e.Observe(modifyEv(c.boot, 17, prim, alt))
+		e.Observe(pathMig(c.boot, 17))
+		out := e.Act(context.Background(), missed(17, 1, c.boot))
+		if len(asked) != 1 || asked[0] != 1 {
+			t.Errorf("link layer asked of ports %v, want the new alternate's (1)", asked)
+		}
+		switch {
+		case without && (len(fd.reqs) != 1 || fd.reqs[0].Alt != nil || len(out) != 1 || out[0].Kind != KindActuated ||
+			!strings.Contains(out[0].Explanation, "is not sent: port 1 is RoCE")):
+			t.Errorf("rearm alone: requests %+v, findings %+v", fd.reqs, out)
+		case !without && (len(fd.reqs) != 0 || len(out) != 1 || out[0].Kind != KindActuationSkip ||
+			!strings.Contains(out[0].Explanation, "APM is InfiniBand-only")):
+			t.Errorf("skipped: requests %+v, findings %+v", fd.reqs, out)
+		}
+	}
+	// On InfiniBand the alternate is sent; the operation starts from the
+	// netlink row the owner was read from.
+	p.RearmWithoutAlternate = true
+	e, fd, c := newTestEnforcer(p)
+	e.LinkLayer = func(string, uint8) string { return "InfiniBand" }
+	e.Owner = func(d string, q uint32) (Owner, error) {
+		return Owner{PID: 42, Comm: "lab-pair", Row: rdmanl.QP{Device: d, LQPN: q, PID: 42}}, nil
+	}
+	e.Observe(modifyEv(c.boot, 17, prim, alt))
+	e.Observe(pathMig(c.boot, 17))
+	e.Act(context.Background(), missed(17, 1, c.boot))
+	if len(fd.reqs) != 1 || fd.reqs[0].Alt == nil || fd.reqs[0].Alt.Dest.DLID != 5 {
+		t.Errorf("infiniband: %+v", fd.reqs)
+	} else if r := fd.reqs[0].Row; r == nil || r.LQPN != 17 || r.Device != "rxe0" {
+		t.Errorf("the owner's row not handed on: %+v", r)
 	}
 }

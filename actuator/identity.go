@@ -41,7 +41,7 @@ func samePort(a Attr, port uint32) bool {
 // confirm reads rdma netlink again and checks that the QP is still listed,
 // by the target's owner, and agrees with the reading through the handle.
 func (a *Actuator) confirm(t *Target, at Attr, when string) (rdmanl.QP, error) {
-	rows, err := a.Rows()
+	rows, err := a.find(t.Device, t.QPN)
 	if err != nil {
 		return rdmanl.QP{}, fmt.Errorf("%s: reading rdma netlink: %w", when, err)
 	}

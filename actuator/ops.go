@@ -55,6 +55,10 @@ type Request struct {
 	// after boot); when not 0, a process with another one under the same
 	// pid is refused.
 	Start uint64
+	// Row, when set, is the rdma netlink row of the QP its caller read
+	// just before (Owner.Row): the operation starts from it instead of
+	// reading it again. The check before any change reads netlink anew.
+	Row *rdmanl.QP
 }
 
 // Command is one MODIFY_QP the actuator sends (or would send).
@@ -97,6 +101,11 @@ type LogEntry struct {
 type Actuator struct {
 	// Rows reads the rdma netlink QP table (rdmanl.Read by default).
 	Rows func() ([]rdmanl.QP, error)
+	// Find reads the rdma netlink rows of one QP number on one device
+	// ("": on every device), an rdmanl.Finder's by default: a get of that
+	// QP over a socket kept open, not a dump of every table. nil: Rows,
+	// filtered.
+	Find func(device string, qpn uint32) ([]rdmanl.QP, error)
 	// Log receives every step (nil: not logged).
 	Log func(LogEntry)
 	// Now is the clock (time.Now by default).
@@ -114,8 +123,27 @@ func New(log func(LogEntry)) *Actuator {
 			s, err := rdmanl.Read()
 			return s.QPs, err
 		},
-		Log: log, Now: time.Now, roots: sysRoots,
+		Find: new(rdmanl.Finder).Find,
+		Log:  log, Now: time.Now, roots: sysRoots,
 	}
+}
+
+// find reads the rows of QP qpn on device ("": on every device).
+func (a *Actuator) find(device string, qpn uint32) ([]rdmanl.QP, error) {
+	if a.Find != nil {
+		return a.Find(device, qpn)
+	}
+	rows, err := a.Rows()
+	if err != nil {
+		return nil, err
+	}
+	var out []rdmanl.QP
+	for _, r := range rows {
+		if r.LQPN == qpn && (device == "" || r.Device == device) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (a *Actuator) log(r *Request, t *Target, step, format string, args ...any) {
@@ -146,8 +174,13 @@ func (a *Actuator) do(ctx context.Context, r *Request, res *Result) error {
 	if (r.Op == OpLoadAlt) && r.Alt == nil {
 		return errors.New("load-alt needs an alternate path (--alt-port and --alt-dlid or --alt-dgid)")
 	}
-	rows, err := a.Rows()
-	if err != nil {
+	var (
+		rows []rdmanl.QP
+		err  error
+	)
+	if r.Row != nil && r.Row.LQPN == r.QPN && r.Row.Device == r.Device && r.Device != "" {
+		rows = []rdmanl.QP{*r.Row}
+	} else if rows, err = a.find(r.Device, r.QPN); err != nil {
 		return fmt.Errorf("reading rdma netlink: %w", err)
 	}
 	row, err := findRow(rows, r.PID, r.Device, r.QPN)
@@ -171,7 +204,7 @@ func (a *Actuator) do(ctx context.Context, r *Request, res *Result) error {
 // Open resolves a QP and returns the owner's file borrowed (close it) with
 // the target, for callers that run many commands (benchmarks, tools).
 func (a *Actuator) Open(pid int, device string, qpn uint32) (*Borrowed, Target, error) {
-	rows, err := a.Rows()
+	rows, err := a.find(device, qpn)
 	if err != nil {
 		return nil, Target{}, fmt.Errorf("reading rdma netlink: %w", err)
 	}

@@ -3,6 +3,7 @@ package actuator
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,3 +292,29 @@ func hexOf(b []byte) string {
 }
 
 func nowFixed() time.Time { return time.Unix(1000, 0) }
+
+// An operation asks rdma netlink for the one QP it acts on (Find) rather
+// than the whole table; without Find, the table is read and filtered.
+func TestFindReadsOneQP(t *testing.T) {
+	a, _, tg, f, _ := setup(t, event.MigMigrated, "InfiniBand")
+	other := rdmanl.QP{Device: "rxe1", LQPN: 17, PID: 7, Type: event.QPTypeRC}
+	f.rows = func() []rdmanl.QP { return []rdmanl.QP{other, f.row()} }
+	if row, err := a.confirm(tg, f.attr, "before"); err != nil || row.Device != "rxe0" {
+		t.Fatalf("from the table: %+v, %v", row, err)
+	}
+	var asked []string
+	a.Rows = func() ([]rdmanl.QP, error) { t.Fatal("the whole table read"); return nil, nil }
+	a.Find = func(dev string, qpn uint32) ([]rdmanl.QP, error) {
+		asked = append(asked, fmt.Sprintf("%s/%d", dev, qpn))
+		return []rdmanl.QP{f.row()}, nil
+	}
+	if _, err := a.confirm(tg, f.attr, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.roots.netlinkOwner(a)("rxe0", 17); err != nil && !errors.Is(err, ErrNoProcess) {
+		t.Fatal(err)
+	}
+	if strings.Join(asked, ",") != "rxe0/17,rxe0/17" {
+		t.Errorf("asked %v, want the one qp twice", asked)
+	}
+}

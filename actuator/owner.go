@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,6 +31,8 @@ type Owner struct {
 	// Start is the process's start time (/proc/PID/stat field 22, clock
 	// ticks after boot): with the pid, it names one process.
 	Start uint64
+	// Row is the rdma netlink row the owner was read from (LQPN 0: none).
+	Row rdmanl.QP
 }
 
 // id names the owner for the per-owner rate limit.
@@ -38,13 +41,13 @@ func (o Owner) id() string { return fmt.Sprintf("%d@%d", o.PID, o.Start) }
 // netlinkOwner reads the owner from the actuator's netlink rows and /proc.
 func (r roots) netlinkOwner(a *Actuator) func(string, uint32) (Owner, error) {
 	return func(device string, qpn uint32) (Owner, error) {
-		rows, err := a.Rows()
+		rows, err := a.find(device, qpn)
 		if err != nil {
 			return Owner{}, fmt.Errorf("reading rdma netlink: %w", err)
 		}
 		for _, row := range rows {
 			if row.Device == device && row.LQPN == qpn {
-				o := Owner{PID: row.PID, Comm: row.Comm, Kernel: row.Kernel}
+				o := Owner{PID: row.PID, Comm: row.Comm, Kernel: row.Kernel, Row: row}
 				if o.Kernel {
 					return o, nil
 				}

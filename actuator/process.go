@@ -1,13 +1,10 @@
 package actuator
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -66,84 +63,43 @@ func (r roots) same(p *process) error {
 	return nil
 }
 
-// uverbsMajors reads the character-device majors of "infiniband_verbs"
-// from /proc/devices (a fixed one, 231, and one allocated for more devices).
-func (r roots) uverbsMajors() (map[uint32]bool, error) {
-	b, err := os.ReadFile(filepath.Join(r.proc, "devices"))
-	if err != nil {
-		return nil, fmt.Errorf("reading the device majors: %w", err)
-	}
-	return parseMajors(b, "infiniband_verbs"), nil
-}
-
-// parseMajors returns the majors of name in the "Character devices:"
-// section of /proc/devices.
-func parseMajors(b []byte, name string) map[uint32]bool {
-	out := map[uint32]bool{}
-	char := false
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		switch {
-		case l == "Character devices:":
-			char = true
-		case strings.HasSuffix(l, "devices:"):
-			char = false
-		case char:
-			f := strings.Fields(l)
-			if len(f) == 2 && f[1] == name {
-				if v, err := strconv.ParseUint(f[0], 10, 32); err == nil {
-					out[uint32(v)] = true
-				}
-			}
-		}
-	}
-	return out
-}
-
 // checkUverbs proves that fd (borrowed, not yet used) is a uverbs device of
 // the expected RDMA device before any ioctl reaches it: fstat says a
-// character device with uverbs' major, and the sysfs uverbs node with that
-// device number belongs to device. The owner's path for it (its own mount
+// character device, the kernel's link for that device number
+// (/sys/dev/char/MAJ:MIN) leads to a node of the infiniband_verbs class, and
+// that node belongs to device. The owner's path for it (its own mount
 // namespace) is not trusted. It returns the node's name (uverbs0).
 func (r roots) checkUverbs(fd int, device string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("fstat of the borrowed file: %w", err)
 	}
-	majors, err := r.uverbsMajors()
-	if err != nil {
-		return "", err
-	}
-	return r.uverbsNode(st.Mode, uint64(st.Rdev), majors, device)
+	return r.uverbsNode(st.Mode, uint64(st.Rdev), device)
 }
 
-func (r roots) uverbsNode(mode uint32, rdev uint64, majors map[uint32]bool, device string) (string, error) {
+// uverbsNode names the uverbs node of a character device number, checking
+// it belongs to device. The sysfs link of a uverbs node ends in
+// infiniband_verbs/uverbsN (under its parent's directory, or under
+// devices/virtual for a device without one).
+func (r roots) uverbsNode(mode uint32, rdev uint64, device string) (string, error) {
 	if mode&unix.S_IFMT != unix.S_IFCHR {
 		return "", fmt.Errorf("%w: the borrowed file is not a character device (mode %#o): not touching it", ErrNoFile, mode&unix.S_IFMT)
 	}
 	maj, min := unix.Major(rdev), unix.Minor(rdev)
-	if !majors[maj] {
+	link, err := os.Readlink(filepath.Join(r.devChar, fmt.Sprintf("%d:%d", maj, min)))
+	if err != nil {
+		return "", fmt.Errorf("%w: the borrowed file is device %d:%d, which sysfs does not list (%v): not touching it", ErrNoFile, maj, min, err)
+	}
+	node := filepath.Base(link)
+	if filepath.Base(filepath.Dir(link)) != "infiniband_verbs" || !strings.HasPrefix(node, "uverbs") {
 		return "", fmt.Errorf("%w: the borrowed file is device %d:%d, not a uverbs device: not touching it", ErrNoFile, maj, min)
 	}
-	want := fmt.Sprintf("%d:%d", maj, min)
-	ents, err := os.ReadDir(r.verbs)
+	dev, err := os.ReadFile(filepath.Join(r.verbs, node, "ibdev"))
 	if err != nil {
-		return "", fmt.Errorf("listing uverbs devices: %w", err)
+		return "", fmt.Errorf("reading the device of %s: %w", node, err)
 	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(r.verbs, e.Name(), "dev"))
-		if err != nil || strings.TrimSpace(string(b)) != want {
-			continue
-		}
-		dev, err := os.ReadFile(filepath.Join(r.verbs, e.Name(), "ibdev"))
-		if err != nil {
-			return "", fmt.Errorf("reading the device of %s: %w", e.Name(), err)
-		}
-		if got := strings.TrimSpace(string(dev)); got != device {
-			return "", fmt.Errorf("%w: the borrowed file is %s of %s, not of %s: not touching it", ErrNoFile, e.Name(), got, device)
-		}
-		return e.Name(), nil
+	if got := strings.TrimSpace(string(dev)); got != device {
+		return "", fmt.Errorf("%w: the borrowed file is %s of %s, not of %s: not touching it", ErrNoFile, node, got, device)
 	}
-	return "", fmt.Errorf("%w: no uverbs device %s in %s", ErrNoFile, want, r.verbs)
+	return node, nil
 }

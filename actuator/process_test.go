@@ -24,18 +24,13 @@ func TestParseStartTime(t *testing.T) {
 	}
 }
 
-func TestParseCgroupAndMajors(t *testing.T) {
+func TestParseCgroup(t *testing.T) {
 	if g := parseCgroup([]byte("0::/system.slice/app.service\n")); g != "/system.slice/app.service" {
 		t.Errorf("v2: %q", g)
 	}
 	v1 := "12:memory:/user.slice\n1:name=systemd:/system.slice/app.service\n"
 	if g := parseCgroup([]byte(v1)); g != "/system.slice/app.service" {
 		t.Errorf("v1: %q", g)
-	}
-	devs := "Character devices:\n  1 mem\n231 infiniband_verbs\n242 infiniband_verbs\n\nBlock devices:\n231 infiniband_verbs\n  8 sd\n"
-	m := parseMajors([]byte(devs), "infiniband_verbs")
-	if len(m) != 2 || !m[231] || !m[242] {
-		t.Errorf("majors %v", m)
 	}
 }
 
@@ -93,18 +88,29 @@ func TestFillOwnerSelf(t *testing.T) {
 // ioctl reaches it.
 func TestUverbsNodeChecked(t *testing.T) {
 	d := t.TempDir()
-	r := roots{proc: filepath.Join(d, "proc"), verbs: filepath.Join(d, "verbs")}
+	r := roots{proc: filepath.Join(d, "proc"), verbs: filepath.Join(d, "verbs"), devChar: filepath.Join(d, "dev", "char")}
 	os.MkdirAll(filepath.Join(r.verbs, "uverbs0"), 0o755)
 	os.MkdirAll(filepath.Join(r.verbs, "uverbs1"), 0o755)
-	os.MkdirAll(r.proc, 0o755)
-	os.WriteFile(filepath.Join(r.verbs, "uverbs0", "dev"), []byte("231:0\n"), 0o644)
+	os.MkdirAll(r.devChar, 0o755)
 	os.WriteFile(filepath.Join(r.verbs, "uverbs0", "ibdev"), []byte("rxe0\n"), 0o644)
-	os.WriteFile(filepath.Join(r.verbs, "uverbs1", "dev"), []byte("231:1\n"), 0o644)
 	os.WriteFile(filepath.Join(r.verbs, "uverbs1", "ibdev"), []byte("rxe1\n"), 0o644)
-	os.WriteFile(filepath.Join(r.proc, "devices"), []byte("Character devices:\n  1 mem\n231 infiniband_verbs\n"), 0o644)
-	majors := map[uint32]bool{231: true}
-	if n, err := r.uverbsNode(unix.S_IFCHR, unix.Mkdev(231, 1), majors, "rxe1"); err != nil || n != "uverbs1" {
+	// As sysfs links them: a virtual device, one under its PCI parent, a
+	// node of another class and one named like uverbs in another class.
+	for num, target := range map[string]string{
+		"231:0": "../../devices/virtual/infiniband_verbs/uverbs0",
+		"231:1": "../../devices/pci0000:00/0000:00:03.0/infiniband_verbs/uverbs1",
+		"1:3":   "../../devices/virtual/mem/null",
+		"10:5":  "../../devices/virtual/misc/uverbs0",
+	} {
+		if err := os.Symlink(target, filepath.Join(r.devChar, num)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := r.uverbsNode(unix.S_IFCHR, unix.Mkdev(231, 1), "rxe1"); err != nil || n != "uverbs1" {
 		t.Errorf("uverbs1 of rxe1: %q %v", n, err)
+	}
+	if n, err := r.uverbsNode(unix.S_IFCHR, unix.Mkdev(231, 0), "rxe0"); err != nil || n != "uverbs0" {
+		t.Errorf("uverbs0 of rxe0: %q %v", n, err)
 	}
 	for name, tc := range map[string]struct {
 		mode uint32
@@ -112,13 +118,14 @@ func TestUverbsNodeChecked(t *testing.T) {
 		dev  string
 		want string
 	}{
-		"regular file":   {unix.S_IFREG, 0, "rxe0", "not a character device"},
-		"fifo":           {unix.S_IFIFO, 0, "rxe0", "not a character device"},
-		"other char dev": {unix.S_IFCHR, unix.Mkdev(1, 3), "rxe0", "not a uverbs device"},
-		"other device":   {unix.S_IFCHR, unix.Mkdev(231, 1), "rxe0", "uverbs1 of rxe1, not of rxe0"},
-		"unknown minor":  {unix.S_IFCHR, unix.Mkdev(231, 9), "rxe0", "no uverbs device 231:9"},
+		"regular file":      {unix.S_IFREG, 0, "rxe0", "not a character device"},
+		"fifo":              {unix.S_IFIFO, 0, "rxe0", "not a character device"},
+		"other char dev":    {unix.S_IFCHR, unix.Mkdev(1, 3), "rxe0", "device 1:3, not a uverbs device"},
+		"uverbs name, misc": {unix.S_IFCHR, unix.Mkdev(10, 5), "rxe0", "device 10:5, not a uverbs device"},
+		"other device":      {unix.S_IFCHR, unix.Mkdev(231, 1), "rxe0", "uverbs1 of rxe1, not of rxe0"},
+		"unknown minor":     {unix.S_IFCHR, unix.Mkdev(231, 9), "rxe0", "device 231:9, which sysfs does not list"},
 	} {
-		if _, err := r.uverbsNode(tc.mode, tc.rdev, majors, tc.dev); !errors.Is(err, ErrNoFile) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := r.uverbsNode(tc.mode, tc.rdev, tc.dev); !errors.Is(err, ErrNoFile) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}

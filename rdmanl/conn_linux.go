@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/boottime"
 	"golang.org/x/sys/unix"
 )
@@ -31,7 +32,7 @@ func Dial() (*Conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("binding rdma netlink socket: %w", err)
 	}
-	tv := unix.NsecToTimeval(int64(5 * time.Second))
+	tv := unix.NsecToTimeval(int64(recvTimeout))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("setting rdma netlink timeout: %w", err)
@@ -39,19 +40,34 @@ func Dial() (*Conn, error) {
 	return &Conn{fd: fd, buf: make([]byte, 64<<10)}, nil
 }
 
+// recvTimeout bounds the wait for each answer datagram.
+const recvTimeout = 5 * time.Second
+
 // Close closes the socket.
 func (c *Conn) Close() error { return unix.Close(c.fd) }
 
 // dump sends a dump request and returns the payloads of its answers.
 func (c *Conn) dump(op uint16, attrs []byte) ([][]byte, error) {
+	return c.ask(op, flagRequest|flagDump, attrs)
+}
+
+// ask sends a request with the given flags and returns the payloads of
+// its answers: the messages of a dump up to its end, or the one message
+// of a get.
+func (c *Conn) ask(op, flags uint16, attrs []byte) ([][]byte, error) {
 	c.seq++
 	seq := c.seq
-	if err := unix.Sendto(c.fd, request(op, seq, attrs), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := unix.Sendto(c.fd, requestFlags(op, flags, seq, attrs), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, fmt.Errorf("sending rdma netlink request %d: %w", op, err)
 	}
 	var out [][]byte
 	for {
 		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+		if errors.Is(err, unix.EAGAIN) {
+			// SO_RCVTIMEO ran out: not the kernel's EAGAIN answer
+			// (a QP on another port), which QP tells apart.
+			return nil, fmt.Errorf("receiving rdma netlink answer %d: no answer in %v: %w", op, recvTimeout, os.ErrDeadlineExceeded)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("receiving rdma netlink answer %d: %w", op, err)
 		}
@@ -127,6 +143,52 @@ func (c *Conn) QPs(dev Device) ([]QP, error) {
 		out = append(out, qs...)
 	}
 	return out, nil
+}
+
+// QP reads one QP of a device by its number: a get, not a dump (the
+// kernel looks the QP up by number and answers with that one entry, however
+// many QPs the device holds). nldev keeps QPs per port: the get must name
+// the port ib_core last set for the QP (qp->port; APM does not change it),
+// and answers EAGAIN for another port, so each port is asked in turn. ok
+// false: the device has no such QP visible to this process. A QP without a
+// port yet (RESET) is found by a dump of the device's table.
+func (c *Conn) QP(dev Device, lqpn uint32) (q QP, ok bool, err error) {
+	other := dev.Ports == 0
+	for port := uint32(1); port <= dev.Ports; port++ {
+		attrs := append(append(attrU32(attrDevIndex, dev.Index), attrU32(attrPortIndex, port)...), attrU32(attrResLQPN, lqpn)...)
+		msgs, err := c.ask(cmdResQPGet, flagRequest, attrs)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return QP{}, false, nil
+		case errors.Is(err, unix.EAGAIN):
+			other = true
+			continue
+		case err != nil:
+			return QP{}, false, fmt.Errorf("reading qp %d of %s: %w", lqpn, dev.Name, err)
+		case len(msgs) != 1:
+			return QP{}, false, fmt.Errorf("reading qp %d of %s: %d answers to one get", lqpn, dev.Name, len(msgs))
+		}
+		if q, err = parseQPReply(msgs[0]); err != nil {
+			return QP{}, false, fmt.Errorf("reading qp %d of %s: %w", lqpn, dev.Name, err)
+		}
+		if q.LQPN != lqpn {
+			return QP{}, false, fmt.Errorf("reading qp %d of %s: the answer names qp %d", lqpn, dev.Name, q.LQPN)
+		}
+		return q, true, nil
+	}
+	if !other {
+		return QP{}, false, nil
+	}
+	qs, err := c.QPs(dev)
+	if err != nil {
+		return QP{}, false, err
+	}
+	for _, q := range qs {
+		if q.LQPN == lqpn && q.Type != event.QPTypeSMI && q.Type != event.QPTypeGSI {
+			return q, true, nil
+		}
+	}
+	return QP{}, false, nil
 }
 
 // CMIDs lists the rdma_cm ids of one device.

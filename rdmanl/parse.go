@@ -126,6 +126,8 @@ func parseDevice(payload []byte) (Device, error) {
 			d.Index, err = u32(data)
 		case attrDevName:
 			d.Name = str(data)
+		case attrPortIndex:
+			d.Ports, err = u32(data)
 		}
 		return err
 	})
@@ -144,6 +146,32 @@ func parseQPs(payload []byte) ([]QP, error) {
 	return parseTable(payload, "qp", attrResQP, attrResQPEntry, parseQP, func(q *QP, d Device) {
 		q.DevIndex, q.Device = d.Index, d.Name
 	})
+}
+
+// parseQPReply decodes the answer to a get of one QP (no dump): the
+// device's index and name and the QP's attributes side by side at the top
+// level, as res_get_common_doit writes them (no table, no entry nest).
+func parseQPReply(payload []byte) (QP, error) {
+	var dev Device
+	err := forAttrs(payload, func(typ uint16, data []byte) error {
+		var err error
+		switch typ {
+		case attrDevIndex:
+			dev.Index, err = u32(data)
+		case attrDevName:
+			dev.Name = str(data)
+		}
+		return err
+	})
+	if err != nil {
+		return QP{}, fmt.Errorf("decoding qp message: %w", err)
+	}
+	q, err := parseQP(payload)
+	if err != nil {
+		return QP{}, fmt.Errorf("decoding qp of %s: %w", dev.Name, err)
+	}
+	q.DevIndex, q.Device = dev.Index, dev.Name
+	return q, nil
 }
 
 // parseTable decodes one resource dump answer (QPs, cm_ids): the device's
@@ -240,10 +268,16 @@ func parseQP(entry []byte) (QP, error) {
 
 // request builds a dump request for op with attributes.
 func request(op uint16, seq uint32, attrs []byte) []byte {
+	return requestFlags(op, flagRequest|flagDump, seq, attrs)
+}
+
+// requestFlags builds a request for op with the given header flags: a dump
+// (flagDump) or a get of one object (flagRequest alone).
+func requestFlags(op, flags uint16, seq uint32, attrs []byte) []byte {
 	b := make([]byte, nlmsgHdrLen, nlmsgHdrLen+len(attrs))
 	ne.PutUint32(b[0:4], uint32(nlmsgHdrLen+len(attrs)))
 	ne.PutUint16(b[4:6], msgType(op))
-	ne.PutUint16(b[6:8], flagRequest|flagDump)
+	ne.PutUint16(b[6:8], flags)
 	ne.PutUint32(b[8:12], seq)
 	return append(b, attrs...)
 }

@@ -126,7 +126,7 @@ func TestParseQPsErrors(t *testing.T) {
 
 func TestParseDevice(t *testing.T) {
 	d, err := parseDevice(append(nlaU32(tDevIndex, 2), append(nlaStr(tDevName, "rxe0"), nlaU32(tPortIndex, 1)...)...))
-	if err != nil || d != (Device{Index: 2, Name: "rxe0"}) {
+	if err != nil || d != (Device{Index: 2, Name: "rxe0", Ports: 1}) {
 		t.Errorf("got %+v, %v", d, err)
 	}
 	if _, err := parseDevice(nlaU32(tDevIndex, 2)); err == nil {
@@ -254,5 +254,51 @@ func TestParseCMIDs(t *testing.T) {
 	}
 	if _, err := parseCMIDs(append(nlaU32(tDevIndex, 0), nest(30, nest(31, nlaU32(tLQPN, 3)))...)); err == nil {
 		t.Error("a cm_id without port space parsed")
+	}
+}
+
+// A get of one QP is answered with the device's attributes and the QP's
+// side by side, no table and no entry nest (res_get_common_doit), in one
+// message that is not multi-part.
+func TestParseQPReply(t *testing.T) {
+	entry := rcUserQP()[4:] // the entry's attributes without its nest header
+	payload := append(append(nlaU32(tDevIndex, 3), nlaStr(tDevName, "mlx5_1")...), entry...)
+	q, err := parseQPReply(payload)
+	want := QP{DevIndex: 3, Device: "mlx5_1", Port: 1, LQPN: 0x1a2, RQPN: 0x1a3, Type: event.QPTypeRC, State: event.StateRTS,
+		RQPSN: 0xabcdef, SQPSN: 0x123456, PathMig: event.MigRearm, HasPathMig: true, HasRemote: true, PID: 4242, PDN: 4}
+	if err != nil || q != want {
+		t.Errorf("got %+v, %v\nwant %+v", q, err, want)
+	}
+	var out [][]byte
+	done, err := collect([]message{{typ: typeQPDump, seq: 9, data: payload}}, 9, &out)
+	if !done || err != nil || len(out) != 1 {
+		t.Errorf("a single answer: done %v, %v, %d payloads", done, err, len(out))
+	}
+	for name, p := range map[string][]byte{
+		"no qp number": append(nlaU32(tDevIndex, 3), nlaU8(tState, 3)...),
+		"bad length":   {0xff, 0, 1, 0},
+	} {
+		if _, err := parseQPReply(p); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// A get carries NLM_F_REQUEST alone: with the dump flags the kernel would
+// list the whole table.
+func TestRequestGet(t *testing.T) {
+	msgs, err := splitMessages(requestFlags(cmdResQPGet, flagRequest, 8, append(attrU32(attrDevIndex, 2), attrU32(attrResLQPN, 17)...)))
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("%v %d", err, len(msgs))
+	}
+	if m := msgs[0]; m.typ != typeQPDump || m.flags != 0x1 || m.seq != 8 {
+		t.Errorf("header type %d flags %#x seq %d", m.typ, m.flags, m.seq)
+	}
+	got := map[uint16]uint32{}
+	if err := forAttrs(msgs[0].data, func(typ uint16, d []byte) error {
+		got[typ] = binary.NativeEndian.Uint32(d)
+		return nil
+	}); err != nil || got[tDevIndex] != 2 || got[tLQPN] != 17 {
+		t.Errorf("attributes %v, %v", got, err)
 	}
 }

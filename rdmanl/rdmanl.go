@@ -22,6 +22,9 @@ import (
 type Device struct {
 	Index uint32 `json:"ifindex"`
 	Name  string `json:"ifname"`
+	// Ports is the device's last port number (fill_dev_info's PORT_INDEX,
+	// rdma_end_port); 0 when not given.
+	Ports uint32 `json:"-"`
 }
 
 // QP is one row of the QP resource table. Fields the kernel leaves out for

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -103,8 +102,15 @@ func runEnforcer(t *testing.T, e *actuator.Enforcer) (path string, stop func()) 
 	}
 }
 
-// waitKind waits for the n-th finding line of kind for a QP.
+// waitKind waits for the n-th finding line of kind for a QP number.
 func waitKind(t *testing.T, path, kind string, qpn int64, n int) enfLine {
+	t.Helper()
+	return waitKindOn(t, path, kind, "", qpn, n)
+}
+
+// waitKindOn waits for the n-th finding line of kind for a QP of a device
+// ("": any device).
+func waitKindOn(t *testing.T, path, kind, dev string, qpn int64, n int) enfLine {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -114,7 +120,7 @@ func waitKind(t *testing.T, path, kind string, qpn int64, n int) enfLine {
 			sc.Buffer(nil, 1<<20)
 			for sc.Scan() {
 				var l enfLine
-				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Kind == kind && l.QP.QPN == qpn && l.Type == "finding" {
+				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Kind == kind && l.QP.QPN == qpn && (dev == "" || l.QP.Device == dev) && l.Type == "finding" {
 					hits = append(hits, l)
 				}
 			}
@@ -135,7 +141,7 @@ func labPolicy(mode string) actuator.Policy {
 	p.Allow.Comms = []string{"lab-pair"}
 	p.Allow.Devices = []string{"rxe0"}
 	p.RateLimit = actuator.RateLimit{Max: 1000, Per: actuator.Duration(time.Minute)}
-	p.PreviousPrimary = true // on RoCE the load is refused: then the fallback below
+	p.PreviousPrimary = true // on RoCE the load is not sent (the kernel refuses it): then the rearm alone
 	p.RearmWithoutAlternate = true
 	return p
 }
@@ -157,7 +163,7 @@ func TestAuditMonitorModeChangesNothing(t *testing.T) {
 func TestAuditEnforceRearms(t *testing.T) {
 	// The window splits into the wait for the decision (deadline to the
 	// enforcer asking for the owner) and the action (owner lookup, borrow,
-	// query, the refused load, the rearm, the checks).
+	// query, the rearm, the checks).
 	e := actuator.NewEnforcer(labPolicy(actuator.ModeEnforce), actuator.New(nil))
 	var mu sync.Mutex
 	var starts []uint64
@@ -185,8 +191,11 @@ func TestAuditEnforceRearms(t *testing.T) {
 			if !strings.Contains(string(ev), "MIGRATED -\\u003e REARM") && !strings.Contains(string(ev), "MIGRATED -> REARM") {
 				t.Errorf("actuated finding lacks the before/after: %s", ev)
 			}
-			if !strings.Contains(l.Explanation, "APM is InfiniBand-only") {
-				t.Errorf("on rxe the previous primary must be refused and said so: %s", l.Explanation)
+			if !strings.Contains(l.Explanation, "APM is InfiniBand-only") || !strings.Contains(l.Explanation, "is not sent") {
+				t.Errorf("on rxe the previous primary must not be sent, and the finding must say why: %s", l.Explanation)
+			}
+			if ev, _ := json.Marshal(l.Evidence); strings.Contains(string(ev), "alt_path") {
+				t.Errorf("on rxe an alternate path was sent: %s", ev)
 			}
 		}
 		if l.Unprotected <= 0 {
@@ -200,18 +209,7 @@ func TestAuditEnforceRearms(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
-	q := func(f float64) time.Duration { return windows[int(f*float64(len(windows)-1))] }
-	t.Logf("unprotected window (deadline %v, grace 0, %d runs): min %v p50 %v p90 %v p99 %v max %v; all %v",
-		enforceDeadline, len(windows), windows[0], q(0.5), q(0.9), q(0.99), windows[len(windows)-1], windows)
-	for _, d := range [][]time.Duration{decide, act} {
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	}
-	if len(decide) == len(windows) {
-		t.Logf("of which: deadline to the action's start p50 %v p99 %v max %v; the action p50 %v p99 %v max %v",
-			decide[len(decide)/2], decide[int(0.99*float64(len(decide)-1))], decide[len(decide)-1],
-			act[len(act)/2], act[int(0.99*float64(len(act)-1))], act[len(act)-1])
-	}
+	logWindows(t, windows, decide, act)
 	if windows[0] < enforceDeadline {
 		t.Errorf("acted before the rearm deadline: %v", windows[0])
 	}

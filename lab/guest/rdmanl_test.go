@@ -111,6 +111,36 @@ func TestRdmanlMatchesRdmaTool(t *testing.T) {
 			t.Errorf("lab-pair QP %+v: want RC, RTS, REARM, comm lab-pair", q)
 		}
 	}
+	// A get of one QP by number answers with the row the dump lists, on
+	// the device named or on every device; a number no QP has, with none.
+	for _, q := range snap.QPs {
+		if q.Type != event.QPTypeRC {
+			continue // QP0/QP1 are kept by number and port: not found by number alone
+		}
+		for _, dev := range []string{q.Device, ""} {
+			rows, err := rdmanl.Find(dev, q.LQPN)
+			if err != nil {
+				t.Fatalf("find %q/%d: %v", dev, q.LQPN, err)
+			}
+			var hit *rdmanl.QP
+			for i := range rows {
+				if rows[i].Device == q.Device {
+					hit = &rows[i]
+				}
+			}
+			if hit == nil || (dev != "" && len(rows) != 1) {
+				t.Errorf("find %q/%d: %+v, want the dump's row %+v", dev, q.LQPN, rows, q)
+			} else if *hit != q {
+				t.Errorf("find %q/%d:\n got %+v\nwant %+v (the dump's)", dev, q.LQPN, *hit, q)
+			}
+		}
+	}
+	if rows, err := rdmanl.Find("rxe0", 0xfffff0); err != nil || len(rows) != 0 {
+		t.Errorf("find of a qp number nobody has: %+v, %v", rows, err)
+	}
+	if rows, err := rdmanl.Find("nosuchdev", uint32(pair["rxe0"])); err != nil || len(rows) != 0 {
+		t.Errorf("find on a device that does not exist: %+v, %v", rows, err)
+	}
 }
 
 // The ground truth the APM model needs: after an injected PATH_MIG with the
@@ -173,5 +203,27 @@ func TestRdmanlCMIDs(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no cm_id for lab-cm-pair's QP rxe0/%d", q)
+	}
+}
+
+// A Finder keeps its socket and device list between calls; a device
+// renamed since then is found under its new name, and no longer under the
+// old one (the get's answer names the device: the list is read again).
+func TestRdmanlFinderFollowsRename(t *testing.T) {
+	p, ready := startPair(t, "--behavior", "rearm")
+	defer p.Stop(t)
+	qpn := uint32(QPN(t, ready, "rxe1"))
+	var f rdmanl.Finder
+	defer f.Close()
+	if rows, err := f.Find("rxe1", qpn); err != nil || len(rows) != 1 || rows[0].Comm != "lab-pair" {
+		t.Fatalf("before the rename: %+v, %v", rows, err)
+	}
+	MustRun(t, "rdma", "dev", "set", "rxe1", "name", "lab-renamed")
+	defer MustRun(t, "rdma", "dev", "set", "lab-renamed", "name", "rxe1")
+	if rows, err := f.Find("rxe1", qpn); err != nil || len(rows) != 0 {
+		t.Errorf("under the old name: %+v, %v; want none", rows, err)
+	}
+	if rows, err := f.Find("lab-renamed", qpn); err != nil || len(rows) != 1 || rows[0].Device != "lab-renamed" || rows[0].LQPN != qpn {
+		t.Errorf("under the new name: %+v, %v", rows, err)
 	}
 }

@@ -1,0 +1,103 @@
+//go:build labguest
+
+// The unprotected window of `--enforce` on the simulated InfiniBand HCA,
+// where the enforcer's new alternate is accepted (on RoCE it is not sent):
+// audit.Run with the enforcer as actor, a never-rearm pair on ibsim0 and
+// ibsim1, the switch failing the primary's LID again and again.
+package guest
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/actuator"
+	"github.com/apmwatch/apmwatch/collector"
+)
+
+// TestIBAuditEnforceWindow: each round the switch stops routing to the
+// primary path's remote LID (3, then 4, ...), both QPs migrate, the
+// enforcer loads the previous primary as the new alternate and rearms both
+// ends at the rearm deadline, and the QPs read ARMED onto the failed path
+// (back up) before the next round fails the other one. The window is
+// PATH_MIG to the verified rearm (`unprotected_ns`), split into the wait
+// for the decision and the action (docs/performance.md "Unprotected
+// window"). One enforcer serves both ends, one after the other, as one
+// audit daemon on a host with both ends would.
+func TestIBAuditEnforceWindow(t *testing.T) {
+	p := ibPolicy()
+	p.Mode = actuator.ModeEnforce
+	p.PreviousPrimary = true
+	p.RateLimit = actuator.RateLimit{Max: 1000, Per: actuator.Duration(time.Minute), OwnerMax: 1000}
+	e := actuator.NewEnforcer(p, actuator.New(nil))
+	var mu sync.Mutex
+	starts := map[string][]uint64{}
+	owner := e.Owner
+	e.Owner = func(dev string, qpn uint32) (actuator.Owner, error) {
+		mu.Lock()
+		starts[dev] = append(starts[dev], collector.Boot())
+		mu.Unlock()
+		return owner(dev, qpn)
+	}
+	log, _ := runEnforcer(t, e)
+	pair, ready := startIBPair(t, 1, "never-rearm")
+	defer pair.Stop(t)
+	qps := map[string]int64{"ibsim0": QPN(t, ready, "ibsim0"), "ibsim1": QPN(t, ready, "ibsim1")}
+	// The primary starts on port 1 (LIDs 1 and 3) with the alternate on
+	// port 2 (LIDs 2 and 4): failing LID 3 moves both to port 2, failing
+	// LID 4 moves them back.
+	remote := map[string][2]int64{"ibsim0": {3, 4}, "ibsim1": {1, 2}}
+	runs := envCount(t, "APMWATCH_ENFORCE_RUNS", 4)
+	var windows, decide, act []time.Duration
+	for i := 1; i <= runs; i++ {
+		lid, from, to := 3, 1, 2 // failed LID; port before, port after
+		if i%2 == 0 {
+			lid, from, to = 4, 2, 1
+		}
+		MustRun(t, "lab-ib", "link", "--lid", fmt.Sprint(lid), "down")
+		for dev, q := range qps {
+			waitIB(t, dev, q, "migrated", Match("path_mig_state", "MIGRATED", "port", to))
+		}
+		MustRun(t, "lab-ib", "link", "--lid", fmt.Sprint(lid), "up")
+		for dev, q := range qps {
+			l := waitKindOn(t, log, string(actuator.KindActuated), dev, q, i)
+			if l.Unprotected < int64(enforceDeadline) {
+				t.Fatalf("round %d %s: acted %v after PATH_MIG, before the %v deadline: %+v", i, dev, time.Duration(l.Unprotected), enforceDeadline, l)
+			}
+			windows = append(windows, time.Duration(l.Unprotected))
+			mu.Lock()
+			if s := starts[dev]; len(s) == i && l.First > 0 {
+				decide = append(decide, time.Duration(int64(s[i-1])-int64(l.First)-int64(enforceDeadline)))
+				act = append(act, time.Duration(int64(l.Last)-int64(s[i-1])))
+			}
+			mu.Unlock()
+			// The previous primary, accepted: armed onto the path that
+			// failed (routed again).
+			dlid := remote[dev][from-1]
+			waitIB(t, dev, q, "armed onto the previous primary",
+				Match("path_mig_state", "ARMED", "port", to, "alt_port", from, "alt_dlid", dlid))
+		}
+	}
+	if n := auditKinds(t, log, "ibsim0", qps["ibsim0"]); n["actuation-failed"] != 0 || n["unprotected-failure"] != 0 {
+		t.Errorf("ibsim0 findings %v: want no actuation-failed, no unprotected-failure", n)
+	}
+	logWindows(t, windows, decide, act)
+}
+
+// logWindows logs the distribution of the unprotected windows and of
+// their two parts (deadline to decision, the action).
+func logWindows(t *testing.T, windows, decide, act []time.Duration) {
+	t.Helper()
+	for _, d := range [][]time.Duration{windows, decide, act} {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	}
+	q := func(d []time.Duration, f float64) time.Duration { return d[int(f*float64(len(d)-1))] }
+	t.Logf("unprotected window (deadline %v, grace 0, %d windows): min %v p50 %v p90 %v p99 %v max %v; all %v",
+		enforceDeadline, len(windows), windows[0], q(windows, 0.5), q(windows, 0.9), q(windows, 0.99), windows[len(windows)-1], windows)
+	if len(decide) == len(windows) {
+		t.Logf("of which: deadline to the action's start p50 %v p99 %v max %v; the action p50 %v p99 %v max %v",
+			q(decide, 0.5), q(decide, 0.99), decide[len(decide)-1], q(act, 0.5), q(act, 0.99), act[len(act)-1])
+	}
+}
