@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
@@ -54,7 +55,14 @@ type Enforcer struct {
 	// Log, when set, receives what produces no finding (a pending action
 	// dropped), slog style.
 	Log func(msg string, args ...any)
+	// Parallel bounds the actions run side by side when several fall due
+	// together (a port failure migrates every QP through it, and each
+	// action is mostly waiting on the kernel); 0: DefaultParallel.
+	Parallel int
 
+	// mu guards what follows while the actions of one Tick run side by
+	// side; it is let go only around Owner and Do.
+	mu      sync.Mutex
 	handles *Handles
 	qps     map[event.QPKey]*qpTrack
 	pending []pendingAct
@@ -109,9 +117,12 @@ func (e *Enforcer) NextDue() (due time.Time, ok bool) {
 	return due, ok
 }
 
-// Tick runs the scheduled actions that are due.
+// DefaultParallel is how many actions run side by side by default.
+const DefaultParallel = 8
+
+// Tick runs the scheduled actions that are due, up to Parallel of them at
+// once, and returns their findings in the order they fell due.
 func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
-	var out []apm.Finding
 	var due []pendingAct
 	keep := e.pending[:0]
 	for _, p := range e.pending {
@@ -122,12 +133,50 @@ func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 		}
 	}
 	e.pending = keep
+	found := make([]apm.Finding, len(due))
+	ok := make([]bool, len(due))
+	run := func(i int) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		found[i], ok[i] = e.run(ctx, &due[i])
+	}
+	n := e.Parallel
+	if n <= 0 {
+		n = DefaultParallel
+	}
+	if len(due) == 1 || n == 1 {
+		for i := range due {
+			run(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, n)
+		for i := range due {
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				run(i)
+			}()
+		}
+		wg.Wait()
+	}
+	var out []apm.Finding
 	for i := range due {
-		if f, ok := e.run(ctx, &due[i]); ok {
-			out = append(out, f)
+		if ok[i] {
+			out = append(out, found[i])
 		}
 	}
 	return out
+}
+
+// unlocked runs f without the enforcer's lock (run holds it otherwise):
+// for the owner lookup and the operation, which wait on the kernel.
+func (e *Enforcer) unlocked(f func()) {
+	e.mu.Unlock()
+	defer e.mu.Lock()
+	f()
 }
 
 func (e *Enforcer) finding(src apm.Finding, kind apm.Kind, sev apm.Severity, expl string) apm.Finding {
@@ -145,6 +194,7 @@ func (e *Enforcer) skip(src apm.Finding, why string) (apm.Finding, bool) {
 // run decides and, in enforce mode, acts on one missed-rearm, right after
 // checking that the generation it judged is still the one alive. ok false:
 // the action was dropped, or deferred by the rate limit, without a finding.
+// Called with e.mu held.
 func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	src := p.f
 	key := event.QPKey{Device: p.key.Device, QPN: p.key.QPN}
@@ -153,7 +203,11 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 		return apm.Finding{}, false
 	}
 	t := e.qps[key]
-	own, err := e.Owner(key.Device, key.QPN)
+	var (
+		own Owner
+		err error
+	)
+	e.unlocked(func() { own, err = e.Owner(key.Device, key.QPN) })
 	if err != nil {
 		return e.skip(src, err.Error())
 	}
@@ -197,7 +251,8 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	req.Handle, req.HaveHandle = e.handles.Lookup(key.Device, key.QPN)
 	if e.Policy.Mode != ModeEnforce {
 		req.DryRun = true
-		res, err := e.Do(ctx, req)
+		var res *Result
+		e.unlocked(func() { res, err = e.Do(ctx, req) })
 		e.stats.WouldActuate++
 		expl := fmt.Sprintf("monitor mode: would rearm (alternate: %s)", altFrom)
 		if note != "" {
@@ -211,11 +266,12 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 		return f, true
 	}
 	e.recent = append(e.recent, rateMark{at: now, owner: own.id()})
-	res, err := e.Do(ctx, req)
+	var res *Result
+	e.unlocked(func() { res, err = e.Do(ctx, req) })
 	if err != nil && alt != nil && (errors.Is(err, ErrRoCE) || errors.Is(err, ErrRefused)) && e.Policy.RearmWithoutAlternate {
 		note = fmt.Sprintf("the new alternate (%s) was refused (%v); rearmed without a new alternate as the policy allows: the QP is armed onto the alternate it already holds", altFrom, err)
 		req.Alt = nil
-		res, err = e.Do(ctx, req)
+		e.unlocked(func() { res, err = e.Do(ctx, req) })
 	}
 	if err != nil && nothingSent(res) {
 		if why := notNeeded(err, res); why != "" {

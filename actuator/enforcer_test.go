@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,12 +14,15 @@ import (
 )
 
 type fakeDo struct {
+	mu     sync.Mutex // the enforcer runs actions side by side
 	reqs   []Request
 	errs   []error // popped per call; nil: success
 	before *Attr   // the QP as checked (default RTS, MIGRATED)
 }
 
 func (f *fakeDo) do(_ context.Context, r Request) (*Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.reqs = append(f.reqs, r)
 	var err error
 	if len(f.errs) > 0 {
@@ -284,5 +288,61 @@ func TestRoCEAlternateNotSent(t *testing.T) {
 		t.Errorf("infiniband: %+v", fd.reqs)
 	} else if r := fd.reqs[0].Row; r == nil || r.LQPN != 17 || r.Device != "rxe0" {
 		t.Errorf("the owner's row not handed on: %+v", r)
+	}
+}
+
+// Actions that fall due together run side by side (up to Parallel), each
+// QP's own; their findings come in the order they fell due.
+func TestActionsDueTogetherRunSideBySide(t *testing.T) {
+	for _, parallel := range []int{1, 3} {
+		p := enforcePolicy()
+		p.Grace = Duration(time.Second)
+		e, fd, c := newTestEnforcer(p)
+		e.Parallel = parallel
+		qpns := []uint32{21, 22, 23, 24}
+		want := min(parallel, len(qpns))
+		var mu sync.Mutex
+		inside, started, most := 0, 0, 0
+		do := e.Do
+		e.Do = func(ctx context.Context, r Request) (*Result, error) {
+			mu.Lock()
+			inside++
+			started++
+			most = max(most, inside)
+			first := started <= want
+			mu.Unlock()
+			// The first ones wait (up to 5 s) until all that may run at
+			// once were inside together: serial actions never get there.
+			for end := time.Now().Add(5 * time.Second); first && time.Now().Before(end); time.Sleep(time.Millisecond) {
+				mu.Lock()
+				n := most
+				mu.Unlock()
+				if n >= want {
+					break
+				}
+			}
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			return do(ctx, r)
+		}
+		for i, q := range qpns {
+			e.Observe(modifyEv(c.boot, q, nil, nil))
+			e.Observe(pathMig(c.boot, q))
+			e.Act(context.Background(), missed(q, uint64(i+1), c.boot))
+		}
+		c.advance(2 * time.Second)
+		out := e.Tick(context.Background(), c.wall)
+		if len(out) != len(qpns) || len(fd.reqs) != len(qpns) {
+			t.Fatalf("parallel %d: %d findings, %d requests, want %d", parallel, len(out), len(fd.reqs), len(qpns))
+		}
+		for i, f := range out {
+			if f.Kind != KindActuated || f.QP.QPN != qpns[i] {
+				t.Errorf("parallel %d: finding %d is %s of qp %d, want actuated of %d", parallel, i, f.Kind, f.QP.QPN, qpns[i])
+			}
+		}
+		if most != want {
+			t.Errorf("parallel %d: at most %d actions at once, want %d", parallel, most, want)
+		}
 	}
 }
