@@ -33,8 +33,9 @@ type EnforcerStats struct {
 // Enforcer is the audit daemon's actor (audit.Actor): on a missed-rearm
 // finding, after the grace period, it rearms the QP through the owner's
 // borrowed file under a Policy, verifies, and reports an "actuated"
-// finding. It acts only on the QP generation the finding judged. It is
-// called from one goroutine (the audit loop).
+// finding. It acts only on the QP generation the finding judged. Its
+// methods are called from one goroutine (the audit loop); with Background
+// its actions run on goroutines of their own meanwhile.
 type Enforcer struct {
 	Policy Policy
 	// Do runs an operation (Actuator.Do).
@@ -55,128 +56,42 @@ type Enforcer struct {
 	// Log, when set, receives what produces no finding (a pending action
 	// dropped), slog style.
 	Log func(msg string, args ...any)
-	// Parallel bounds the actions run side by side when several fall due
-	// together (a port failure migrates every QP through it, and each
-	// action is mostly waiting on the kernel); 0: DefaultParallel.
+	// Parallel bounds the actions run side by side (a port failure
+	// migrates every QP through it, and each action is mostly waiting on
+	// the kernel); 0: DefaultParallel.
 	Parallel int
+	// Background runs the actions off the caller's goroutine: Act and
+	// Tick start them and return, Done is readable once some finished and
+	// Collect returns their findings (audit.Background). Otherwise Act and
+	// Tick return once their actions finished, with the findings.
+	Background bool
 
-	// mu guards what follows while the actions of one Tick run side by
-	// side; it is let go only around Owner and Do.
-	mu      sync.Mutex
-	handles *Handles
-	qps     map[event.QPKey]*qpTrack
-	pending []pendingAct
-	recent  []rateMark
-	stats   EnforcerStats
+	// mu guards what follows while actions run; an action lets it go only
+	// around Owner and Do.
+	mu       sync.Mutex
+	handles  *Handles
+	qps      map[event.QPKey]*qpTrack
+	pending  []pendingAct
+	inflight map[event.QPKey]bool // QPs with an action running
+	recent   []rateMark
+	stats    EnforcerStats
+	slots    chan struct{} // one per action running
+	running  sync.WaitGroup
+	done     []apm.Finding // background findings not collected yet
+	doneC    chan struct{}
 }
 
-// NewEnforcer returns an enforcer acting through a.
+// NewEnforcer returns an enforcer acting through a, its actions in the
+// background (audit's actor).
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, LinkLayer: a.roots.linkLayer, Owner: a.roots.netlinkOwner(a)}
+	return &Enforcer{Policy: p, Background: true, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, LinkLayer: a.roots.linkLayer, Owner: a.roots.netlinkOwner(a)}
 }
 
 // Stats returns the counters.
-func (e *Enforcer) Stats() EnforcerStats { return e.stats }
-
-// Act takes a new finding: a missed-rearm is scheduled after the grace
-// period (acted on at once when the grace is zero), keyed by the QP
-// generation it judged; a later one for the same generation replaces it.
-func (e *Enforcer) Act(ctx context.Context, f apm.Finding) []apm.Finding {
-	if f.Kind != apm.MissedRearm || f.Resolved {
-		return nil
-	}
-	e.init()
-	since := f.First
-	if since == 0 {
-		since = f.Last
-	}
-	p := pendingAct{key: f.QP, f: f, since: since, due: e.Now().Add(time.Duration(e.Policy.Grace))}
-	if why := e.stale(&p); why != "" {
-		e.dropped(p, why)
-		return nil
-	}
-	keep := e.pending[:0]
-	for _, q := range e.pending {
-		if q.key != p.key {
-			keep = append(keep, q)
-		}
-	}
-	e.pending = append(keep, p)
-	return e.Tick(ctx, e.Now())
-}
-
-// NextDue is when the earliest action waiting out its grace period falls
-// due (ok false: none waits), so that audit runs Tick then rather than on
-// its next tick.
-func (e *Enforcer) NextDue() (due time.Time, ok bool) {
-	for _, p := range e.pending {
-		if !ok || p.due.Before(due) {
-			due, ok = p.due, true
-		}
-	}
-	return due, ok
-}
-
-// DefaultParallel is how many actions run side by side by default.
-const DefaultParallel = 8
-
-// Tick runs the scheduled actions that are due, up to Parallel of them at
-// once, and returns their findings in the order they fell due.
-func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
-	var due []pendingAct
-	keep := e.pending[:0]
-	for _, p := range e.pending {
-		if now.Before(p.due) {
-			keep = append(keep, p)
-		} else {
-			due = append(due, p)
-		}
-	}
-	e.pending = keep
-	found := make([]apm.Finding, len(due))
-	ok := make([]bool, len(due))
-	run := func(i int) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		found[i], ok[i] = e.run(ctx, &due[i])
-	}
-	n := e.Parallel
-	if n <= 0 {
-		n = DefaultParallel
-	}
-	if len(due) == 1 || n == 1 {
-		for i := range due {
-			run(i)
-		}
-	} else {
-		var wg sync.WaitGroup
-		slots := make(chan struct{}, n)
-		for i := range due {
-			slots <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				run(i)
-			}()
-		}
-		wg.Wait()
-	}
-	var out []apm.Finding
-	for i := range due {
-		if ok[i] {
-			out = append(out, found[i])
-		}
-	}
-	return out
-}
-
-// unlocked runs f without the enforcer's lock (run holds it otherwise):
-// for the owner lookup and the operation, which wait on the kernel.
-func (e *Enforcer) unlocked(f func()) {
-	e.mu.Unlock()
-	defer e.mu.Lock()
-	f()
+func (e *Enforcer) Stats() EnforcerStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
 }
 
 func (e *Enforcer) finding(src apm.Finding, kind apm.Kind, sev apm.Severity, expl string) apm.Finding {

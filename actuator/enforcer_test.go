@@ -346,3 +346,54 @@ func TestActionsDueTogetherRunSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// In the background Act returns at once; Done says when the action
+// finished and Collect has its finding. A second finding on the QP while
+// its action runs waits for it (never two at once on one QP) and is not
+// due meanwhile (NextDue), then runs: skipped, as acted already.
+func TestBackgroundActions(t *testing.T) {
+	p := enforcePolicy()
+	e, fd, c := newTestEnforcer(p)
+	e.Background = true
+	release := make(chan struct{})
+	do := e.Do
+	e.Do = func(ctx context.Context, r Request) (*Result, error) {
+		<-release
+		return do(ctx, r)
+	}
+	e.Observe(modifyEv(c.boot, 17, nil, nil))
+	e.Observe(pathMig(c.boot, 17))
+	if out := e.Act(context.Background(), missed(17, 1, c.boot)); out != nil {
+		t.Fatalf("Act returned %+v before the action finished", out)
+	}
+	// Events keep coming while the action waits.
+	e.Observe(modifyEv(c.boot+1, 18, nil, nil))
+	if out := e.Act(context.Background(), missed(17, 2, c.boot)); out != nil {
+		t.Fatalf("second Act: %+v", out)
+	}
+	if due, ok := e.NextDue(); ok {
+		t.Fatalf("due at %v while the QP's action runs", due)
+	}
+	close(release)
+	select {
+	case <-e.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not readable after the action finished")
+	}
+	out := e.Collect()
+	if len(out) != 1 || out[0].Kind != KindActuated || out[0].QP.QPN != 17 {
+		t.Fatalf("collected %+v", out)
+	}
+	due, ok := e.NextDue()
+	if !ok {
+		t.Fatal("the second finding's action is not due once the first finished")
+	}
+	e.Tick(context.Background(), due)
+	e.Wait()
+	if out := e.Collect(); len(out) != 1 || out[0].Kind != KindActuationSkip || !strings.Contains(out[0].Explanation, "already actuated") {
+		t.Fatalf("second action: %+v", out)
+	}
+	if len(fd.reqs) != 1 {
+		t.Errorf("%d operations, want 1", len(fd.reqs))
+	}
+}

@@ -43,16 +43,26 @@ func (e *Enforcer) init() {
 	if e.qps == nil {
 		e.qps = map[event.QPKey]*qpTrack{}
 		e.handles = NewHandles()
+		e.inflight = map[event.QPKey]bool{}
+		n := e.Parallel
+		if n <= 0 {
+			n = DefaultParallel
+		}
+		e.slots = make(chan struct{}, n)
+		e.doneC = make(chan struct{}, 1)
 	}
 }
 
 // Observe follows the generations, paths, migrations and rearms of every
 // QP and the handles of user QPs, and drops the pending actions whose
-// generation ended or was rearmed. No I/O.
+// generation ended or was rearmed. No I/O; it waits only for an action's
+// steps between its I/O.
 func (e *Enforcer) Observe(ev *event.Event) {
 	if ev.QPN == 0 {
 		return
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.init()
 	e.handles.Observe(ev)
 	k := ev.Key()
@@ -136,6 +146,8 @@ func (e *Enforcer) Resolve(f apm.Finding) {
 	if !f.Resolved {
 		return
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	keep := e.pending[:0]
 	for _, p := range e.pending {
 		if p.f.ID == f.Resolves && p.key == f.QP {

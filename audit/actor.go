@@ -44,3 +44,16 @@ type Resolver interface {
 type Scheduler interface {
 	NextDue() (time.Time, bool)
 }
+
+// Background is an Actor whose actions run off the loop goroutine, so that
+// the loop keeps reading, judging and starting other actions while one
+// waits on the kernel: Act and Tick start actions and return; Done is
+// readable once some finished, and the daemon then calls Collect from the
+// loop goroutine for their findings. Observe, Resolve and NextDue may run
+// while actions do: the actor guards its own state. At shutdown the daemon
+// calls Wait, then Collect.
+type Background interface {
+	Done() <-chan struct{}
+	Collect() []apm.Finding
+	Wait()
+}

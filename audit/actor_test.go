@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,5 +96,74 @@ func TestActorResolverGetsResolutions(t *testing.T) {
 	}
 	if len(act.resolved) != 1 || !act.resolved[0].Resolved || act.resolved[0].Resolves != act.acted[0].ID {
 		t.Fatalf("resolutions given to the actor: %+v (finding %d)", act.resolved, act.acted[0].ID)
+	}
+}
+
+// backgroundActor answers each finding from a goroutine of its own, after
+// release is closed: a Background actor.
+type backgroundActor struct {
+	recordingActor
+	release chan struct{}
+	mu      sync.Mutex
+	done    []apm.Finding
+	doneC   chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (a *backgroundActor) Act(_ context.Context, f apm.Finding) []apm.Finding {
+	a.acted = append(a.acted, f)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		<-a.release
+		a.mu.Lock()
+		a.done = append(a.done, apm.Finding{Kind: "actuated", Severity: apm.SevInfo, QP: f.QP, Explanation: "rearmed"})
+		a.mu.Unlock()
+		a.doneC <- struct{}{}
+	}()
+	return nil
+}
+
+func (a *backgroundActor) Done() <-chan struct{} { return a.doneC }
+func (a *backgroundActor) Wait()                 { a.wg.Wait() }
+func (a *backgroundActor) Collect() []apm.Finding {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.done
+	a.done = nil
+	return out
+}
+
+// A Background actor's action does not hold the loop: events are judged
+// while it runs (the model's finding is written), and its finding is
+// written once it is done; one still running at shutdown is waited for.
+func TestActorInBackground(t *testing.T) {
+	for _, atStop := range []bool{false, true} {
+		act := &backgroundActor{release: make(chan struct{}), doneC: make(chan struct{}, 1)}
+		h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
+		h.daemon()
+		b := apmtest.New()
+		b.Device = "rxe0"
+		missedRearm(b)
+		h.feed(b.Steps)
+		h.boot.Store(b.Now() + uint64(3*time.Second))
+		if ls := h.lines(1); ls[0].Kind != "missed-rearm" {
+			t.Fatalf("lines: %+v", ls)
+		}
+		if atStop {
+			go func() { time.Sleep(50 * time.Millisecond); close(act.release) }()
+			h.stop()
+			ls := h.lines(2)
+			if ls[1].Kind != "actuated" {
+				t.Fatalf("at shutdown: %+v", ls)
+			}
+			continue
+		}
+		close(act.release)
+		ls := h.lines(2)
+		h.stop()
+		if ls[1].Kind != "actuated" || ls[1].ID == 0 || ls[1].ID == ls[0].ID || ls[1].QP.QPN != 17 {
+			t.Fatalf("lines: %+v", ls)
+		}
 	}
 }

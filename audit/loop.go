@@ -150,6 +150,8 @@ func (d *daemon) loop(ctx context.Context) {
 		case <-d.wake.actTimerC():
 			d.wake.actAt = time.Time{}
 			d.actorTick(d.now())
+		case <-d.actorDone():
+			d.actorCollect(false)
 		case <-tick.C:
 			d.tick()
 		case <-d.deps.Reopen:
@@ -270,6 +272,7 @@ drain:
 	}
 	d.model.Finish(d.deps.Boot())
 	d.publish()
+	d.actorCollect(true)
 	if d.cfg.Sink != nil {
 		d.cfg.Sink.Tick(d.now())
 	}

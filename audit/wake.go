@@ -80,6 +80,30 @@ func (d *daemon) scheduleActor() {
 	w.actTimer.Reset(wait)
 }
 
+// actorDone is readable once a background actor has findings to collect
+// (nil, never ready, for an actor that is not one).
+func (d *daemon) actorDone() <-chan struct{} {
+	if b, ok := d.cfg.Actor.(Background); ok {
+		return b.Done()
+	}
+	return nil
+}
+
+// actorCollect writes what the background actor's finished actions found;
+// wait first waits for the ones running (shutdown).
+func (d *daemon) actorCollect(wait bool) {
+	b, ok := d.cfg.Actor.(Background)
+	if !ok {
+		return
+	}
+	if wait {
+		b.Wait()
+	}
+	for _, f := range b.Collect() {
+		d.finding(d.actorID(f), false)
+	}
+}
+
 // actorTick runs the actor's due actions and writes what they found.
 func (d *daemon) actorTick(now time.Time) {
 	if d.cfg.Actor == nil {
