@@ -84,7 +84,9 @@ type Enforcer struct {
 // NewEnforcer returns an enforcer acting through a, its actions in the
 // background (audit's actor).
 func NewEnforcer(p Policy, a *Actuator) *Enforcer {
-	return &Enforcer{Policy: p, Background: true, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, LinkLayer: a.roots.linkLayer, Owner: a.roots.netlinkOwner(a)}
+	e := &Enforcer{Policy: p, Background: true, Do: a.Do, Boot: boottime.Now, Now: time.Now, PortState: a.roots.portState, LinkLayer: a.roots.linkLayer}
+	e.Owner = a.roots.netlinkOwner(a, func() Allow { return e.Policy.Allow })
+	return e
 }
 
 // Stats returns the counters.

@@ -311,10 +311,45 @@ func TestFindReadsOneQP(t *testing.T) {
 	if _, err := a.confirm(tg, f.attr, "before"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.roots.netlinkOwner(a)("rxe0", 17); err != nil && !errors.Is(err, ErrNoProcess) {
+	if _, err := a.roots.netlinkOwner(a, func() Allow { return Allow{} })("rxe0", 17); err != nil && !errors.Is(err, ErrNoProcess) {
 		t.Fatal(err)
 	}
 	if strings.Join(asked, ",") != "rxe0/17,rxe0/17" {
 		t.Errorf("asked %v, want the one qp twice", asked)
+	}
+}
+
+// The owner lookup reads the start time always, the uids and cgroup only
+// when the allowlist checks them.
+func TestOwnerReadsWhatTheAllowlistChecks(t *testing.T) {
+	a, _, _, f, _ := setup(t, event.MigMigrated, "InfiniBand")
+	d := t.TempDir()
+	a.roots.proc = d
+	os.MkdirAll(filepath.Join(d, "42"), 0o755)
+	fields := make([]string, 50)
+	for i := range fields {
+		fields[i] = "0"
+	}
+	fields[0], fields[19] = "S", "777" // fields 3 (state) and 22 (start time)
+	os.WriteFile(filepath.Join(d, "42", "stat"), []byte("42 (app) "+strings.Join(fields, " ")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "42", "status"), []byte("Name:\tapp\nUid:\t1000\t1000\t1000\t1000\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "42", "cgroup"), []byte("0::/system.slice/app.service\n"), 0o644)
+	a.Find = func(string, uint32) ([]rdmanl.QP, error) { return []rdmanl.QP{f.row()}, nil }
+	for _, c := range []struct {
+		allow      Allow
+		uids, cgrp bool
+	}{
+		{Allow{Comms: []string{"app"}}, false, false},
+		{Allow{UIDs: []uint32{1000}}, true, false},
+		{Allow{Units: []string{"app.service"}}, false, true},
+		{Allow{Cgroups: []string{"/system.slice"}, Pods: []string{"ab"}}, false, true},
+	} {
+		o, err := a.roots.netlinkOwner(a, func() Allow { return c.allow })("rxe0", 17)
+		if err != nil || o.Start != 777 || o.PID != 42 || o.Row.LQPN != 17 {
+			t.Fatalf("%+v: %+v, %v", c.allow, o, err)
+		}
+		if (len(o.UIDs) == 3) != c.uids || (o.Cgroup == "/system.slice/app.service") != c.cgrp {
+			t.Errorf("%+v: uids %v cgroup %q, want read: uids %v cgroup %v", c.allow, o.UIDs, o.Cgroup, c.uids, c.cgrp)
+		}
 	}
 }

@@ -38,8 +38,10 @@ type Owner struct {
 // id names the owner for the per-owner rate limit.
 func (o Owner) id() string { return fmt.Sprintf("%d@%d", o.PID, o.Start) }
 
-// netlinkOwner reads the owner from the actuator's netlink rows and /proc.
-func (r roots) netlinkOwner(a *Actuator) func(string, uint32) (Owner, error) {
+// netlinkOwner reads the owner from the actuator's netlink rows and /proc:
+// the start time always, the uids and cgroup only when the allowlist
+// (read at each call) checks them.
+func (r roots) netlinkOwner(a *Actuator, allow func() Allow) func(string, uint32) (Owner, error) {
 	return func(device string, qpn uint32) (Owner, error) {
 		rows, err := a.find(device, qpn)
 		if err != nil {
@@ -51,29 +53,37 @@ func (r roots) netlinkOwner(a *Actuator) func(string, uint32) (Owner, error) {
 				if o.Kernel {
 					return o, nil
 				}
-				return o, r.fillOwner(&o)
+				al := allow()
+				return o, r.fillOwner(&o, len(al.UIDs) > 0, len(al.Cgroups)+len(al.Units)+len(al.Pods) > 0)
 			}
 		}
 		return Owner{}, fmt.Errorf("%w: no qp %d on %s in rdma netlink", ErrNotFound, qpn, device)
 	}
 }
 
-// fillOwner reads the start time (first: it pins the process), uids and
-// cgroup of o.PID, and checks that the start time did not change meanwhile.
-func (r roots) fillOwner(o *Owner) error {
+// fillOwner reads the start time of o.PID (first: it pins the process),
+// then, when asked, its uids and cgroup, and checks that the start time
+// did not change meanwhile.
+func (r roots) fillOwner(o *Owner, uids, cgroup bool) error {
 	pid := int(o.PID)
 	start, err := r.startTime(pid)
 	if err != nil {
 		return err
 	}
-	if o.UIDs, err = r.uids(pid); err != nil {
-		return err
+	if uids {
+		if o.UIDs, err = r.uids(pid); err != nil {
+			return err
+		}
 	}
-	if o.Cgroup, err = r.cgroup(pid); err != nil {
-		return err
+	if cgroup {
+		if o.Cgroup, err = r.cgroup(pid); err != nil {
+			return err
+		}
 	}
-	if again, err := r.startTime(pid); err != nil || again != start {
-		return fmt.Errorf("%w: process %d changed while it was read (pid reused)", ErrNoProcess, pid)
+	if uids || cgroup {
+		if again, err := r.startTime(pid); err != nil || again != start {
+			return fmt.Errorf("%w: process %d changed while it was read (pid reused)", ErrNoProcess, pid)
+		}
 	}
 	o.Start = start
 	return nil

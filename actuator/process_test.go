@@ -69,11 +69,19 @@ func TestPinAndSameProcess(t *testing.T) {
 	}
 }
 
-// Our own /proc entries: uids and cgroup as the policy matches them.
+// Our own /proc entries: uids and cgroup as the policy matches them, read
+// only when the allowlist checks them; the start time always.
 func TestFillOwnerSelf(t *testing.T) {
+	bare := Owner{PID: uint32(os.Getpid())}
+	if err := sysRoots.fillOwner(&bare, false, false); err != nil || bare.Start == 0 || bare.UIDs != nil || bare.Cgroup != "" {
+		t.Errorf("start time only: %+v, %v", bare, err)
+	}
 	o := Owner{PID: uint32(os.Getpid())}
-	if err := sysRoots.fillOwner(&o); err != nil {
+	if err := sysRoots.fillOwner(&o, true, true); err != nil {
 		t.Fatal(err)
+	}
+	if o.Start != bare.Start {
+		t.Errorf("start time %d, then %d", bare.Start, o.Start)
 	}
 	u := uint32(os.Getuid())
 	if len(o.UIDs) != 3 || o.UIDs[0] != u || o.Start == 0 {
