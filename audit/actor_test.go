@@ -35,11 +35,7 @@ func TestActorSeesEventsAndFindings(t *testing.T) {
 	act := &recordingActor{}
 	h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
 	d := h.daemon()
-	b := apmtest.New()
-	b.Device = "rxe0"
-	missedRearm(b)
-	h.feed(b.Steps)
-	h.boot.Store(b.Now() + uint64(3*time.Second))
+	b := h.feedMissedRearm()
 	ls := h.lines(2)
 	if ls[0].Kind != "missed-rearm" || ls[1].Kind != "actuated" || ls[1].ID == 0 || ls[1].ID == ls[0].ID || ls[1].QP.QPN != 17 {
 		t.Fatalf("lines: %+v", ls)
@@ -78,11 +74,7 @@ func TestActorResolverGetsResolutions(t *testing.T) {
 	act := &resolvingActor{}
 	h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
 	h.daemon()
-	b := apmtest.New()
-	b.Device = "rxe0"
-	missedRearm(b)
-	h.feed(b.Steps)
-	h.boot.Store(b.Now() + uint64(3*time.Second))
+	b := h.feedMissedRearm()
 	h.lines(2) // missed-rearm, the actor's answer
 	from := len(b.Steps)
 	b.After(3 * time.Second)
@@ -142,11 +134,7 @@ func TestActorInBackground(t *testing.T) {
 		act := &backgroundActor{release: make(chan struct{}), doneC: make(chan struct{}, 1)}
 		h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
 		h.daemon()
-		b := apmtest.New()
-		b.Device = "rxe0"
-		missedRearm(b)
-		h.feed(b.Steps)
-		h.boot.Store(b.Now() + uint64(3*time.Second))
+		h.feedMissedRearm()
 		if ls := h.lines(1); ls[0].Kind != "missed-rearm" {
 			t.Fatalf("lines: %+v", ls)
 		}

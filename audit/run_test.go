@@ -169,6 +169,17 @@ func missedRearm(b *apmtest.Builder) {
 	b.PathMig(17)
 }
 
+// feedMissedRearm feeds the daemon a missed rearm (missedRearm) and moves
+// its clock past the deadline; it returns the builder to go on from.
+func (h *harness) feedMissedRearm() *apmtest.Builder {
+	b := apmtest.New()
+	b.Device = "rxe0"
+	missedRearm(b)
+	h.feed(b.Steps)
+	h.boot.Store(b.Now() + uint64(3*time.Second))
+	return b
+}
+
 func TestRunMissedRearmEndToEnd(t *testing.T) {
 	h := newHarness(t, nil)
 	d := h.daemon()
@@ -369,11 +380,7 @@ func replayBundle(t *testing.T, path string, judge uint64) []apm.Finding {
 func TestRunSIGHUPReopensFindingLog(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.RecorderDir = "" })
 	h.daemon()
-	b := apmtest.New()
-	b.Device = "rxe0"
-	missedRearm(b)
-	h.feed(b.Steps)
-	h.boot.Store(b.Now() + uint64(3*time.Second))
+	b := h.feedMissedRearm()
 	h.lines(1)
 	if err := os.Rename(h.cfg.Findings, h.cfg.Findings+".1"); err != nil {
 		t.Fatal(err)

@@ -152,17 +152,7 @@ func parseQPs(payload []byte) ([]QP, error) {
 // device's index and name and the QP's attributes side by side at the top
 // level, as res_get_common_doit writes them (no table, no entry nest).
 func parseQPReply(payload []byte) (QP, error) {
-	var dev Device
-	err := forAttrs(payload, func(typ uint16, data []byte) error {
-		var err error
-		switch typ {
-		case attrDevIndex:
-			dev.Index, err = u32(data)
-		case attrDevName:
-			dev.Name = str(data)
-		}
-		return err
-	})
+	dev, err := parseDevice(payload) // its Ports is the QP's port here: unused
 	if err != nil {
 		return QP{}, fmt.Errorf("decoding qp message: %w", err)
 	}
