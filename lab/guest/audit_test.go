@@ -58,7 +58,8 @@ type auditLine struct {
 		Device string `json:"device"`
 		QPN    int64  `json:"qpn"`
 	} `json:"qp"`
-	Last uint64 `json:"last_boot_ns"`
+	Last        uint64 `json:"last_boot_ns"`
+	Unprotected int64  `json:"unprotected_ns"`
 }
 
 func readAuditLines(t *testing.T, path string) []auditLine {
