@@ -397,3 +397,16 @@ func TestBackgroundActions(t *testing.T) {
 		t.Errorf("%d operations, want 1", len(fd.reqs))
 	}
 }
+
+// An action still waiting for its turn when the context ends is dropped,
+// not run against a stopping daemon (and reported as failed).
+func TestActionsDroppedWhenStopping(t *testing.T) {
+	e, fd, c := newTestEnforcer(enforcePolicy())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.Observe(modifyEv(c.boot, 17, nil, nil))
+	e.Observe(pathMig(c.boot, 17))
+	if out := e.Act(ctx, missed(17, 1, c.boot)); len(out) != 0 || len(fd.reqs) != 0 || e.Stats().Dropped != 1 {
+		t.Errorf("findings %+v, %d operations, stats %+v: want the action dropped", out, len(fd.reqs), e.Stats())
+	}
+}

@@ -88,7 +88,11 @@ func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 			defer func() { <-e.slots }()
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			found[i], ok[i] = e.run(ctx, &due[i])
+			if ctx.Err() != nil {
+				e.dropped(due[i], "the enforcer is stopping") // waited for a slot until then
+			} else {
+				found[i], ok[i] = e.run(ctx, &due[i])
+			}
 			delete(e.inflight, qpOf(due[i]))
 			if e.Background {
 				if ok[i] {
