@@ -43,6 +43,8 @@ var wantFiles = []string{
 	"/usr/bin/apmwatch",
 	"/usr/lib/systemd/system/apmwatch-audit.service",
 	"/usr/lib/systemd/system/apmwatch-audit.service.d/package.conf",
+	"/usr/lib/systemd/system/apmwatch-fleet.service",
+	"/usr/lib/systemd/system/apmwatch-fleet.service.d/package.conf",
 	"/etc/default/apmwatch",
 	"/usr/share/man/man1/apmwatch.1.gz",
 	"/usr/share/man/man1/apmwatch-trace.1.gz",
@@ -109,14 +111,19 @@ func TestPackages(t *testing.T) {
 	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
 		t.Fatal(err)
 	}
-	run(t, nil, "systemd-analyze", "verify", "--root="+root, "apmwatch-audit.service")
+	units := []string{"apmwatch-audit.service", "apmwatch-fleet.service"}
+	for _, u := range units {
+		run(t, nil, "systemd-analyze", "verify", "--root="+root, u)
+	}
 	bin := filepath.Join(root, "usr/bin/apmwatch")
 	if err := os.Rename(bin, bin+".away"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("systemd-analyze", "verify", "--root="+root, "apmwatch-audit.service").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "/usr/bin/apmwatch") {
-		t.Errorf("systemd-analyze verify without /usr/bin/apmwatch: %v %s, want a failure naming it", err, out)
+	for _, u := range units {
+		out, err := exec.Command("systemd-analyze", "verify", "--root="+root, u).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "/usr/bin/apmwatch") {
+			t.Errorf("systemd-analyze verify %s without /usr/bin/apmwatch: %v %s, want a failure naming it", u, err, out)
+		}
 	}
 	if err := os.Rename(bin+".away", bin); err != nil {
 		t.Fatal(err)
