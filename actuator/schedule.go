@@ -119,11 +119,10 @@ func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 }
 
 // Done is readable once background actions finished since the last
-// Collect (never without Background).
+// Collect (never without Background, nor before the first finding). The
+// audit loop asks at every turn: no lock, since doneC is set only by init,
+// which runs on the caller's goroutine too.
 func (e *Enforcer) Done() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.init()
 	if !e.Background {
 		return nil
 	}

@@ -32,6 +32,12 @@ func BenchmarkActuatorParts(b *testing.B) {
 	a := actuator.New(nil)
 	var finder rdmanl.Finder // as the actuator keeps one
 	defer finder.Close()
+	bw, tgt, err := a.Open(pid, "ibsim0", qpn) // borrowed once, for the QUERY_QP alone
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bw.Close()
+	handle := tgt.Handle
 	e := actuator.NewEnforcer(actuator.DefaultPolicy(), a)
 	parts := []struct {
 		name string
@@ -65,7 +71,7 @@ func BenchmarkActuatorParts(b *testing.B) {
 			}
 			return err
 		}},
-		{"qp-query", func() error { return queryOnce(a, pid, qpn) }},
+		{"qp-query", func() error { _, err := bw.Query(handle); return err }},
 		{"query-op", func() error {
 			_, err := a.Do(context.Background(), actuator.Request{Op: actuator.OpQuery, PID: pid, QPN: qpn, Device: "ibsim0"})
 			return err
@@ -85,20 +91,4 @@ func BenchmarkActuatorParts(b *testing.B) {
 	if err := p.Stop(b); err != nil {
 		b.Fatalf("lab-ibpair: %v", err)
 	}
-}
-
-var borrowed *actuator.Borrowed
-var borrowedHandle uint32
-
-// queryOnce runs QUERY_QP through a file borrowed once.
-func queryOnce(a *actuator.Actuator, pid int, qpn uint32) error {
-	if borrowed == nil {
-		bw, t, err := a.Open(pid, "ibsim0", qpn)
-		if err != nil {
-			return err
-		}
-		borrowed, borrowedHandle = bw, t.Handle
-	}
-	_, err := borrowed.Query(borrowedHandle)
-	return err
 }

@@ -80,8 +80,10 @@ func TestIBAuditEnforceWindow(t *testing.T) {
 				Match("path_mig_state", "ARMED", "port", to, "alt_port", from, "alt_dlid", dlid))
 		}
 	}
-	if n := auditKinds(t, log, "ibsim0", qps["ibsim0"]); n["actuation-failed"] != 0 || n["unprotected-failure"] != 0 {
-		t.Errorf("ibsim0 findings %v: want no actuation-failed, no unprotected-failure", n)
+	for dev, q := range qps {
+		if n := auditKinds(t, log, dev, q); n["actuation-failed"] != 0 || n["unprotected-failure"] != 0 || n["actuated"] != runs {
+			t.Errorf("%s findings %v: want %d actuated, no actuation-failed, no unprotected-failure", dev, n, runs)
+		}
 	}
 	logWindows(t, windows, decide, act)
 }
