@@ -8,6 +8,8 @@ AUDIT_SOAK_MINUTES ?= 5
 AUDIT_SOAK_STORM_EVERY ?= 240
 AUDIT_SOAK_STORM_PAIRS ?= 100
 AUDIT_SOAK_HEAP_AT     ?= 300
+# RSS and the memory's parts sampled every AUDIT_SOAK_SAMPLE seconds
+AUDIT_SOAK_SAMPLE      ?= 5
 AUDIT_SOAK_OUT         ?= $(BUILD)/soak/$(AUDIT_SOAK_KERNEL)
 
 .PHONY: audit-soak
@@ -15,7 +17,7 @@ audit-soak: ## soak apmwatch audit in the lab (QP churn, ibsim storms) for AUDIT
 	@mkdir -p $(AUDIT_SOAK_OUT)
 	@{ LAB_TIMEOUT=$$(( $(AUDIT_SOAK_MINUTES) * 60 + 600 )) $(MAKE) --no-print-directory lab-run \
 		KERNEL=$(AUDIT_SOAK_KERNEL) LAB_EXTRA=$(CURDIR)/audit/soak \
-		CMD='sh /extra/soak.sh $(AUDIT_SOAK_MINUTES) 15 8 $(AUDIT_SOAK_STORM_EVERY) $(AUDIT_SOAK_STORM_PAIRS) $(AUDIT_SOAK_HEAP_AT)'; \
+		CMD='sh /extra/soak.sh $(AUDIT_SOAK_MINUTES) $(AUDIT_SOAK_SAMPLE) 8 $(AUDIT_SOAK_STORM_EVERY) $(AUDIT_SOAK_STORM_PAIRS) $(AUDIT_SOAK_HEAP_AT)'; \
 		echo $$? >$(AUDIT_SOAK_OUT)/rc; } 2>&1 | tee $(AUDIT_SOAK_OUT)/run.log
 	@[ "$$(cat $(AUDIT_SOAK_OUT)/rc)" = 0 ] || { echo "audit-soak: the lab run failed on $(AUDIT_SOAK_KERNEL)" >&2; exit 1; }
 	@audit/soak/analyze.sh $(AUDIT_SOAK_OUT)/run.log $(AUDIT_SOAK_OUT)

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"regexp"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/escape"
@@ -102,7 +103,11 @@ func newMetrics() *metrics {
 		Help: "Build information: version, commit and Go version; always 1."}, []string{"version", "commit", "goversion"})
 	bi.WithLabelValues(v.Version, v.Commit, v.Go).Set(1)
 	f(bi)
-	f(collectors.NewGoCollector())
+	// The default Go series plus the live heap as the last GC marked it
+	// (go_gc_heap_live_bytes): unlike the heap in use, it does not swing
+	// with the GC's cycle, so a slow leak shows in it
+	f(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})))
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -263,6 +263,11 @@ func TestBuildInfoAndHooksMetrics(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("build_info: %d series, %v", n, err)
 	}
+	for _, name := range []string{"go_gc_heap_live_bytes", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes"} {
+		if n, err := testutil.GatherAndCount(m.reg, name); err != nil || n != 1 {
+			t.Fatalf("%s: %d series, %v", name, n, err)
+		}
+	}
 	if probs := mustLint(t, m); len(probs) != 0 {
 		t.Fatalf("metric lint: %v", probs)
 	}

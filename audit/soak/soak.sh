@@ -22,9 +22,27 @@ apmwatch audit --findings $D/findings.jsonl --recorder-dir $D/rec --recorder-max
 	--recorder-max-age 2m --bundle-after 1s --reconcile-interval 2s --ready-file $D/ready --pprof $HOOK 2>$D/log &
 A=$!
 while [ ! -e $D/ready ]; do sleep 0.1; kill -0 $A 2>/dev/null || { cat $D/log; exit 1; }; done
-metric() { wget -qO- http://127.0.0.1:9578/metrics | awk -v s="$1" '$1==s {print $2}'; }
-rss() { awk '/^VmRSS/ {print $2}' /proc/$A/status; }
+# scrape: the daemon's metrics into $D/m; metric NAME: one of them, as read
+scrape() { wget -qO- http://127.0.0.1:9578/metrics >$D/m; }
+metric() { awk -v s="$1" '$1==s {print $2}' $D/m; }
+status() { awk -v k="$1:" '$1==k {print $2}' /proc/$A/status; }
+rss() { status VmRSS; }
 kinds() { grep -c "\"kind\":\"$1\"" $D/findings.jsonl; }
+# since FROM KIND: findings of KIND written after byte FROM of the log (a
+# storm reads only its own part: the whole log grows to megabytes in an hour)
+since() { tail -c +$(($1 + 1)) $D/findings.jsonl | grep -c "\"kind\":\"$2\""; }
+size() { wc -c <$D/findings.jsonl; }
+ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# mem: where the RSS is (KiB): the kernel's split of it, and the Go
+# runtime's own account (the heap live at the last GC, the heap in use, idle and not yet given back,
+# stacks, all it took from the OS) and the goroutine count
+mem() {
+	echo "soak-mem: $1 $(status RssAnon) $(status RssFile) $(status RssShmem)" \
+		"$(awk '$1 == "go_gc_heap_live_bytes" { l = $2 } $1 == "go_memstats_heap_inuse_bytes" { u = $2 } $1 == "go_memstats_heap_idle_bytes" { i = $2 }
+			$1 == "go_memstats_heap_released_bytes" { r = $2 } $1 == "go_memstats_stack_inuse_bytes" { s = $2 }
+			$1 == "go_memstats_sys_bytes" { y = $2 } $1 == "go_goroutines" { g = $2 }
+			END { printf "%d %d %d %d %d %d", l / 1024, u / 1024, (i - r) / 1024, s / 1024, y / 1024, g }' $D/m)"
+}
 # heap LABEL: the heap profile (after a GC) as base64 between marker lines
 heap() {
 	echo "soak-heap-begin $1 t=$(( $(date +%s) - start ))"
@@ -33,26 +51,33 @@ heap() {
 }
 # storm: STORM_PAIRS pairs armed on ibsim, both ports of ibsim0 fail in turn
 storm() {
-	storms=$((storms + 1)); t0=$(date +%s); mr0=$(kinds missed-rearm); uf0=$(kinds unprotected-failure)
+	storms=$((storms + 1)); t0=$(date +%s); m0=$(ms); off=$(size)
 	: >$D/storm.out # before the program starts: the wait below reads it at once
 	lab-ibpair --behavior never-rearm --pairs "$STORM_PAIRS" >$D/storm.out 2>&1 &
 	S=$!
-	n=0; while [ "$(grep -c '"ready":true' $D/storm.out)" -lt $((2 * STORM_PAIRS)) ] && [ $n -lt 600 ]; do sleep 0.5; n=$((n + 1)); done
+	n=0; while [ "$(grep -c '"ready":true' $D/storm.out)" -lt $((2 * STORM_PAIRS)) ] && [ $n -lt 1500 ]; do sleep 0.2; n=$((n + 1)); done
 	armed=$(grep -c '"ready":true' $D/storm.out)
 	[ "$armed" -gt 0 ] || { echo "soak-storm: $storms: no QP armed:"; head -5 $D/storm.out; }
-	lab-ib port --dev ibsim0 --port 1 down >/dev/null
-	n=0; while [ $(( $(kinds missed-rearm) - mr0 )) -lt "$armed" ] && [ $n -lt 120 ]; do sleep 0.5; n=$((n + 1)); done
-	lab-ib port --dev ibsim0 --port 2 down >/dev/null
-	n=0; while [ $(( $(kinds unprotected-failure) - uf0 )) -lt "$armed" ] && [ $n -lt 120 ]; do sleep 0.5; n=$((n + 1)); done
+	m1=$(ms); lab-ib port --dev ibsim0 --port 1 down >/dev/null
+	n=0; while [ "$(since "$off" missed-rearm)" -lt "$armed" ] && [ $n -lt 300 ]; do sleep 0.2; n=$((n + 1)); done
+	m2=$(ms); lab-ib port --dev ibsim0 --port 2 down >/dev/null
+	n=0; while [ "$(since "$off" unprotected-failure)" -lt "$armed" ] && [ $n -lt 300 ]; do sleep 0.2; n=$((n + 1)); done
+	m3=$(ms)
 	kill $S 2>/dev/null; wait $S 2>/dev/null
 	for dev in ibsim0 ibsim1; do for p in 1 2; do lab-ib port --dev $dev --port $p up >/dev/null; done; done
 	for lid in 1 2 3 4; do lab-ib link --lid $lid up >/dev/null; done
 	lab-ib traffic on >/dev/null
-	echo "soak-storm: $storms t=$((t0 - start)) qps=$armed missed_rearm=$(( $(kinds missed-rearm) - mr0 )) unprotected_failure=$(( $(kinds unprotected-failure) - uf0 )) took=$(( $(date +%s) - t0 ))s"
+	# arm: the pairs made and armed; fail1/fail2: a port down until every
+	# QP's finding is in the log (polled every 200 ms); down: the QPs
+	# destroyed and the fabric reset
+	echo "soak-storm: $storms t=$((t0 - start)) qps=$armed missed_rearm=$(since "$off" missed-rearm)" \
+		"unprotected_failure=$(since "$off" unprotected-failure) took=$(( $(date +%s) - t0 ))s" \
+		"arm=$((m1 - m0))ms fail1=$((m2 - m1))ms fail2=$((m3 - m2))ms down=$(( $(ms) - m3 ))ms"
 }
 start=$(date +%s); end=$((start + MINUTES * 60)); next=$start; batches=0; qps=0
 storms=0; nextstorm=$((start + STORM_EVERY)); heaped=
 echo "soak: t_s rss_kib batches qps_made events model_qps findings bundles recorder_bytes lost"
+echo "soak-mem: t_s rss_anon_kib rss_file_kib rss_shmem_kib heap_live_kib heap_inuse_kib heap_idle_kept_kib stacks_kib go_sys_kib goroutines"
 while [ "$(date +%s)" -lt "$end" ]; do
 	if [ "$(date +%s)" -ge "$nextstorm" ]; then
 		storm
@@ -76,14 +101,16 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	qps=$((qps + 2 * PAIRS))
 	now=$(date +%s)
 	if [ "$now" -ge "$next" ]; then
-		next=$((now + SAMPLE))
-		echo "soak: $((now - start)) $(rss) $batches $qps $(wget -qO- http://127.0.0.1:9578/metrics | awk '/^apmwatch_events_total/ {s+=$2} END {print s}') \
+		next=$((now + SAMPLE)); scrape
+		echo "soak: $((now - start)) $(rss) $batches $qps $(awk '/^apmwatch_events_total/ {s+=$2} END {print s}' $D/m) \
 $(metric apmwatch_model_qps) $(metric 'apmwatch_findings_total{kind="missed-rearm",severity="error"}') \
 $(metric 'apmwatch_bundles_total{result="written"}') $(metric apmwatch_recorder_bytes) $(metric apmwatch_lost_events_total)"
+		mem $((now - start))
 	fi
 done
 echo "soak: $(( $(date +%s) - start )) $(rss) $batches $qps (end)"
 heap end
+scrape
 echo "soak: $storms storms; lost $(metric apmwatch_lost_events_total); findings: $(kinds missed-rearm) missed-rearm, $(kinds unprotected-failure) unprotected-failure"
 kill -TERM $A; wait $A; rc=$?
 echo "soak: audit exit $rc; $(ls $D/rec/incidents | wc -l) bundles kept; $(wc -l < $D/findings.jsonl) finding lines"
