@@ -164,16 +164,8 @@ func TestAuditEnforceRearms(t *testing.T) {
 	// The window splits into the wait for the decision (deadline to the
 	// enforcer asking for the owner) and the action (owner lookup, borrow,
 	// query, the rearm, the checks).
-	e := actuator.NewEnforcer(labPolicy(actuator.ModeEnforce), actuator.New(nil))
-	var mu sync.Mutex
-	var starts []uint64
-	owner := e.Owner
-	e.Owner = func(dev string, qpn uint32) (actuator.Owner, error) {
-		mu.Lock()
-		starts = append(starts, collector.Boot())
-		mu.Unlock()
-		return owner(dev, qpn)
-	}
+	clock := newActionClock()
+	e := clock.enforcer(labPolicy(actuator.ModeEnforce))
 	log, _ := runEnforcer(t, e)
 	p, ready := startPair(t, "--behavior", "never-rearm")
 	qpn := QPN(t, ready, "rxe0")
@@ -202,14 +194,13 @@ func TestAuditEnforceRearms(t *testing.T) {
 			t.Fatalf("actuated finding without unprotected time: %+v", l)
 		}
 		windows = append(windows, time.Duration(l.Unprotected))
-		mu.Lock()
-		if len(starts) == i && l.First > 0 {
-			decide = append(decide, time.Duration(int64(starts[i-1])-int64(l.First)-int64(enforceDeadline)))
-			act = append(act, time.Duration(int64(l.Last)-int64(starts[i-1])))
+		if s, ok := clock.start("rxe0", i); ok && l.First > 0 {
+			decide = append(decide, time.Duration(int64(s)-int64(l.First)-int64(enforceDeadline)))
+			act = append(act, time.Duration(int64(l.Last)-int64(s)))
 		}
-		mu.Unlock()
 	}
 	logWindows(t, windows, decide, act)
+	clock.logParts(t)
 	if windows[0] < enforceDeadline {
 		t.Errorf("acted before the rearm deadline: %v", windows[0])
 	}

@@ -9,12 +9,10 @@ package guest
 import (
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/apmwatch/apmwatch/actuator"
-	"github.com/apmwatch/apmwatch/collector"
 )
 
 // TestIBAuditEnforceWindow: each round the switch stops routing to the
@@ -31,16 +29,8 @@ func TestIBAuditEnforceWindow(t *testing.T) {
 	p.Mode = actuator.ModeEnforce
 	p.PreviousPrimary = true
 	p.RateLimit = actuator.RateLimit{Max: 1000, Per: actuator.Duration(time.Minute), OwnerMax: 1000}
-	e := actuator.NewEnforcer(p, actuator.New(nil))
-	var mu sync.Mutex
-	starts := map[string][]uint64{}
-	owner := e.Owner
-	e.Owner = func(dev string, qpn uint32) (actuator.Owner, error) {
-		mu.Lock()
-		starts[dev] = append(starts[dev], collector.Boot())
-		mu.Unlock()
-		return owner(dev, qpn)
-	}
+	clock := newActionClock()
+	e := clock.enforcer(p)
 	log, _ := runEnforcer(t, e)
 	pair, ready := startIBPair(t, 1, "never-rearm")
 	defer pair.Stop(t)
@@ -67,12 +57,10 @@ func TestIBAuditEnforceWindow(t *testing.T) {
 				t.Fatalf("round %d %s: acted %v after PATH_MIG, before the %v deadline: %+v", i, dev, time.Duration(l.Unprotected), enforceDeadline, l)
 			}
 			windows = append(windows, time.Duration(l.Unprotected))
-			mu.Lock()
-			if s := starts[dev]; len(s) == i && l.First > 0 {
-				decide = append(decide, time.Duration(int64(s[i-1])-int64(l.First)-int64(enforceDeadline)))
-				act = append(act, time.Duration(int64(l.Last)-int64(s[i-1])))
+			if s, ok := clock.start(dev, i); ok && l.First > 0 {
+				decide = append(decide, time.Duration(int64(s)-int64(l.First)-int64(enforceDeadline)))
+				act = append(act, time.Duration(int64(l.Last)-int64(s)))
 			}
-			mu.Unlock()
 			// The previous primary, accepted: armed onto the path that
 			// failed (routed again).
 			dlid := remote[dev][from-1]
@@ -86,12 +74,16 @@ func TestIBAuditEnforceWindow(t *testing.T) {
 		}
 	}
 	logWindows(t, windows, decide, act)
+	clock.logParts(t)
 }
 
 // logWindows logs the distribution of the unprotected windows and of
 // their two parts (deadline to decision, the action).
 func logWindows(t *testing.T, windows, decide, act []time.Duration) {
 	t.Helper()
+	if len(act) > 0 {
+		t.Logf("the first window %v, of which the action %v (the first after the daemon started)", windows[0], act[0])
+	}
 	for _, d := range [][]time.Duration{windows, decide, act} {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	}
