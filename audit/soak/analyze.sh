@@ -40,7 +40,7 @@ if [ -s "$OUT/mem.txt" ]; then
 	awk '{ if (min == "" || $11 < min) min = $11; if ($11 > max) max = $11 } END { printf "goroutines: %d-%d\n", min, max }' "$OUT/mem.txt"
 fi
 grep '^soak-storm:' "$OUT/soak.log" || echo "analyze: no storms in the log"
-grep -E '^soak: (.*storms|audit exit|warnings)' "$OUT/soak.log" || true
+grep -E '^soak: (.*storms|audit exit|warnings|one count)' "$OUT/soak.log" || true
 for h in early end; do
 	sed -n "/^soak-heap-begin $h/,/^soak-heap-end $h/p" "$OUT/soak.log" | sed '1d;$d' | base64 -d >"$OUT/heap-$h.pb.gz" ||
 		{ echo "analyze: no $h heap profile in $LOG" >&2; exit 1; }
