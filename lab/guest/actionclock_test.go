@@ -41,7 +41,9 @@ func (c *actionClock) enforcer(p actuator.Policy) *actuator.Enforcer {
 		c.acts[dev] = append(c.acts[dev], a)
 		c.all = append(c.all, a)
 		c.mu.Unlock()
-		return owner(dev, qpn)
+		o, err := owner(dev, qpn)
+		c.mark(dev, "owner")
+		return o, err
 	}
 	e.Do = func(ctx context.Context, r actuator.Request) (*actuator.Result, error) {
 		c.mark(r.Device, "do")
@@ -73,7 +75,8 @@ func (c *actionClock) start(dev string, i int) (uint64, bool) {
 
 // actionParts are the parts of an action, each from the previous mark.
 var actionParts = []struct{ name, from, to string }{
-	{"owner", "", "do"},          // rdma netlink get, /proc/PID/stat, the policy
+	{"owner", "", "owner"},       // rdma netlink get, /proc/PID/stat
+	{"policy", "owner", "do"},    // the policy, the rate limit, the alternate (port state, link layer)
 	{"resolve", "do", "resolve"}, // pidfd, the owner's fds, pidfd_getfd, the handle's query
 	{"check", "resolve", "check"},
 	{"modify+verify", "check", "verify"},
