@@ -34,8 +34,9 @@ since() { tail -c +$(($1 + 1)) $D/findings.jsonl | grep -c "\"kind\":\"$2\""; }
 size() { wc -c <$D/findings.jsonl; }
 ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 # mem: where the RSS is (KiB): the kernel's split of it, and the Go
-# runtime's own account (the heap live at the last GC, the heap in use, idle and not yet given back,
-# stacks, all it took from the OS) and the goroutine count
+# runtime's own account (the heap live at the last GC, the heap in use,
+# the idle heap not yet given back, stacks, all it took from the OS) and
+# the goroutine count
 mem() {
 	echo "soak-mem: $1 $(status RssAnon) $(status RssFile) $(status RssShmem)" \
 		"$(awk '$1 == "go_gc_heap_live_bytes" { l = $2 } $1 == "go_memstats_heap_inuse_bytes" { u = $2 } $1 == "go_memstats_heap_idle_bytes" { i = $2 }
