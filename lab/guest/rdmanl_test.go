@@ -227,3 +227,29 @@ func TestRdmanlFinderFollowsRename(t *testing.T) {
 		t.Errorf("under the new name: %+v, %v", rows, err)
 	}
 }
+
+// TestRdmanlFinderResetQP: a QP in RESET has no port yet (ib_core sets
+// qp->port on the modify that names one), so a get naming any port is
+// answered EAGAIN; the Finder falls back to the device's dump and finds
+// it there, port 0 and all.
+func TestRdmanlFinderResetQP(t *testing.T) {
+	p, ready := startPair(t, "--no-connect")
+	defer p.Stop(t)
+	qpn := uint32(QPN(t, ready, "rxe0"))
+	if st := Filter(p.Lines(), Match("query", "after_setup", "dev", "rxe0", "qpn", int64(qpn))); len(st) != 1 || st[0].Str("qp_state") != "RESET" {
+		t.Fatalf("lab-pair --no-connect: %v, want the QP in RESET", st)
+	}
+	var f rdmanl.Finder
+	defer f.Close()
+	rows, err := f.Find("rxe0", qpn)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("find qp %d in RESET: %+v, %v; want one row", qpn, rows, err)
+	}
+	r := rows[0]
+	if r.LQPN != qpn || r.Device != "rxe0" || r.State != event.StateReset || r.Port != 0 || r.Comm != "lab-pair" || r.Type != event.QPTypeRC {
+		t.Errorf("qp %d in RESET: %+v; want rxe0, RESET, port 0, lab-pair's RC QP", qpn, r)
+	}
+	if rows, err := f.Find("", qpn); err != nil || len(rows) == 0 {
+		t.Errorf("find qp %d in RESET on every device: %+v, %v", qpn, rows, err)
+	}
+}

@@ -33,6 +33,7 @@ static void usage(void)
 	       "  --dev1 NAME       second device (default rxe1)\n"
 	       "  --port N          port on both devices (default 1)\n"
 	       "  --no-arm          leave the QPs MIGRATED after RTS\n"
+	       "  --no-connect      leave the QPs in RESET (created, never modified)\n"
 	       "  --loop-modify N   after setup, do N RTS->RTS PATH_MIG_STATE=REARM modifies\n"
 	       "                    on the first QP as fast as possible, print the rate, exit\n"
 	       "  --help            this text\n"
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
 		{ "dev1", required_argument, NULL, '1' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "no-arm", no_argument, NULL, 'A' },
+		{ "no-connect", no_argument, NULL, 'R' },
 		{ "loop-modify", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -186,7 +188,7 @@ int main(int argc, char **argv)
 	struct dev d[2] = { { .name = "rxe0" }, { .name = "rxe1" } };
 	struct evloop l = { .extra_fd = -1 };
 	long duration = 0, loops = 0;
-	int c, i, pairs = 1, arm = 1;
+	int c, i, pairs = 1, arm = 1, connect = 1;
 	uint8_t port = 1;
 
 	l.b.kind = B_REARM;
@@ -220,6 +222,9 @@ int main(int argc, char **argv)
 		case 'A':
 			arm = 0;
 			break;
+		case 'R':
+			connect = 0;
+			break;
 		case 'L':
 			loops = atol(optarg);
 			if (loops < 1)
@@ -234,6 +239,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	if (loops && !connect)
+		usage_error("--loop-modify needs connected QPs: drop --no-connect");
 
 	evloop_signals();
 	dev_open(&d[0], port);
@@ -243,8 +250,9 @@ int main(int argc, char **argv)
 		qp_create(&qps[2 * i + 1], &d[1], &d[0], port);
 	}
 	for (i = 0; i < 2 * pairs; i++) {
-		qp_connect(&qps[i], qps[i ^ 1].qp->qp_num);
-		if (arm)
+		if (connect)
+			qp_connect(&qps[i], qps[i ^ 1].qp->qp_num);
+		if (connect && arm)
 			must(lq_rearm(&qps[i]), &qps[i], "arm (RTS->RTS REARM)");
 		lq_query(&qps[i], "after_setup");
 	}
