@@ -33,6 +33,8 @@ kinds() { grep -c "\"kind\":\"$1\"" $D/findings.jsonl; }
 since() { tail -c +$(($1 + 1)) $D/findings.jsonl | grep -c "\"kind\":\"$2\""; }
 size() { wc -c <$D/findings.jsonl; }
 ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# cpu: the daemon's CPU time so far (user + system, clock ticks of 10 ms)
+cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' /proc/$A/stat; }
 # mem: where the RSS is (KiB): the kernel's split of it, and the Go
 # runtime's own account (the heap live at the last GC, the heap in use,
 # the idle heap not yet given back, stacks, all it took from the OS) and
@@ -52,7 +54,7 @@ heap() {
 }
 # storm: STORM_PAIRS pairs armed on ibsim, both ports of ibsim0 fail in turn
 storm() {
-	storms=$((storms + 1)); t0=$(date +%s); m0=$(ms); off=$(size)
+	storms=$((storms + 1)); t0=$(date +%s); m0=$(ms); off=$(size); c0=$(cpu)
 	: >$D/storm.out # before the program starts: the wait below reads it at once
 	lab-ibpair --behavior never-rearm --pairs "$STORM_PAIRS" >$D/storm.out 2>&1 &
 	S=$!
@@ -70,10 +72,11 @@ storm() {
 	lab-ib traffic on >/dev/null
 	# arm: the pairs made and armed; fail1/fail2: a port down until every
 	# QP's finding is in the log (polled every 200 ms); down: the QPs
-	# destroyed and the fabric reset
+	# destroyed and the fabric reset; audit_cpu: the daemon's CPU meanwhile
 	echo "soak-storm: $storms t=$((t0 - start)) qps=$armed missed_rearm=$(since "$off" missed-rearm)" \
 		"unprotected_failure=$(since "$off" unprotected-failure) took=$(( $(date +%s) - t0 ))s" \
-		"arm=$((m1 - m0))ms fail1=$((m2 - m1))ms fail2=$((m3 - m2))ms down=$(( $(ms) - m3 ))ms"
+		"arm=$((m1 - m0))ms fail1=$((m2 - m1))ms fail2=$((m3 - m2))ms down=$(( $(ms) - m3 ))ms" \
+		"audit_cpu=$(( ($(cpu) - c0) * 10 ))ms"
 }
 start=$(date +%s); end=$((start + MINUTES * 60)); next=$start; batches=0; qps=0
 storms=0; nextstorm=$((start + STORM_EVERY)); heaped=
