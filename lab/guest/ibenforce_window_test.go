@@ -82,7 +82,10 @@ func TestIBAuditEnforceWindow(t *testing.T) {
 func logWindows(t *testing.T, windows, decide, act []time.Duration) {
 	t.Helper()
 	if len(act) > 0 {
-		t.Logf("the first window %v, of which the action %v (the first after the daemon started)", windows[0], act[0])
+		// Round 1 holds the daemon's first actions (on ibsim both ends act
+		// at once: this is the one logged first; the action clock names
+		// the very first).
+		t.Logf("the first window %v, of which the action %v (round 1)", windows[0], act[0])
 	}
 	for _, d := range [][]time.Duration{windows, decide, act} {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
