@@ -2,7 +2,8 @@ package actuator
 
 import (
 	"encoding/binary"
-	"fmt"
+
+	"github.com/apmwatch/apmwatch/internal/uverbs"
 )
 
 // ABI numbers and layouts, checked against the uAPI headers of both lab
@@ -30,16 +31,16 @@ const (
 	attrInfoList     = 2 // UVERBS_ATTR_INFO_HANDLES_LIST
 
 	// include/uapi/rdma/ib_user_verbs.h, enum ib_uverbs_write_cmds
-	cmdQueryQP  = 25 // IB_USER_VERBS_CMD_QUERY_QP
-	cmdModifyQP = 26 // IB_USER_VERBS_CMD_MODIFY_QP
+	cmdQueryQP  = uverbs.CmdQueryQP  // IB_USER_VERBS_CMD_QUERY_QP
+	cmdModifyQP = uverbs.CmdModifyQP // IB_USER_VERBS_CMD_MODIFY_QP
 
 	// Sizes (the structs without their flexible driver_data[] tails).
-	ioctlHdrSize    = 24  // struct ib_uverbs_ioctl_hdr
-	ioctlAttrSize   = 16  // struct ib_uverbs_attr
-	qpDestSize      = 32  // struct ib_uverbs_qp_dest
-	modifyQPSize    = 112 // struct ib_uverbs_modify_qp
-	queryQPSize     = 16  // struct ib_uverbs_query_qp
-	queryQPRespSize = 128 // struct ib_uverbs_query_qp_resp
+	ioctlHdrSize    = 24                     // struct ib_uverbs_ioctl_hdr
+	ioctlAttrSize   = 16                     // struct ib_uverbs_attr
+	qpDestSize      = uverbs.QPDestSize      // struct ib_uverbs_qp_dest
+	modifyQPSize    = uverbs.ModifyQPSize    // struct ib_uverbs_modify_qp
+	queryQPSize     = uverbs.QueryQPSize     // struct ib_uverbs_query_qp
+	queryQPRespSize = uverbs.QueryQPRespSize // struct ib_uverbs_query_qp_resp
 )
 
 // Driver ids (include/uapi/rdma/ib_user_ioctl_verbs.h, enum rdma_driver_id;
@@ -54,120 +55,25 @@ var driverIDs = map[string]uint32{
 
 const maxDriverID = 20
 
-// Dest is struct ib_uverbs_qp_dest (32 bytes): an address vector.
-type Dest struct {
-	DGID         [16]byte `json:"dgid"`          // @0
-	FlowLabel    uint32   `json:"flow_label"`    // @16
-	DLID         uint16   `json:"dlid"`          // @20 (@22 reserved)
-	SGIDIndex    uint8    `json:"sgid_index"`    // @24
-	HopLimit     uint8    `json:"hop_limit"`     // @25
-	TrafficClass uint8    `json:"traffic_class"` // @26
-	SL           uint8    `json:"sl"`            // @27
-	SrcPathBits  uint8    `json:"src_path_bits"` // @28
-	StaticRate   uint8    `json:"static_rate"`   // @29
-	IsGlobal     bool     `json:"is_global"`     // @30
-	PortNum      uint8    `json:"port_num"`      // @31
-}
+// The uverbs structures themselves (the MODIFY_QP and QUERY_QP bodies, the
+// address vector, the decoded query answer) are internal/uverbs's, shared
+// with hca-check; these names keep the actuator's API.
+type (
+	// Dest is struct ib_uverbs_qp_dest (32 bytes): an address vector.
+	Dest = uverbs.Dest
+	// Modify is struct ib_uverbs_modify_qp. The actuator sets the
+	// alternate path, the migration state and the states; fields not in
+	// AttrMask are sent as zero and ignored by the kernel.
+	Modify = uverbs.Modify
+	// Attr is the decoded struct ib_uverbs_query_qp_resp. It has no local QPN.
+	Attr = uverbs.Attr
+)
 
-func (d *Dest) put(b []byte) {
-	copy(b[0:16], d.DGID[:])
-	binary.LittleEndian.PutUint32(b[16:], d.FlowLabel)
-	binary.LittleEndian.PutUint16(b[20:], d.DLID)
-	b[24], b[25], b[26], b[27] = d.SGIDIndex, d.HopLimit, d.TrafficClass, d.SL
-	b[28], b[29], b[31] = d.SrcPathBits, d.StaticRate, d.PortNum
-	if d.IsGlobal {
-		b[30] = 1
-	}
-}
+// marshalQuery encodes struct ib_uverbs_query_qp for the ioctl: its
+// response field is unused there (the answer goes to UVERBS_ATTR_CORE_OUT).
+func marshalQuery(handle, mask uint32) []byte { return uverbs.MarshalQuery(0, handle, mask) }
 
-func getDest(b []byte) Dest {
-	var d Dest
-	copy(d.DGID[:], b[0:16])
-	d.FlowLabel = binary.LittleEndian.Uint32(b[16:])
-	d.DLID = binary.LittleEndian.Uint16(b[20:])
-	d.SGIDIndex, d.HopLimit, d.TrafficClass, d.SL = b[24], b[25], b[26], b[27]
-	d.SrcPathBits, d.StaticRate, d.IsGlobal, d.PortNum = b[28], b[29], b[30] != 0, b[31]
-	return d
-}
-
-// Modify is the part of struct ib_uverbs_modify_qp (112 bytes) the actuator
-// sets: the alternate path, the migration state, the states. Fields not in
-// AttrMask are sent as zero and ignored by the kernel.
-type Modify struct {
-	Handle       uint32 // qp_handle @64: the owner's uverbs object id
-	AttrMask     uint32 // attr_mask @68
-	AltDest      Dest   // alt_dest @32
-	AltPKeyIndex uint16 // alt_pkey_index @94
-	State        uint8  // qp_state @96
-	CurState     uint8  // cur_qp_state @97
-	PathMigState uint8  // path_mig_state @99
-	AltPortNum   uint8  // alt_port_num @108 (the kernel wants it equal to alt_dest.port_num)
-	AltTimeout   uint8  // alt_timeout @109
-}
-
-// Marshal encodes struct ib_uverbs_modify_qp, the body of MODIFY_QP without
-// the 8-byte write() header (what UVERBS_ATTR_CORE_IN carries).
-func (m *Modify) Marshal() []byte {
-	b := make([]byte, modifyQPSize)
-	m.AltDest.put(b[32:64])
-	binary.LittleEndian.PutUint32(b[64:], m.Handle)
-	binary.LittleEndian.PutUint32(b[68:], m.AttrMask)
-	binary.LittleEndian.PutUint16(b[94:], m.AltPKeyIndex)
-	b[96], b[97], b[99] = m.State, m.CurState, m.PathMigState
-	b[108], b[109] = m.AltPortNum, m.AltTimeout
-	return b
-}
-
-// marshalQuery encodes struct ib_uverbs_query_qp {response u64 @0 (unused
-// through the ioctl: the answer goes to UVERBS_ATTR_CORE_OUT), qp_handle
-// @8, attr_mask @12}.
-func marshalQuery(handle, mask uint32) []byte {
-	b := make([]byte, queryQPSize)
-	binary.LittleEndian.PutUint32(b[8:], handle)
-	binary.LittleEndian.PutUint32(b[12:], mask)
-	return b
-}
-
-// Attr is the decoded struct ib_uverbs_query_qp_resp (128 bytes). It has
-// no local QPN.
-type Attr struct {
-	Dest         Dest   `json:"dest"`           // @0
-	AltDest      Dest   `json:"alt_dest"`       // @32
-	RQPSN        uint32 `json:"rq_psn"`         // @88
-	SQPSN        uint32 `json:"sq_psn"`         // @92
-	DestQPN      uint32 `json:"dest_qp_num"`    // @96
-	PKeyIndex    uint16 `json:"pkey_index"`     // @104
-	AltPKeyIndex uint16 `json:"alt_pkey_index"` // @106
-	State        uint8  `json:"qp_state"`       // @108
-	PathMTU      uint8  `json:"path_mtu"`       // @110
-	PathMigState uint8  `json:"path_mig_state"` // @111
-	PortNum      uint8  `json:"port_num"`       // @116
-	Timeout      uint8  `json:"timeout"`        // @117
-	AltPortNum   uint8  `json:"alt_port_num"`   // @120
-	AltTimeout   uint8  `json:"alt_timeout"`    // @121
-}
-
-func parseQueryResp(b []byte) (Attr, error) {
-	if len(b) < queryQPRespSize {
-		return Attr{}, fmt.Errorf("query response of %d bytes, want %d", len(b), queryQPRespSize)
-	}
-	return Attr{
-		Dest:         getDest(b[0:32]),
-		AltDest:      getDest(b[32:64]),
-		RQPSN:        binary.LittleEndian.Uint32(b[88:]),
-		SQPSN:        binary.LittleEndian.Uint32(b[92:]),
-		DestQPN:      binary.LittleEndian.Uint32(b[96:]),
-		PKeyIndex:    binary.LittleEndian.Uint16(b[104:]),
-		AltPKeyIndex: binary.LittleEndian.Uint16(b[106:]),
-		State:        b[108],
-		PathMTU:      b[110],
-		PathMigState: b[111],
-		PortNum:      b[116],
-		Timeout:      b[117],
-		AltPortNum:   b[120],
-		AltTimeout:   b[121],
-	}, nil
-}
+func parseQueryResp(b []byte) (Attr, error) { return uverbs.ParseQueryResp(b) }
 
 // attr is one struct ib_uverbs_attr (16 bytes): attr_id @0, len @2, flags
 // @4, attr_data @6 (must be 0 here), data @8 (inline value when len <= 8,

@@ -181,7 +181,7 @@ func TestQueryRespDecoding(t *testing.T) {
 		u := uapi(t, k)
 		b := make([]byte, u["size.resp"])
 		d := testDest()
-		d.put(b[u["ib_uverbs_query_qp_resp.alt_dest"]:])
+		d.Put(b[u["ib_uverbs_query_qp_resp.alt_dest"]:])
 		put := func(name string, size int, v uint64) {
 			o := u["ib_uverbs_query_qp_resp."+name]
 			switch size {
@@ -215,7 +215,7 @@ func TestQueryRespDecoding(t *testing.T) {
 			t.Errorf("%s: decoded %+v\nwant %+v", k, a, want)
 		}
 		// The dest AV decodes from @0 the same way.
-		d.put(b[0:])
+		d.Put(b[0:])
 		if a, _ := parseQueryResp(b); a.Dest != d {
 			t.Errorf("%s: dest %+v", k, a.Dest)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/uverbs"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"golang.org/x/sys/unix"
 )
@@ -89,8 +90,8 @@ func (f *fakeQP) ioctl(object, method uint16, build func(ptr func([]byte) uint64
 		if len(in) != queryQPSize || len(out) < queryQPRespSize {
 			return unix.ENOSPC
 		}
-		f.attr.Dest.put(out[0:])
-		f.attr.AltDest.put(out[32:])
+		f.attr.Dest.Put(out[0:])
+		f.attr.AltDest.Put(out[32:])
 		binary.LittleEndian.PutUint32(out[96:], f.attr.DestQPN)
 		out[108], out[111], out[116], out[120] = f.attr.State, f.attr.PathMigState, f.attr.PortNum, f.attr.AltPortNum
 		binary.LittleEndian.PutUint16(out[20+32:], f.attr.AltDest.DLID)
@@ -99,7 +100,7 @@ func (f *fakeQP) ioctl(object, method uint16, build func(ptr func([]byte) uint64
 			return unix.ENOSPC
 		}
 		mask := binary.LittleEndian.Uint32(in[68:])
-		m := Modify{Handle: h, AttrMask: mask, PathMigState: in[99], AltPortNum: in[108], AltDest: getDest(in[32:64])}
+		m := Modify{Handle: h, AttrMask: mask, PathMigState: in[99], AltPortNum: in[108], AltDest: uverbs.GetDest(in[32:64])}
 		f.modifies = append(f.modifies, m)
 		if mask&event.AttrAltPath != 0 {
 			if f.altErr != nil {
