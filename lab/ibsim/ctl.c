@@ -12,12 +12,16 @@
  *             poke [DEV QPN]          one packet from every QP (or one)
  *             bench DEV QPN N         COMM_EST N times through one user QP's
  *                                     event handler, timed (bench.c)
+ *             knob NAME VALUE         a firmware knob (knob.c); ENOENT no
+ *                                     such knob, EINVAL no such value
+ *             profile ibta|mlx5       every knob at once
  *           DEV is ibsim0 or ibsim1. ENODEV no such device, ENOENT no such
  *           QP or LID, EINVAL bad command. A write returns once the events
  *           it caused have been raised.
  *   show    read  JSON lines: {"traffic":..}, one per port, one per QP
  *   events  read  JSON lines: the last 256 async events raised
  *   bench   read  one JSON line: the last bench run
+ *   knobs   read  one line per knob: NAME VALUE
  */
 #include <linux/debugfs.h>
 #include <linux/string.h>
@@ -114,6 +118,10 @@ static int run(char **w, int n)
 		}
 		return ibsim_poke(dev, qpn);
 	}
+	if (!strcmp(w[0], "knob") && n == 3)
+		return ibsim_knob_set(w[1], w[2]);
+	if (!strcmp(w[0], "profile") && n == 2)
+		return ibsim_profile_set(w[1]);
 	if (!strcmp(w[0], "bench") && n == 4) {
 		ret = parse_qp(w + 1, &dev, &qpn);
 		if (ret)
@@ -161,15 +169,22 @@ static int bench_show(struct seq_file *m, void *v)
 	return 0;
 }
 
+static int knobs_show(struct seq_file *m, void *v)
+{
+	ibsim_knobs_show(m);
+	return 0;
+}
+
 static int ctl_show(struct seq_file *m, void *v)
 {
-	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\n");
+	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\nknob NAME VALUE\nprofile ibta|mlx5\n");
 	return 0;
 }
 
 DEFINE_SHOW_ATTRIBUTE(show);
 DEFINE_SHOW_ATTRIBUTE(events);
 DEFINE_SHOW_ATTRIBUTE(bench);
+DEFINE_SHOW_ATTRIBUTE(knobs);
 
 static int ctl_open(struct inode *i, struct file *f)
 {
@@ -194,6 +209,7 @@ int ibsim_ctl_init(void)
 	debugfs_create_file("show", 0400, dir, NULL, &show_fops);
 	debugfs_create_file("events", 0400, dir, NULL, &events_fops);
 	debugfs_create_file("bench", 0400, dir, NULL, &bench_fops);
+	debugfs_create_file("knobs", 0400, dir, NULL, &knobs_fops);
 	return 0;
 }
 

@@ -1,25 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The simulated fabric: one switch routing by DLID to the four ports, the
- * "packets" RC/UC QPs exchange, failures, and the async events they raise.
+ * "packets" RC/UC QPs exchange, retries, and the async events they raise.
  *
- * A "packet" carries no payload, only what APM needs: it travels from a
- * sender in RTS over its primary path (local port -> DLID) to the QP named
- * by its dest_qp_num on the DLID's device, and carries MigReq=1 when the
- * sender is MIGRATED, MigReq=0 when it is REARM or ARMED (IBTA). Packets
- * flow every tick_ms from every QP whose traffic is on (default), or once
- * per poke. On arrival:
- *   - in RTR, the first packet raises COMM_EST;
- *   - REARM + MigReq=0 on the primary path -> ARMED;
- *   - ARMED + MigReq=1 on the alternate path: the peer migrated, so does
- *     this QP (paths swap, MIGRATED, PATH_MIG);
- *   - after a migration, the first packet on the new path raises COMM_EST.
- * A failure (a port DOWN, or the switch's route to a LID down) is seen at
- * once by every RC/UC QP in RTS/SQD whose primary path crosses it: ARMED
- * with a live alternate -> migrates (PATH_MIG); ARMED with a dead or never
- * loaded alternate -> PATH_MIG_ERR, then ERR; not ARMED -> ERR with a
- * retry-exceeded completion on its send CQ. A QP sending over a dead
- * primary at a tick meets the same fate.
+ * A "packet" carries no payload, only what APM needs (IBTA; the receive
+ * rules are qib_ruc_check_hdr's): it travels from a sender over its
+ * primary path (local port -> DLID) to the QP named by its dest_qp_num on
+ * the DLID's device, and carries MigReq=1 when the sender is MIGRATED.
+ * Every tick_ms each RC/UC QP in RTS/SQD with requests to send (its posted
+ * sends, or the simulated request stream while its traffic is on) sends
+ * one. An RC request that arrives is ACKed over the responder's primary
+ * path, and the ACK obeys the same receive rules, so traffic in one
+ * direction arms (or migrates) both ends. A request or ACK that is lost
+ * leaves the request unacknowledged; when (retry_cnt + 1) local ACK
+ * timeouts have passed, the requester's retries are exhausted
+ * (retries_exhausted: migrate if ARMED, else ERR). Nothing else notices a
+ * failure: a port going DOWN raises PORT_ERR on its own device and no
+ * more; an idle QP on a dead path notices nothing.
  *
  * Datagrams (GSI, UD) are in dgram.c.
  */
@@ -56,7 +53,8 @@ static u64 evlog_next;
 static LIST_HEAD(ev_list);
 static DEFINE_SPINLOCK(ev_lock);
 static struct work_struct ev_work;
-static struct delayed_work tick_work;
+static struct delayed_work tick_work, ev_later_work;
+static struct work_struct sends_work;
 static bool stopping;
 
 static const char *const event_names[] = {
@@ -178,6 +176,17 @@ void ibsim_kick_events(void)
 	queue_work(ibsim_wq, &ev_work);
 }
 
+static void ev_later_fn(struct work_struct *w)
+{
+	ibsim_kick_events();
+}
+
+/* Raises the queued events a little after the caller returns. */
+void ibsim_kick_events_later(void)
+{
+	queue_delayed_work(ibsim_wq, &ev_later_work, msecs_to_jiffies(10));
+}
+
 static void log_ev(struct ibsim_ev *e)
 {
 	unsigned long flags;
@@ -225,29 +234,122 @@ static void ev_fn(struct work_struct *w)
 	}
 }
 
-/* Under ibsim_mutex: nothing queued may name qp any more. */
+/*
+ * Raises a QP event now, in the caller's context, as rdmavt does from
+ * inside rvt_modify_qp after unlocking. No ibsim lock may be held.
+ */
+void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type)
+{
+	struct ibsim_ev e = { .qp = qp, .dev = qp->dev, .type = type };
+	struct ib_event ev = {
+		.device = &qp->dev->ibdev,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	log_ev(&e);
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* Under ibsim_mutex: no packet queued may name qp any more. */
 void ibsim_forget_qp(struct ibsim_qp *qp)
 {
-	struct ibsim_ev *e, *en;
-
-	spin_lock_irq(&ev_lock);
-	list_for_each_entry_safe(e, en, &ev_list, list) {
-		if (e->qp == qp) {
-			list_del(&e->list);
-			kfree(e);
-		}
-	}
-	spin_unlock_irq(&ev_lock);
 	ibsim_dgram_forget(qp);
 }
 
-/* --- RC/UC "packets" and failures (all under ibsim_mutex) --- */
+/* --- RC/UC "packets", ACKs and retries (all under ibsim_mutex) --- */
 
-/* The primary path of an RC/UC QP in RTS/SQD died: what the HCA does. */
-static void primary_died(struct ibsim_qp *qp)
+static bool sending(struct ibsim_qp *qp)
 {
+	return connected_type(qp) && (qp->attr.qp_state == IB_QPS_RTS ||
+				      qp->attr.qp_state == IB_QPS_SQD);
+}
+
+/* The responder side answers in RTR, RTS and SQD. */
+static bool receiving(struct ibsim_qp *qp)
+{
+	return qp->attr.qp_state >= IB_QPS_RTR && qp->attr.qp_state <= IB_QPS_SQD;
+}
+
+/*
+ * d takes a packet from s that arrived on d's port dport: the header
+ * checks of qib_ruc_check_hdr / hfi1_ruc_check_hdr. ARMED with MigReq=1:
+ * it must have come on the alternate path (SLID == alternate DLID, the
+ * alternate's port), then d migrates; otherwise it must have come on the
+ * primary, and REARM with MigReq=0 turns ARMED. A packet that fails the
+ * check is dropped. The first packet in RTR raises COMM_EST (IBTA; rvt's
+ * rvt_comm_est when state == RTR), and nothing else ever does.
+ */
+static bool receive(struct ibsim_qp *d, struct ibsim_qp *s, u32 dport)
+{
+	u32 slid = s->dev->port[s->attr.port_num].lid;
+	bool migreq = s->attr.path_mig_state == IB_MIG_MIGRATED;
+	struct ib_qp_attr *a = &d->attr;
+
+	if (!receiving(d) || d->ibqp.qp_type != s->ibqp.qp_type ||
+	    a->dest_qp_num != s->ibqp.qp_num)
+		return false;
+	if (a->path_mig_state == IB_MIG_ARMED && migreq) {
+		if (!d->alt_valid || dport != a->alt_port_num ||
+		    rdma_ah_get_dlid(&a->alt_ah_attr) != slid)
+			return false;
+		ibsim_migrate(d);
+	} else {
+		if (dport != a->port_num || rdma_ah_get_dlid(&a->ah_attr) != slid)
+			return false;
+		if (a->path_mig_state == IB_MIG_REARM && !migreq)
+			a->path_mig_state = IB_MIG_ARMED;
+	}
+	if (a->qp_state == IB_QPS_RTR && !d->rtr_packet) {
+		d->rtr_packet = true;
+		ibsim_queue_qp_event(d, IB_EVENT_COMM_EST);
+	}
+	d->rx++;
+	return true;
+}
+
+/* d's ACK to s over d's primary path: true if s took it. */
+static bool sending_or_rtr_ack(struct ibsim_qp *d, struct ibsim_qp *s)
+{
+	struct ibsim_dev *sd;
+	u32 sport;
+
+	if (!path_alive(d, false) ||
+	    !ibsim_lid_port(rdma_ah_get_dlid(&d->attr.ah_attr), &sd, &sport) ||
+	    sd != s->dev)
+		return false;
+	return receive(s, d, sport);
+}
+
+/* One packet from s over its primary path; the QP that took it, or NULL. */
+static struct ibsim_qp *transmit(struct ibsim_qp *s)
+{
+	struct ibsim_dev *dd;
+	struct ibsim_qp *d;
+	u32 dport;
+
+	if (!path_alive(s, false) ||
+	    !ibsim_lid_port(rdma_ah_get_dlid(&s->attr.ah_attr), &dd, &dport))
+		return NULL;
+	s->tx++;
+	d = find_qp(dd, s->attr.dest_qp_num);
+	return d && receive(d, s, dport) ? d : NULL;
+}
+
+/*
+ * Retries ran out (hfi1/qib restart_rc): an ARMED QP migrates and starts
+ * its retries again on the new path; any other QP's send fails with
+ * RETRY_EXC_ERR and the QP goes to ERR, with no async event. With the
+ * dead-alternate knob at pathmig-err, an ARMED QP whose alternate is dead
+ * gets PATH_MIG_ERR instead of migrating, then goes to ERR.
+ */
+static void retries_exhausted(struct ibsim_qp *qp)
+{
+	qp->retries_exhausted++;
 	if (qp->attr.path_mig_state == IB_MIG_ARMED) {
-		if (qp->alt_valid && path_alive(qp, true)) {
+		if (ibsim_knob[KNOB_DEAD_ALT] == DEADALT_RETRY ||
+		    (qp->alt_valid && path_alive(qp, true))) {
 			ibsim_migrate(qp);
 			return;
 		}
@@ -256,66 +358,63 @@ static void primary_died(struct ibsim_qp *qp)
 	ibsim_to_error(qp, IB_WC_RETRY_EXC_ERR);
 }
 
-static bool sending(struct ibsim_qp *qp)
+/* The local ACK timeout, 4.096 us << timeout; 0 is infinite (ibv_modify_qp(3)). */
+static u64 ack_timeout_ns(u8 timeout)
 {
-	return connected_type(qp) && (qp->attr.qp_state == IB_QPS_RTS ||
-				      qp->attr.qp_state == IB_QPS_SQD);
+	return timeout ? 4096ULL << min_t(u8, timeout, 31) : 0;
 }
 
-static void check_primary(struct ibsim_qp *qp)
+/* Whether qp has requests to send: its own, or the simulated stream. */
+static bool has_requests(struct ibsim_qp *qp)
 {
-	if (sending(qp) && !path_alive(qp, false))
-		primary_died(qp);
+	if (READ_ONCE(qp->own_sends))
+		return ibsim_sq_count(qp) > 0;
+	return ibsim_traffic && qp->traffic;
 }
 
-/* One packet from s to its peer; true if it arrived. */
-static bool send_packet(struct ibsim_qp *s)
+/*
+ * One round of qp's requests. RC: a request that reaches the responder
+ * is answered by an ACK over the responder's primary path, which the
+ * requester checks like any packet (so the ACK's MigReq arms it, or
+ * migrates it). A request or ACK lost leaves the request unacknowledged;
+ * after (retry_cnt + 1) local ACK timeouts the retries run out. UC has
+ * neither ACKs nor a retry timer: a UC path failure goes unnoticed.
+ */
+static void round_trip(struct ibsim_qp *s)
 {
-	struct ibsim_dev *dd;
 	struct ibsim_qp *d;
-	u32 dport, slid;
-	bool migreq, on_primary, on_alt;
+	u64 now, tmo;
+	bool acked;
 
-	if (!sending(s))
-		return false;
-	if (!path_alive(s, false)) {
-		primary_died(s);
-		return false;
+	d = transmit(s);
+	if (s->ibqp.qp_type == IB_QPT_UC) {
+		ibsim_complete_sends(s);
+		return;
 	}
-	if (!ibsim_lid_port(rdma_ah_get_dlid(&s->attr.ah_attr), &dd, &dport))
-		return false;
-	d = find_qp(dd, s->attr.dest_qp_num);
-	if (!d || d->ibqp.qp_type != s->ibqp.qp_type ||
-	    d->attr.dest_qp_num != s->ibqp.qp_num ||
-	    d->attr.qp_state < IB_QPS_RTR || d->attr.qp_state > IB_QPS_SQD)
-		return false;
-	slid = s->dev->port[s->attr.port_num].lid;
-	on_primary = dport == d->attr.port_num &&
-		rdma_ah_get_dlid(&d->attr.ah_attr) == slid;
-	on_alt = d->alt_valid && dport == d->attr.alt_port_num &&
-		rdma_ah_get_dlid(&d->attr.alt_ah_attr) == slid;
-	if (!on_primary && !on_alt)
-		return false;	/* not a path d knows: dropped */
-	s->tx++;
-	d->rx++;
-	migreq = s->attr.path_mig_state == IB_MIG_MIGRATED;
-	if (d->attr.qp_state == IB_QPS_RTR && !d->rtr_packet) {
-		d->rtr_packet = true;
-		ibsim_queue_qp_event(d, IB_EVENT_COMM_EST);
+	acked = d && sending_or_rtr_ack(d, s);
+	if (acked) {
+		s->acks++;
+		s->unacked_since_ns = 0;
+		ibsim_complete_sends(s);
+		return;
 	}
-	if (!on_primary) {
-		/* on the alternate: only a migrated peer's packet is taken */
-		if (d->attr.path_mig_state != IB_MIG_ARMED || !migreq)
-			return false;
-		ibsim_migrate(d);
-	} else if (d->attr.path_mig_state == IB_MIG_REARM && !migreq) {
-		d->attr.path_mig_state = IB_MIG_ARMED;
+	now = ktime_get_ns();
+	if (!s->unacked_since_ns) {
+		s->unacked_since_ns = now;
+		return;
 	}
-	if (d->comm_est_pending) {
-		d->comm_est_pending = false;
-		ibsim_queue_qp_event(d, IB_EVENT_COMM_EST);
+	tmo = ack_timeout_ns(s->attr.timeout);
+	if (tmo && now - s->unacked_since_ns >= tmo * (s->attr.retry_cnt + 1))
+		retries_exhausted(s);
+}
+
+static void requests(struct ibsim_qp *s)
+{
+	if (!sending(s) || !has_requests(s)) {
+		s->unacked_since_ns = 0;
+		return;
 	}
-	return true;
+	round_trip(s);
 }
 
 static void tick_fn(struct work_struct *w)
@@ -323,10 +422,8 @@ static void tick_fn(struct work_struct *w)
 	struct ibsim_qp *qp;
 
 	mutex_lock(&ibsim_mutex);
-	if (ibsim_traffic)
-		list_for_each_entry(qp, &ibsim_qps, list)
-			if (qp->traffic)
-				send_packet(qp);
+	list_for_each_entry(qp, &ibsim_qps, list)
+		requests(qp);
 	mutex_unlock(&ibsim_mutex);
 	ev_fn(NULL);	/* same ordered queue: raise them now */
 	if (!READ_ONCE(stopping))
@@ -334,12 +431,23 @@ static void tick_fn(struct work_struct *w)
 				   msecs_to_jiffies(tick_ms ? tick_ms : 1));
 }
 
-static void check_all(void)
+/* Posted sends go out at once, not at the next tick. */
+static void sends_fn(struct work_struct *w)
 {
 	struct ibsim_qp *qp;
 
+	mutex_lock(&ibsim_mutex);
 	list_for_each_entry(qp, &ibsim_qps, list)
-		check_primary(qp);
+		if (READ_ONCE(qp->own_sends) && ibsim_sq_count(qp) &&
+		    !qp->unacked_since_ns)
+			requests(qp);
+	mutex_unlock(&ibsim_mutex);
+	ev_fn(NULL);
+}
+
+void ibsim_kick_sends(void)
+{
+	queue_work(ibsim_wq, &sends_work);
 }
 
 /* Runs the queued events before a control write returns. */
@@ -368,8 +476,6 @@ int ibsim_port_set(int dev, u32 port, bool up)
 		d->port[port].state = want;
 		ibsim_queue_port_event(d, port, up ? IB_EVENT_PORT_ACTIVE :
 				       IB_EVENT_PORT_ERR);
-		if (!up)
-			check_all();
 	}
 	mutex_unlock(&ibsim_mutex);
 	settle();
@@ -382,11 +488,8 @@ int ibsim_link_set(u32 lid, bool up)
 
 	mutex_lock(&ibsim_mutex);
 	p = ibsim_lid_port(lid, NULL, NULL);
-	if (p) {
+	if (p)
 		p->link_up = up;
-		if (!up)
-			check_all();
-	}
 	mutex_unlock(&ibsim_mutex);
 	if (!p)
 		return -ENOENT;
@@ -431,11 +534,12 @@ int ibsim_poke(int dev, int qpn)
 	mutex_lock(&ibsim_mutex);
 	if (qpn < 0) {
 		list_for_each_entry(qp, &ibsim_qps, list)
-			send_packet(qp);
+			if (sending(qp))
+				round_trip(qp);
 	} else {
 		qp = dev_at(dev) ? find_qp(dev_at(dev), qpn) : NULL;
-		if (qp)
-			send_packet(qp);
+		if (qp && sending(qp))
+			round_trip(qp);
 		else
 			ret = dev_at(dev) ? -ENOENT : -ENODEV;
 	}
@@ -488,13 +592,17 @@ void ibsim_show(struct seq_file *m)
 			   ibsim_qps_name(a->qp_state),
 			   ibsim_mig_name(a->path_mig_state));
 		if (connected_type(qp))
-			seq_printf(m, ",\"port\":%u,\"dlid\":%u,\"dest_qpn\":%u,\"alt_valid\":%s,\"alt_port\":%u,\"alt_dlid\":%u,\"traffic\":%s,\"tx\":%llu,\"rx\":%llu,\"migrations\":%llu",
+			seq_printf(m, ",\"port\":%u,\"dlid\":%u,\"dest_qpn\":%u,\"alt_valid\":%s,\"alt_port\":%u,\"alt_dlid\":%u,\"timeout\":%u,\"retry_cnt\":%u,\"traffic\":%s,\"own_sends\":%s,\"sq\":%d,\"unacked\":%s,\"tx\":%llu,\"rx\":%llu,\"acks\":%llu,\"migrations\":%llu,\"retries_exhausted\":%llu",
 				   a->port_num, rdma_ah_get_dlid(&a->ah_attr),
 				   a->dest_qp_num, qp->alt_valid ? "true" : "false",
 				   a->alt_port_num,
-				   rdma_ah_get_dlid(&a->alt_ah_attr),
-				   qp->traffic ? "true" : "false", qp->tx, qp->rx,
-				   qp->migrations);
+				   rdma_ah_get_dlid(&a->alt_ah_attr), a->timeout,
+				   a->retry_cnt, qp->traffic ? "true" : "false",
+				   qp->own_sends ? "true" : "false",
+				   ibsim_sq_count(qp),
+				   qp->unacked_since_ns ? "true" : "false",
+				   qp->tx, qp->rx, qp->acks, qp->migrations,
+				   qp->retries_exhausted);
 		else
 			seq_printf(m, ",\"port\":%u", qp->port ? qp->port : a->port_num);
 		seq_puts(m, "}\n");
@@ -526,6 +634,8 @@ void ibsim_events_show(struct seq_file *m)
 int ibsim_fabric_init(void)
 {
 	INIT_WORK(&ev_work, ev_fn);
+	INIT_WORK(&sends_work, sends_fn);
+	INIT_DELAYED_WORK(&ev_later_work, ev_later_fn);
 	ibsim_dgram_init();
 	INIT_DELAYED_WORK(&tick_work, tick_fn);
 	queue_delayed_work(ibsim_wq, &tick_work, msecs_to_jiffies(tick_ms));
@@ -536,5 +646,6 @@ void ibsim_fabric_exit(void)
 {
 	WRITE_ONCE(stopping, true);
 	cancel_delayed_work_sync(&tick_work);
+	cancel_delayed_work_sync(&ev_later_work);
 	flush_workqueue(ibsim_wq);
 }

@@ -78,6 +78,12 @@ struct ibsim_wqe {
 	struct ib_sge sge[IBSIM_MAX_SGE];
 };
 
+struct ibsim_swqe {
+	u64 wr_id;
+	enum ib_wr_opcode opcode;
+	bool signaled;
+};
+
 struct ibsim_qp {
 	struct ib_qp ibqp;
 	struct list_head list;		/* ibsim_qps, under ibsim_mutex */
@@ -94,10 +100,24 @@ struct ibsim_qp {
 	struct ib_qp_cap cap;
 	enum ib_sig_type sq_sig_type;
 	bool alt_valid;			/* an alternate path was loaded */
-	bool traffic;			/* this QP sends "packets" */
+	bool traffic;			/* the simulated request stream is on */
 	bool rtr_packet;		/* a packet arrived since RTR */
-	bool comm_est_pending;		/* raise COMM_EST on the new path's first packet */
-	u64 tx, rx, migrations;
+	/*
+	 * The requester's retry timer: when the oldest request not yet
+	 * acknowledged was sent (0: none). Retries run out after
+	 * (retry_cnt + 1) local ACK timeouts (4.096 us << timeout).
+	 */
+	u64 unacked_since_ns;
+	u64 tx, rx, acks, migrations, retries_exhausted;
+
+	/*
+	 * Sends posted through post_send. A QP that posted one is driven by
+	 * its own sends only: its simulated request stream stops.
+	 */
+	bool own_sends;
+	spinlock_t sq_lock;
+	struct ibsim_swqe *sq;
+	int sq_size, sq_head, sq_count;
 };
 
 static inline struct ibsim_dev *to_sdev(struct ib_device *d)
@@ -121,6 +141,18 @@ extern struct ibsim_dev *ibsim_devs[IBSIM_NDEV];
 extern struct workqueue_struct *ibsim_wq;
 extern bool ibsim_traffic;
 
+/* knob.c: what firmware decides (docs/lab.md, knob.c) */
+enum { KNOB_ARMED_MODIFY, KNOB_FORCED_EVENT, KNOB_ALT_AFTER_MIG, KNOB_DEAD_ALT,
+       IBSIM_KNOBS };
+enum { ARMED_REFUSE, ARMED_ACCEPT };
+enum { FORCED_NONE, FORCED_INSIDE, FORCED_AFTER };
+enum { ALT_COPY, ALT_ZERO };
+enum { DEADALT_RETRY, DEADALT_PATHMIG_ERR };
+extern int ibsim_knob[IBSIM_KNOBS];
+int ibsim_knob_set(const char *name, const char *value);	/* -ENOENT, -EINVAL */
+int ibsim_profile_set(const char *name);
+void ibsim_knobs_show(struct seq_file *m);
+
 /* verbs.c */
 extern const struct ib_device_ops ibsim_ops;
 void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc);
@@ -140,6 +172,8 @@ int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad);
 void ibsim_migrate(struct ibsim_qp *qp);
 void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why);
+int ibsim_sq_count(struct ibsim_qp *qp);
+void ibsim_complete_sends(struct ibsim_qp *qp);
 const char *ibsim_qps_name(int s);
 const char *ibsim_mig_name(int m);
 
@@ -148,6 +182,9 @@ struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port);
 bool ibsim_port_alive(struct ibsim_port *p);	/* ACTIVE and routed */
 bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
+void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
+void ibsim_kick_events_later(void);
+void ibsim_kick_sends(void);
 void ibsim_queue_port_event(struct ibsim_dev *dev, u32 port,
 			    enum ib_event_type type);
 void ibsim_kick_events(void);

@@ -3,16 +3,20 @@
  * QPs: create/modify/query/destroy and the work queues.
  *
  * modify_qp checks the transition with ib_modify_qp_is_ok() and keeps every
- * attribute it was given; query_qp answers from that copy. Path migration
- * per IBTA: software may set REARM (from MIGRATED) or MIGRATED; ARMED is
- * reached only when a packet with MigReq=0 arrives from the peer (fabric.c).
- * MIGRATED while ARMED is a forced migration: the paths swap and, as with
- * mlx5 (whose driver raises PATH_MIG only from a firmware event, never on
- * modify), no event is raised.
+ * attribute it was given; query_qp answers from that copy. The path
+ * migration state follows rdmavt's rvt_modify_qp (drivers/infiniband/sw/
+ * rdmavt/qp.c): REARM only from MIGRATED into RTS (EINVAL on an ARMED QP),
+ * MIGRATED refused from REARM and only into RTS/SQD, a no-op from MIGRATED,
+ * and a migration when ARMED (forced); ARMED is refused unless the
+ * armed-modify knob says firmware accepts it (knob.c). A migration copies
+ * the alternate into the primary (hfi1/qib *_migrate_qp): afterwards both
+ * are the same path, unless the alt-after-migration knob zeroes it.
  *
- * Data path: GSI/UD sends are carried by the switch (fabric.c); RC/UC sends
- * complete at once while the QP is RTS and no payload moves. A QP in ERR
- * completes whatever is posted with IB_WC_WR_FLUSH_ERR.
+ * Data path: GSI/UD sends are carried by the switch (dgram.c). RC/UC sends
+ * are queued and carried by the fabric's ticks (fabric.c): an RC send
+ * completes when its request is acknowledged, fails with RETRY_EXC_ERR when
+ * its retries run out, and a UC send completes once it is sent. No payload
+ * moves. A QP in ERR completes whatever is posted with IB_WC_WR_FLUSH_ERR.
  */
 #include <linux/slab.h>
 #include "ibsim.h"
@@ -65,7 +69,14 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rq = kcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
 	if (!qp->rq)
 		return -ENOMEM;
+	qp->sq_size = max_t(u32, init->cap.max_send_wr, 1);
+	qp->sq = kcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
+	if (!qp->sq) {
+		kfree(qp->rq);
+		return -ENOMEM;
+	}
 	spin_lock_init(&qp->rq_lock);
+	spin_lock_init(&qp->sq_lock);
 	qp->cap = init->cap;
 	qp->sq_sig_type = init->sq_sig_type;
 	qp->attr.qp_state = IB_QPS_RESET;
@@ -83,32 +94,52 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct ibsim_qp *qp = to_sqp(ibqp);
 
+	/*
+	 * Off the list, nothing new is raised on it; what is queued is
+	 * delivered before destroy returns, as mlx5 does (destroy waits for
+	 * the reference each event in flight holds).
+	 */
 	mutex_lock(&ibsim_mutex);
 	list_del(&qp->list);
 	ibsim_forget_qp(qp);
 	mutex_unlock(&ibsim_mutex);
-	flush_workqueue(ibsim_wq);	/* an event being raised on it */
+	ibsim_kick_events();
+	flush_workqueue(ibsim_wq);
 	kfree(qp->rq);
+	kfree(qp->sq);
 	return 0;
 }
 
-static void swap_paths(struct ibsim_qp *qp)
+/*
+ * The QP moves to its alternate path: the alternate is copied into the
+ * primary, its local ACK timeout with it (IBTA; hfi1/qib *_migrate_qp),
+ * and stays as it was, or reads zero (alt-after-migration knob). Under
+ * ibsim_mutex. Returns nothing: the caller raises PATH_MIG.
+ */
+static void copy_alt(struct ibsim_qp *qp)
 {
 	struct ib_qp_attr *a = &qp->attr;
 
-	swap(a->ah_attr, a->alt_ah_attr);
-	swap(a->port_num, a->alt_port_num);
-	swap(a->pkey_index, a->alt_pkey_index);
-	swap(a->timeout, a->alt_timeout);
+	a->ah_attr = a->alt_ah_attr;
+	a->port_num = a->alt_port_num;
+	a->pkey_index = a->alt_pkey_index;
+	a->timeout = a->alt_timeout;
+	if (ibsim_knob[KNOB_ALT_AFTER_MIG] == ALT_ZERO) {
+		memset(&a->alt_ah_attr, 0, sizeof(a->alt_ah_attr));
+		a->alt_port_num = 0;
+		a->alt_pkey_index = 0;
+		a->alt_timeout = 0;
+		qp->alt_valid = false;
+	}
+	a->path_mig_state = IB_MIG_MIGRATED;
+	qp->migrations++;
+	qp->unacked_since_ns = 0;	/* retries start again (restart_rc) */
 }
 
-/* The HCA migrates: the alternate becomes the primary. Under ibsim_mutex. */
+/* The HCA migrates (retries ran out, or the peer's MigReq=1 arrived on the alternate). */
 void ibsim_migrate(struct ibsim_qp *qp)
 {
-	swap_paths(qp);
-	qp->attr.path_mig_state = IB_MIG_MIGRATED;
-	qp->migrations++;
-	qp->comm_est_pending = true;
+	copy_alt(qp);
 	ibsim_queue_qp_event(qp, IB_EVENT_PATH_MIG);
 }
 
@@ -133,24 +164,99 @@ void ibsim_flush_rq(struct ibsim_qp *qp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
+static enum ib_wc_opcode wc_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* Pops the oldest posted send into wc; false if none. */
+static bool sq_pop(struct ibsim_qp *qp, struct ib_wc *wc, bool *signaled)
+{
+	unsigned long flags;
+	struct ibsim_swqe *e;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (!qp->sq_count) {
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		return false;
+	}
+	e = &qp->sq[qp->sq_head];
+	wc->wr_id = e->wr_id;
+	wc->opcode = wc_opcode(e->opcode);
+	*signaled = e->signaled;
+	qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+	qp->sq_count--;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return true;
+}
+
+int ibsim_sq_count(struct ibsim_qp *qp)
+{
+	return READ_ONCE(qp->sq_count);
+}
+
+/* Every posted send was acknowledged (RC) or sent (UC): completions. */
+void ibsim_complete_sends(struct ibsim_qp *qp)
+{
+	struct ib_wc wc = { .status = IB_WC_SUCCESS, .qp = &qp->ibqp };
+	bool signaled;
+
+	while (sq_pop(qp, &wc, &signaled))
+		if (signaled)
+			ibsim_cq_add(qp->scq, &wc);
+}
+
 /*
- * The QP goes to ERR as a retry-exceeded send would: an error completion
- * (wr_id 0: the simulated traffic was the outstanding send) on the send CQ.
+ * The QP goes to ERR as a retry-exceeded send does (hfi1/qib restart_rc):
+ * the send that timed out completes with why and its own wr_id (wr_id 0
+ * when it was the simulated request stream), later sends and the receive
+ * queue are flushed. No async event.
  */
 void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why)
 {
-	struct ib_wc wc = {
-		.status = why,
-		.opcode = IB_WC_SEND,
-		.qp = &qp->ibqp,
-	};
+	struct ib_wc wc = { .status = why, .opcode = IB_WC_SEND, .qp = &qp->ibqp };
+	bool signaled;
 
 	WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
+	qp->unacked_since_ns = 0;
+	sq_pop(qp, &wc, &signaled);	/* errors complete even if unsignaled */
 	ibsim_cq_add(qp->scq, &wc);
+	wc.status = IB_WC_WR_FLUSH_ERR;
+	while (sq_pop(qp, &wc, &signaled))
+		ibsim_cq_add(qp->scq, &wc);
 	ibsim_flush_rq(qp);
 }
 
-static int check_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask)
+/* rvt_modify_qp's checks; ARMED per the armed-modify knob. */
+static int check_mig_state(struct ibsim_qp *qp, enum ib_mig_state want,
+			   enum ib_qp_state next)
+{
+	enum ib_mig_state cur = qp->attr.path_mig_state;
+
+	switch (want) {
+	case IB_MIG_REARM:
+		return cur == IB_MIG_ARMED || next != IB_QPS_RTS ? -EINVAL : 0;
+	case IB_MIG_MIGRATED:
+		if (cur == IB_MIG_REARM)
+			return -EINVAL;
+		return next != IB_QPS_RTS && next != IB_QPS_SQD ? -EINVAL : 0;
+	case IB_MIG_ARMED:
+		return ibsim_knob[KNOB_ARMED_MODIFY] == ARMED_ACCEPT ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int check_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask,
+		       enum ib_qp_state next)
 {
 	if ((mask & IB_QP_PORT) &&
 	    (a->port_num < 1 || a->port_num > IBSIM_NPORT))
@@ -161,10 +267,8 @@ static int check_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask)
 		return -EINVAL;
 	if ((mask & IB_QP_PKEY_INDEX) && a->pkey_index >= IBSIM_PKEYS)
 		return -EINVAL;
-	if ((mask & IB_QP_PATH_MIG_STATE) &&
-	    a->path_mig_state != IB_MIG_MIGRATED &&
-	    a->path_mig_state != IB_MIG_REARM)
-		return -EINVAL;	/* ARMED is the HCA's to set */
+	if (mask & IB_QP_PATH_MIG_STATE)
+		return check_mig_state(qp, a->path_mig_state, next);
 	return 0;
 }
 
@@ -216,21 +320,15 @@ static void copy_attrs(struct ibsim_qp *qp, struct ib_qp_attr *a, int mask)
 		s->en_sqd_async_notify = a->en_sqd_async_notify;
 }
 
-static void set_mig_state(struct ibsim_qp *qp, enum ib_mig_state want)
+/* After check_mig_state; true when software forced a migration. */
+static bool set_mig_state(struct ibsim_qp *qp, enum ib_mig_state want)
 {
-	enum ib_mig_state cur = qp->attr.path_mig_state;
-
-	if (want == IB_MIG_MIGRATED) {
-		if (cur == IB_MIG_ARMED) {	/* forced migration */
-			swap_paths(qp);
-			qp->migrations++;
-			qp->comm_est_pending = true;
-		}
-		qp->attr.path_mig_state = IB_MIG_MIGRATED;
-	} else if (cur != IB_MIG_ARMED) {
-		/* REARM: ARMED stays ARMED; else wait for the peer's MigReq=0 */
-		qp->attr.path_mig_state = IB_MIG_REARM;
+	if (want == IB_MIG_MIGRATED && qp->attr.path_mig_state == IB_MIG_ARMED) {
+		copy_alt(qp);
+		return true;
 	}
+	qp->attr.path_mig_state = want;	/* REARM: ARMED once the peer's MigReq=0 arrives */
+	return false;
 }
 
 int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
@@ -238,6 +336,7 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 {
 	struct ibsim_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, next;
+	bool forced = false;
 	int ret;
 
 	mutex_lock(&ibsim_mutex);
@@ -247,30 +346,48 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = check_attrs(qp, a, mask);
+	ret = check_attrs(qp, a, mask, next);
 	if (ret)
 		goto out;
 	if (next == IB_QPS_RESET) {
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->alt_valid = false;
 		qp->rtr_packet = false;
-		qp->comm_est_pending = false;
+		qp->unacked_since_ns = 0;
 		qp->attr.path_mig_state = IB_MIG_MIGRATED;
 		WRITE_ONCE(qp->attr.qp_state, IB_QPS_RESET);
 		goto out;
 	}
 	copy_attrs(qp, a, mask);
 	if (mask & IB_QP_PATH_MIG_STATE)
-		set_mig_state(qp, a->path_mig_state);
+		forced = set_mig_state(qp, a->path_mig_state);
 	if (next == IB_QPS_RTR && cur != IB_QPS_RTR)
 		qp->rtr_packet = false;
 	if (next == IB_QPS_ERR && cur != IB_QPS_ERR) {
+		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR, .qp = &qp->ibqp };
+		bool signaled;
+
 		WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
+		qp->unacked_since_ns = 0;
+		while (sq_pop(qp, &wc, &signaled))
+			ibsim_cq_add(qp->scq, &wc);
 		ibsim_flush_rq(qp);
 	}
 	WRITE_ONCE(qp->attr.qp_state, next);
+	if (forced && ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
+		ibsim_queue_qp_event(qp, IB_EVENT_PATH_MIG);
 out:
 	mutex_unlock(&ibsim_mutex);
+	if (!forced)
+		return ret;
+	/*
+	 * rdmavt raises PATH_MIG from inside the modify, after unlocking;
+	 * firmware may raise it after the call returned, or not at all.
+	 */
+	if (ibsim_knob[KNOB_FORCED_EVENT] == FORCED_INSIDE)
+		ibsim_raise_qp_event(qp, IB_EVENT_PATH_MIG);
+	else if (ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
+		ibsim_kick_events_later();
 	return ret;
 }
 
@@ -296,6 +413,8 @@ int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 {
 	enum ib_qp_state st = READ_ONCE(qp->attr.qp_state);
+	struct ibsim_swqe *e;
+	unsigned long flags;
 	struct ib_wc wc = {
 		.wr_id = wr->wr_id,
 		.opcode = IB_WC_SEND,
@@ -313,21 +432,20 @@ static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 		return -EINVAL;
 	if (qp->ibqp.qp_type == IB_QPT_GSI || qp->ibqp.qp_type == IB_QPT_UD)
 		return ibsim_gsi_send(qp, ud_wr(wr));
-	if (wr->send_flags & IB_SEND_SIGNALED || qp->sq_sig_type == IB_SIGNAL_ALL_WR) {
-		wc.status = IB_WC_SUCCESS;
-		switch (wr->opcode) {
-		case IB_WR_RDMA_WRITE:
-		case IB_WR_RDMA_WRITE_WITH_IMM:
-			wc.opcode = IB_WC_RDMA_WRITE;
-			break;
-		case IB_WR_RDMA_READ:
-			wc.opcode = IB_WC_RDMA_READ;
-			break;
-		default:
-			break;
-		}
-		ibsim_cq_add(qp->scq, &wc);
+	/* RC/UC: queued; the fabric sends it (fabric.c) */
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (qp->sq_count == qp->sq_size) {
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		return -ENOMEM;
 	}
+	e = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_size];
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->signaled = wr->send_flags & IB_SEND_SIGNALED ||
+		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->sq_count++;
+	WRITE_ONCE(qp->own_sends, true);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	return 0;
 }
 
@@ -344,6 +462,8 @@ int ibsim_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			break;
 		}
 	}
+	if (READ_ONCE(qp->own_sends))
+		ibsim_kick_sends();
 	return ret;
 }
 

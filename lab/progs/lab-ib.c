@@ -23,6 +23,8 @@ static void usage(void)
 	       "       lab-ib traffic on|off|poke [--dev D --qpn N]\n"
 	       "       lab-ib poke [--dev D --qpn N]  (the same as traffic poke)\n"
 	       "       lab-ib bench --dev D --qpn N COUNT\n"
+	       "       lab-ib knob [NAME VALUE]\n"
+	       "       lab-ib profile ibta|mlx5\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
 	       "LIDs 1,2 and 3,4, one switch).\n"
@@ -30,15 +32,24 @@ static void usage(void)
 	       "           primary and alternate port/DLID, packets) as the driver sees\n"
 	       "           them, one JSON line each\n"
 	       "  events   the last async events the driver raised, one JSON line each\n"
-	       "  port     take port P of D DOWN (PORT_ERR; every QP whose primary path\n"
-	       "           crosses it migrates if ARMED, else goes to ERR) or ACTIVE\n"
+	       "  port     take port P of D DOWN (PORT_ERR on D only; a QP whose path\n"
+	       "           crosses it notices when its requests' retries run out:\n"
+	       "           it migrates if ARMED, else goes to ERR) or ACTIVE\n"
 	       "  link     the switch stops (resumes) routing to LID L: paths through it\n"
 	       "           fail as for a port, but no port event\n"
-	       "  traffic  simulated RC traffic on or off, for all QPs or one\n"
-	       "  poke     one packet from every connected QP (or one)\n"
+	       "  traffic  the simulated request stream on or off, for all QPs or one\n"
+	       "           (a QP that posted a send is driven by its own sends only)\n"
+	       "  poke     one request from every connected QP (or one)\n"
 	       "  bench    COMM_EST COUNT times through one user QP's event handler,\n"
 	       "           timed in chunks of 64 in the driver; prints\n"
 	       "           {\"events\":..,\"ns\":..,\"best_chunk_ns_per_event\":..}\n"
+	       "  knob     with no arguments, every firmware knob as NAME VALUE lines;\n"
+	       "           with NAME VALUE, sets one: armed-modify refuse|accept,\n"
+	       "           forced-event none|inside|after, alt-after-migration copy|zero,\n"
+	       "           dead-alternate retry|pathmig-err\n"
+	       "  profile  every knob at once: ibta (rdmavt's answers: refuse, inside,\n"
+	       "           copy, retry; the default) or mlx5 (accept, none, zero,\n"
+	       "           pathmig-err)\n"
 	       "Changes print one JSON line once the events they caused were raised.\n"
 	       "\n"
 	       "  --control DIR   the module's debugfs dir (default /sys/kernel/debug/ibsim)\n"
@@ -90,6 +101,27 @@ static void ctl(const char *cmd, const char *what)
 	}
 }
 
+/* A knob write: its errors name the knob, not a device or QP. */
+static void knob_ctl(const char *cmd, const char *name, const char *value)
+{
+	char path[512];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/ctl", control);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		die("cannot open %s: %s (is the ibsim module loaded?)", path, strerror(errno));
+	if (write(fd, cmd, strlen(cmd)) < 0)
+		err = errno;
+	close(fd);
+	if (err == ENOENT)
+		usage_error("no knob named '%s' (lab-ib knob lists them)", name);
+	if (err == EINVAL)
+		usage_error("knob %s has no value '%s'", name, value);
+	if (err)
+		die("knob %s: %s", name, strerror(err));
+}
+
 static int updown(const char *s)
 {
 	if (!strcmp(s, "up") || !strcmp(s, "on"))
@@ -129,7 +161,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	const char *dev = NULL, *verb, *arg = NULL;
+	const char *dev = NULL, *verb, *arg = NULL, *arg2 = NULL;
 	int c, port = -1, lid = -1, qpn = -1, up;
 	char cmd[160], what[160];
 
@@ -149,6 +181,8 @@ int main(int argc, char **argv)
 	verb = argv[optind++];
 	if (optind < argc)
 		arg = argv[optind++];
+	if (optind < argc && !strcmp(verb, "knob"))
+		arg2 = argv[optind++];
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (dev && strlen(dev) > 32)
@@ -212,6 +246,28 @@ int main(int argc, char **argv)
 			      verb, poke ? "sent" : arg, dev, qpn);
 		else
 			jline("{\"%s\":\"%s\",\"ret\":0}", verb, poke ? "sent" : arg);
+		return 0;
+	}
+	if (!strcmp(verb, "knob")) {
+		if (!arg) {
+			cat("knobs");
+			return 0;
+		}
+		if (!arg2)
+			usage_error("knob needs NAME VALUE (or nothing, to list them)");
+		if (strlen(arg) > 32 || strlen(arg2) > 32)
+			usage_error("bad knob '%s'", arg);
+		snprintf(cmd, sizeof(cmd), "knob %s %s", arg, arg2);
+		knob_ctl(cmd, arg, arg2);
+		jline("{\"knob\":\"%s\",\"value\":\"%s\",\"ret\":0}", arg, arg2);
+		return 0;
+	}
+	if (!strcmp(verb, "profile")) {
+		if (!arg || (strcmp(arg, "ibta") && strcmp(arg, "mlx5")))
+			usage_error("profile needs ibta or mlx5");
+		snprintf(cmd, sizeof(cmd), "profile %s", arg);
+		ctl(cmd, "profile");
+		jline("{\"profile\":\"%s\",\"ret\":0}", arg);
 		return 0;
 	}
 	if (!strcmp(verb, "bench")) {
