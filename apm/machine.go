@@ -208,6 +208,8 @@ func (m *Model) modify(slot int32, q *qp, ev *event.Event) {
 				m.migrate(slot, q, ev, true)
 			}
 			q.mig, q.flags = event.MigMigrated, q.flags&^fArmed|fMigKnown
+		case event.MigArmed:
+			m.armedByModify(slot, q, ev)
 		default:
 			q.mig, q.flags = md.MigState, q.flags|fMigKnown
 		}
@@ -273,6 +275,25 @@ func (m *Model) rearmed(slot int32, q *qp, ev *event.Event) {
 	m.rearmNoAlt(slot, q, ep, ev)
 	if ep.missedID != 0 {
 		m.resolveMissed(q, ep, ev)
+	}
+}
+
+// armedByModify applies a successful modify to PATH_MIG_STATE=ARMED.
+// IBTA and rdmavt refuse it (EINVAL, then it is only evidence), but mlx4
+// and mlx5 pass it to the firmware, which may take it: the QP is then armed
+// as after a rearm that completed (REARM turned ARMED), so its next PATH_MIG
+// is a migration, not a stray event.
+func (m *Model) armedByModify(slot int32, q *qp, ev *event.Event) {
+	m.rearmed(slot, q, ev)
+	if q.rearm != refOf(ev) {
+		return // stamped before the migration it would close: nothing changed
+	}
+	q.mig = event.MigArmed
+	if x := q.x; x != nil {
+		if x.stuckID != 0 {
+			m.resolveStuck(q, x, refOf(ev), "modify to ARMED")
+		}
+		x.rearmSince, x.stuckID = 0, 0
 	}
 }
 

@@ -149,3 +149,54 @@ func TestCMRecordWithoutPayload(t *testing.T) {
 		t.Error("a CM record without payload marked the QP CM-managed")
 	}
 }
+
+// A modify to PATH_MIG_STATE=ARMED is refused by IBTA and rdmavt, but the
+// firmware behind mlx4/mlx5 may take it: then the QP is armed like after a
+// rearm that completed, and its next PATH_MIG is a migration.
+func TestModifyToArmed(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "accepted: it closes the episode, and the next PATH_MIG is a migration of its own",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.Arm(qpn)
+				b.After(10 * time.Second).PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathA, 0)
+			},
+		},
+		{
+			name: "accepted, then the next migration is not rearmed: missed-rearm",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.Arm(qpn)
+				b.After(10 * time.Second).PathMig(qpn)
+			},
+			want: []apm.Kind{apm.MissedRearm},
+		},
+		{
+			name: "accepted: it closes the episode like a rearm onto the loaded alternate",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				b.Arm(qpn)
+				b.After(10*time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
+			},
+		},
+		{
+			name: "negative: refused (rdmavt): the QP stays unarmed and the next PATH_MIG is stray",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.LoadAlt(qpn, apmtest.PathC)
+				apmtest.Fail(b.Arm(qpn), 22)
+				b.After(10 * time.Second).PathMig(qpn)
+			},
+			want: []apm.Kind{apm.MissedRearm, apm.APMModifyFailed},
+		},
+	})
+}

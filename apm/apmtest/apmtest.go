@@ -130,6 +130,12 @@ func (b *Builder) Rearm(qpn uint32) *event.Event {
 	return b.Modify(qpn, event.AttrPathMigState, func(m *event.Modify) { m.MigState = event.MigRearm })
 }
 
+// Arm is RTS->RTS with IB_QP_PATH_MIG_STATE=ARMED: IBTA and rdmavt refuse
+// it (EINVAL), mlx4/mlx5 pass it to the firmware, which may take it.
+func (b *Builder) Arm(qpn uint32) *event.Event {
+	return b.Modify(qpn, event.AttrPathMigState, func(m *event.Modify) { m.MigState = event.MigArmed })
+}
+
 // LoadAltRearm is MVAPICH2's single modify ALT_PATH|PATH_MIG_STATE=REARM.
 func (b *Builder) LoadAltRearm(qpn uint32, p event.Path) *event.Event {
 	return b.Modify(qpn, event.AttrAltPath|event.AttrPathMigState, func(m *event.Modify) {
