@@ -8,10 +8,24 @@ import (
 
 // flapping: FlapCount migrations within FlapWindow, one finding per burst
 // (a burst ends after a whole window without a migration). Only real
-// migrations count: a PATH_MIG on a QP that was not armed, and the PATH_MIG
-// of a migration software forced, are not new ones.
+// migrations count: a PATH_MIG on a QP that was not armed is no migration,
+// and a migration software forced (with its PATH_MIG, raised before or
+// after the modify returned) is no path failing.
 
 const remedyFlap = "the paths keep failing: check links, cables and the SM; do not rearm onto the path the QP just left; load an alternate on a different route, then rearm"
+
+// unflap takes back a migration counted before it turned out to be a
+// forced one (its PATH_MIG was raised inside the modify call). A finding
+// it already completed stays: the model judges inputs in stamp order.
+func (m *Model) unflap(q *qp, r ref) {
+	x := q.ax()
+	for i, v := range x.migs {
+		if v == r {
+			x.migs = append(x.migs[:i], x.migs[i+1:]...)
+			return
+		}
+	}
+}
 
 // flap counts one migration in the sliding window.
 func (m *Model) flap(q *qp, ev *event.Event) {

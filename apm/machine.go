@@ -89,14 +89,10 @@ func (m *Model) pathMig(slot int32, q *qp, ev *event.Event) {
 	if q.flags&fStateKnown == 0 {
 		q.state, q.flags = event.StateRTS, q.flags|fStateKnown
 	}
-	x := q.ax()
-	if l := &x.last; l.forced && !l.event && ev.Boot >= l.at.boot && ev.Boot-l.at.boot <= uint64(m.cfg.RearmDeadline) {
-		l.event = true
-		if ep := x.ep; ep != nil && ep.mig == l.at {
-			ep.event = refOf(ev)
-		}
+	if m.forcedEvent(q, ev) {
 		return
 	}
+	x := q.ax()
 	if q.rearm.ok() && ev.Boot < q.rearm.boot && x.last.at.boot < ev.Boot {
 		// A late PATH_MIG: the rearm that followed it was already
 		// applied. The migration happened and was handled in time.
@@ -128,7 +124,9 @@ func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	q.mig, q.migAt, q.flags = event.MigMigrated, ev.Boot, q.flags&^fArmed|fMigKnown
 	m.stuckRestart(q, ep.mig, true)
 	m.protected(q) // it migrated: it was armed
-	m.flap(q, ev)
+	if !forced {
+		m.flap(q, ev) // software moving the QP is no path failing
+	}
 	m.wake(slot, q, ev.Boot+uint64(min(m.cfg.RearmDeadline, m.cfg.NotifyDeadline)))
 }
 
@@ -201,13 +199,7 @@ func (m *Model) modify(slot int32, q *qp, ev *event.Event) {
 		case event.MigRearm:
 			m.rearmed(slot, q, ev)
 		case event.MigMigrated:
-			// Forcing MIGRATED on a QP that had an armed (or arming)
-			// alternate makes the HCA move to it: a migration done by
-			// software. On a QP already MIGRATED it changes nothing.
-			if q.armed() && (prev == event.StateRTS || prev == event.StateSQD) {
-				m.migrate(slot, q, ev, true)
-			}
-			q.mig, q.flags = event.MigMigrated, q.flags&^fArmed|fMigKnown
+			m.forceMigrated(slot, q, ev, prev)
 		case event.MigArmed:
 			m.armedByModify(slot, q, ev)
 		default:
