@@ -1,0 +1,108 @@
+package hcacheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/olekukonko/tablewriter"
+)
+
+// The points, in the order they are driven.
+const (
+	PtArmedModify  = "armed-modify"             // PATH_MIG_STATE=ARMED on a QP that is not ARMED
+	PtRearmOnArmed = "rearm-on-armed"           // REARM on an ARMED QP
+	PtForcedEvent  = "forced-event"             // PATH_MIG at the side forcing a migration, and when
+	PtResponderEv  = "responder-event"          // PATH_MIG at the peer once traffic flowed
+	PtAltAfterMig  = "alt-after-migration"      // the alternate a query reads after a migration
+	PtMigFromRearm = "migrated-from-rearm"      // MIGRATED on a QP in REARM
+	PtCommEstAfter = "comm-est-after-migration" // COMM_EST on either QP after the migration
+	PtOneWayArm    = "one-way-arm"              // both rearmed, only A sends: who reads ARMED
+	PtDeadAlt      = "dead-alternate"           // retries exhausted with a dead alternate
+)
+
+// Point is one firmware-decided point and the answer the device gave.
+type Point struct {
+	Point  string `json:"point"`
+	Answer string `json:"answer"`
+	Errno  string `json:"errno,omitempty"`  // of the modify the point is about ("0": it succeeded)
+	Event  string `json:"event,omitempty"`  // the async events seen, "QP:EVENT" in order
+	Detail string `json:"detail,omitempty"` // what was read (QUERY_QP, completions) and why the answer
+}
+
+// Report is the whole answer.
+type Report struct {
+	Device  string            `json:"device"`
+	Port    uint8             `json:"port"`
+	AltPort uint8             `json:"alt_port"`
+	Driver  string            `json:"driver,omitempty"`
+	QPN     map[string]uint32 `json:"qpn,omitempty"` // A and B
+	Points  []Point           `json:"points"`
+	// Knobs maps the answers onto the lab HCA's knob names (lab-ib knob):
+	// a point whose answer is no value of its knob is left out.
+	Knobs map[string]string `json:"knobs"`
+	Notes []string          `json:"notes,omitempty"`
+}
+
+// Write prints the report: one JSON document, or a table, the knob line
+// and the notes. Every string from the host is escaped.
+func (r *Report) Write(w io.Writer, asJSON bool) error {
+	if r.Knobs == nil {
+		r.Knobs = map[string]string{}
+	}
+	if r.Points == nil {
+		r.Points = []Point{}
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(escape.Value(*r))
+	}
+	qps := ""
+	if len(r.QPN) > 0 {
+		qps = fmt.Sprintf(", QP A %d, QP B %d", r.QPN["A"], r.QPN["B"])
+	}
+	drv := r.Driver
+	if drv == "" {
+		drv = "no parent device"
+	}
+	if _, err := fmt.Fprintf(w, "%s (%s): primary port %d, alternate port %d%s\n",
+		escape.Text(r.Device), escape.Text(drv), r.Port, r.AltPort, qps); err != nil {
+		return err
+	}
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
+	t.Header([]string{"POINT", "ANSWER", "ERRNO", "EVENTS", "DETAIL"})
+	for _, p := range r.Points {
+		if err := t.Append([]string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno),
+			escape.Text(p.Event), escape.Text(p.Detail)}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(r.Knobs))
+	for k := range r.Knobs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	kv := make([]string, len(names))
+	for i, k := range names {
+		kv[i] = k + "=" + escape.Text(r.Knobs[k])
+	}
+	if len(kv) == 0 {
+		kv = []string{"none decided"}
+	}
+	if _, err := fmt.Fprintf(w, "lab knobs: %s\n", strings.Join(kv, " ")); err != nil {
+		return err
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", escape.Text(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
