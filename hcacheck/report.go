@@ -9,6 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // The points, in the order they are driven.
@@ -73,7 +74,11 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 		escape.Text(r.Device), escape.Text(drv), r.Port, r.AltPort, qps); err != nil {
 		return err
 	}
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
+	widths := tw.NewMapper[int, int]()
+	widths.Set(3, 24) // EVENTS
+	widths.Set(4, 72) // DETAIL
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}), tablewriter.WithRowAutoWrap(tw.WrapNormal))
 	t.Header([]string{"POINT", "ANSWER", "ERRNO", "EVENTS", "DETAIL"})
 	for _, p := range r.Points {
 		if err := t.Append([]string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno),
