@@ -56,7 +56,7 @@ func TestExtraArgumentsAreUsageErrors(t *testing.T) {
 
 // -o/--output table|json on every command that prints something to read.
 func TestOutputFlagEverywhere(t *testing.T) {
-	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version"} {
+	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version", "hca-check"} {
 		cmd, _, err := newRootCmd().Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)
@@ -71,6 +71,8 @@ func TestOutputFlagEverywhere(t *testing.T) {
 			args = append(args, "x.rec")
 		case "actuate":
 			args = append(args, "query", "--pid", "1", "--qpn", "1")
+		case "hca-check":
+			args = append(args, "--dev", "ibsim0")
 		}
 		if _, _, err := runErr(args...); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "want table or json") {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -35,7 +35,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newProbesCmd())
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	root.AddCommand(newAuditCmd(), newFleetCmd())
-	root.AddCommand(newQPCmd(), newActuateCmd())
+	root.AddCommand(newQPCmd(), newActuateCmd(), newHCACheckCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
 	for _, c := range extraCommands {
