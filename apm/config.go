@@ -13,7 +13,9 @@ type Config struct {
 	// other CPUs with an earlier Boot stamp can overtake it.
 	ReorderWindow time.Duration
 	// RearmDeadline is the time from a migration to a successful rearm
-	// (missed-rearm).
+	// (missed-rearm). It measures software (the PATH_MIG handler doing the
+	// three steps), not the HCA: the migration is already over when
+	// PATH_MIG is raised, however long the retries took to get there.
 	RearmDeadline time.Duration
 	// ArmDeadline is the time a QP in RTS may sit with a loaded alternate
 	// path and no rearm (never-armed).
@@ -28,7 +30,11 @@ type Config struct {
 	// belongs to the episode (lap-race, steps 2 and 3 swapped). It is its own
 	// window: no other deadline stretches it.
 	EpisodeLinger time.Duration
-	// FlapCount migrations within FlapWindow make a flapping finding.
+	// FlapCount migrations within FlapWindow make a flapping finding. A
+	// hardware migration comes only when the retries on the primary run
+	// out, (retry_cnt+1) x 4.096 us x 2^timeout: 0.5 s with timeout 14 and
+	// 7 retries, up to about a minute with the CM's timeouts (from the
+	// path's packet life time). FlapWindow must hold FlapCount of those.
 	FlapCount  int
 	FlapWindow time.Duration
 	// StuckRearm is how long the ground truth may read REARM (stuck-rearm).
@@ -46,9 +52,16 @@ type Config struct {
 	// model starts afresh. Inputs behind by less are late (Stats.Late) and
 	// judged at their own stamp.
 	RebootGap time.Duration
-	// PortFailureWindow: the owner's modify to ERR or RESET, or its destroy,
-	// within this long after a PORT_ERR on the QP's primary port counts as
-	// the loss of the connection (unprotected-failure).
+	// PortFailureWindow is how long a dead path may take to kill a QP: the
+	// retries on an outstanding request running out, (retry_cnt+1) x
+	// 4.096 us x 2^timeout, up to about a minute with the CM's timeouts,
+	// plus the owner's reaction to its RETRY_EXC_ERR completion. The
+	// owner's modify to ERR or RESET, or its destroy, this soon after a
+	// PORT_ERR on the QP's primary port is the loss of the connection
+	// (unprotected-failure); a QP that dies this soon after a migration,
+	// before the path it moved onto was proven, died on a dead alternate
+	// (migration-error). An idle QP notices nothing, so no window can cover
+	// every case: past it, the owner's teardown is taken as its own choice.
 	PortFailureWindow time.Duration
 	// MaxPending bounds the inputs held in the reorder window (0: no bound).
 	// Past it the oldest is applied at once and later, older inputs are
@@ -70,14 +83,14 @@ func DefaultConfig() Config {
 		LAPDeadline:    2 * time.Second,
 		EpisodeLinger:  2 * time.Second,
 		FlapCount:      3,
-		FlapWindow:     60 * time.Second,
+		FlapWindow:     5 * time.Minute,
 		StuckRearm:     10 * time.Second,
 		TruthGrace:     1 * time.Second,
 
 		DuplicateWindow: 500 * time.Millisecond,
 		RebootGap:       30 * time.Second,
 
-		PortFailureWindow: 10 * time.Second,
+		PortFailureWindow: 2 * time.Minute,
 		MaxPending:        1 << 16,
 	}
 }

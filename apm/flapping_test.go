@@ -46,7 +46,7 @@ func TestFlapping(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				migrateEvery(b, 3, time.Second)
-				b.After(2 * time.Minute)
+				b.After(6 * time.Minute) // longer than FlapWindow
 				migrateEvery(b, 3, time.Second)
 			},
 			want: []apm.Kind{apm.Flapping, apm.Flapping},
@@ -63,8 +63,8 @@ func TestFlapping(t *testing.T) {
 			},
 		},
 		{
-			name:  "negative: 3 migrations over 3 minutes",
-			story: func(b *apmtest.Builder) { armedQP(b); migrateEvery(b, 3, time.Minute) },
+			name:  "negative: 3 migrations over 12 minutes (FlapWindow is 5)",
+			story: func(b *apmtest.Builder) { armedQP(b); migrateEvery(b, 3, 6*time.Minute) },
 		},
 		{
 			name:  "negative: count raised to 4",

@@ -1,8 +1,6 @@
 package apm
 
 import (
-	"fmt"
-
 	"github.com/apmwatch/apmwatch/event"
 )
 
@@ -48,8 +46,8 @@ func (m *Model) event(ev *event.Event) {
 			return
 		}
 		if slot, q := m.get(m.keyOf(ev.Device, ev.QPN), false); q != nil {
-			if t, ok := m.portFailed(q, ev.Boot); ok && q.state != event.StateErr {
-				m.failed(q, refOf(ev), fmt.Sprintf("destroyed %v after PORT_ERR on port %d", since(t, ev.Boot), q.primary.port))
+			if q.state != event.StateErr {
+				m.lost(q, refOf(ev), "destroyed", false)
 			}
 			m.drop(slot, q)
 		}
@@ -109,21 +107,32 @@ func (m *Model) pathMig(slot int32, q *qp, ev *event.Event) {
 	m.migrate(slot, q, ev, false)
 }
 
-// migrate starts an episode: the HCA (or software, forced) swapped to the
-// alternate path, which is now the primary; there is no alternate any more.
+// migrate starts an episode: the HCA (or software, forced) moved the QP to
+// its alternate path. A migration copies (IBTA, rdmavt, cm_migrate, the mlx
+// drivers): primary := alternate, and the alternate stays as it was, so
+// afterwards both lead the same way and there is no fresh alternate until
+// software loads one. (A firmware that zeroes the alternate instead leaves
+// no valid one: the same for every rule here.)
 func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	x := q.ax()
 	m.endEpisode(q)
 	ep := &episode{n: x.prev.n + 1, forced: forced, mig: refOf(ev)}
 	x.ep = ep
-	x.last = lastMig{at: ep.mig, forced: forced}
-	if q.alt.valid() {
-		q.primary = q.alt
+	from, onto := q.primary, q.alt
+	x.last = lastMig{at: ep.mig, forced: forced, onto: onto,
+		same: onto.valid() && onto.same(from), stale: m.portDown(q, onto, ev.Boot)}
+	if onto.valid() {
+		q.primary = onto
 	}
-	q.alt = route{}
 	q.mig, q.migAt, q.flags = event.MigMigrated, ev.Boot, q.flags&^fArmed|fMigKnown
 	m.stuckRestart(q, ep.mig, true)
-	m.protected(q) // it migrated: it was armed
+	if !x.last.same {
+		// It migrated, so it was armed, onto another path: protected. A
+		// QP armed onto the path it ran on (a rearm with no new alternate
+		// after a copy) "migrates" onto the path that failed: what left it
+		// unprotected still stands.
+		m.protected(q)
+	}
 	if !forced {
 		m.flap(q, ev) // software moving the QP is no path failing
 	}
@@ -178,8 +187,8 @@ func (m *Model) modify(slot int32, q *qp, ev *event.Event) {
 	prev := q.state
 	if md.Has(event.AttrState) {
 		if md.State == event.StateErr || md.State == event.StateReset {
-			if t, ok := m.portFailed(q, ev.Boot); ok && prev != event.StateErr && prev != event.StateReset {
-				m.failed(q, refOf(ev), fmt.Sprintf("modify to %s %v after PORT_ERR on port %d", md.State, since(t, ev.Boot), q.primary.port))
+			if prev != event.StateErr && prev != event.StateReset {
+				m.lost(q, refOf(ev), "modify to "+md.State.String(), false)
 			}
 		}
 		m.toState(q, md.State)

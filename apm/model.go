@@ -40,6 +40,7 @@ type Model struct {
 	wall    time.Duration      // wall clock minus Boot, from the last event that had both
 	cmIDs   map[uint64]cmBound // (device << 32 | local comm id) -> QP generation
 	portErr map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ERR
+	portUp  map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ACTIVE
 	stats   Stats
 
 	lastDev   string
@@ -76,6 +77,7 @@ func (m *Model) fresh() {
 	m.qps = newStore()
 	m.cmIDs = make(map[uint64]cmBound)
 	m.portErr = make(map[uint64]uint64)
+	m.portUp = make(map[uint64]uint64)
 	m.tm = nil
 	m.in = reorder{window: uint64(m.cfg.ReorderWindow)}
 	m.now, m.at = 0, 0
@@ -339,7 +341,7 @@ type QPView struct {
 	State     event.QPState
 	Mig       event.MigState // believed
 	CM        bool
-	HasAlt    bool
+	HasAlt    bool // an alternate that leads another way than the primary
 	InEpisode bool
 	Episodes  uint32 // migrations seen in this generation
 }
@@ -352,7 +354,7 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 	}
 	v := QPView{
 		Key: m.keyView(q), PID: q.pid, Comm: m.comms.name(q.comm),
-		State: q.state, Mig: q.mig, CM: q.flags&fCM != 0, HasAlt: q.alt.valid(),
+		State: q.state, Mig: q.mig, CM: q.flags&fCM != 0, HasAlt: q.alt.valid() && !q.alt.same(q.primary),
 	}
 	if q.x != nil {
 		v.Episodes = q.x.prev.n

@@ -12,7 +12,8 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// fault is one class of mistake an application can make after a migration.
+// fault is one class of mistake an application can make after a migration,
+// or a failure the application cannot prevent.
 type fault string
 
 const (
@@ -25,7 +26,10 @@ const (
 	lateRearm       fault = "rearm after the deadline"
 	noNotify        fault = "never notify the CM"
 	lapUnanswered   fault = "never answer a received LAP"
-	migErr          fault = "the alternate fails (PATH_MIG_ERR)"
+	lapBeforeNotify fault = "answer the peer's LAP before notifying the CM"
+	migErr          fault = "the alternate fails (PATH_MIG_ERR, a firmware's way)"
+	deadAlt         fault = "the alternate is dead (PATH_MIG, then the QP dies on it)"
+	bareRearmFails  fault = "rearm without a new alternate, then the path fails"
 )
 
 // faultFindings is what each fault must give: exactly these findings and
@@ -40,21 +44,32 @@ var faultFindings = map[fault]struct{ want, resolved []apm.Kind }{
 	lateRearm:       {want: []apm.Kind{apm.MissedRearm}, resolved: []apm.Kind{apm.MissedRearm}},
 	noNotify:        {want: []apm.Kind{apm.CMNotNotified}},
 	lapUnanswered:   {want: []apm.Kind{apm.LAPRace}},
+	lapBeforeNotify: {want: []apm.Kind{apm.LAPRace}},
 	migErr:          {want: []apm.Kind{apm.MigrationError}},
+	deadAlt:         {want: []apm.Kind{apm.MigrationError}},
+	bareRearmFails:  {want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure}},
 }
 
+var allFaults = []fault{noFault, skipRearm, loadNoRearm, rearmBeforeLoad, loadOntoPrimary, bareRearm, lateRearm,
+	noNotify, lapUnanswered, migErr, deadAlt, bareRearmFails}
+
 // cmOnly faults need a CM-managed QP.
-var cmOnly = map[fault]bool{noNotify: true, lapUnanswered: true}
+var cmOnly = map[fault]bool{noNotify: true, lapUnanswered: true, lapBeforeNotify: true}
 
 // routes the generator picks paths from: two ports, each towards two LIDs.
 var routes = []event.Path{{Port: 1, DLID: 0x11}, {Port: 2, DLID: 0x22}, {Port: 1, DLID: 0x33}, {Port: 2, DLID: 0x44}}
 
-// story generates a legal life of one RC QP as a correct application on
-// both ends drives it (IBTA APM: connect with an alternate and arm; at each
-// migration, tell the CM, send the LAP, load a new alternate on another
-// route, rearm, all before COMM_EST on the migrated path; answer every LAP
-// received; readings consistent with all of it), with f injected at its
-// last migration.
+// story generates a legal life of one RC QP on an HCA that behaves as IBTA
+// and rdmavt do, driven by a correct application on both ends: connect
+// with an alternate and arm; a path fails only when the retries run out
+// (a PORT_ERR may come up to a minute before the PATH_MIG), and a
+// migration copies the alternate into the primary; software may force a
+// migration, its PATH_MIG raised inside the modify call (before the
+// modify's exit stamp), after it, or not at all; no COMM_EST after a
+// migration. At each migration the application tells the CM, sends the
+// LAP, loads a new alternate on a live route and rearms; it answers every
+// LAP received; readings are consistent with all of it. f is injected at
+// its last migration.
 func story(seed uint64, f fault) *apmtest.Builder {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	b := apmtest.New()
@@ -62,12 +77,15 @@ func story(seed uint64, f fault) *apmtest.Builder {
 	cm := cmOnly[f] || r.IntN(2) == 0
 	comm := uint32(0x1000 + r.IntN(1<<16))
 	ms := func(lo, hi int) time.Duration { return time.Duration(lo+r.IntN(hi-lo+1)) * time.Millisecond }
-	other := func(not event.Path) event.Path {
+	other := func(not event.Path, down uint32) event.Path {
 		for {
-			if p := routes[r.IntN(len(routes))]; !p.SameRoute(not) {
+			if p := routes[r.IntN(len(routes))]; !p.SameRoute(not) && p.Port != down {
 				return p
 			}
 		}
+	}
+	port := func(t event.EventType, p uint32) {
+		b.Add(&event.Event{Kind: event.KindPortEvent, Port: &event.PortEvent{Type: t, Port: p}})
 	}
 	read := func(mig event.MigState) {
 		if r.IntN(3) == 0 {
@@ -75,7 +93,7 @@ func story(seed uint64, f fault) *apmtest.Builder {
 		}
 	}
 	primary := routes[r.IntN(len(routes))]
-	alt := other(primary)
+	alt := other(primary, 0)
 	connAlt := alt // the event keeps a pointer: give it its own copy
 	b.Connect(qpn, primary, &connAlt)
 	if cm {
@@ -84,32 +102,56 @@ func story(seed uint64, f fault) *apmtest.Builder {
 	read(event.MigArmed)
 	n := 1 + r.IntN(4)
 	for i := range n {
-		b.After(31*time.Second + ms(0, 5000)) // never three in a flapping window
+		b.After(151*time.Second + ms(0, 5000)) // never three in a flapping window
 		faulty := i == n-1 && f != noFault
 		if faulty && f == migErr {
 			b.PathMigErr(qpn)
 			break
 		}
-		if r.IntN(4) == 0 {
-			b.ForceMigrate(qpn) // software moves to the alternate; its PATH_MIG may follow
+		down := uint32(0) // a port that failed and has not come back
+		switch {
+		case faulty && f == deadAlt:
+			port(event.EvPortErr, alt.Port) // the alternate's port went first
 			if r.IntN(2) == 0 {
-				b.After(ms(0, 3)).PathMig(qpn)
+				b.After(ms(0, 1000))
+				port(event.EvPortErr, primary.Port)
 			}
-		} else {
+			b.After(ms(500, 60000)).PathMig(qpn) // the retries on the primary ran out
+			down = alt.Port
+		case r.IntN(4) == 0:
+			switch r.IntN(3) { // software moves to the alternate
+			case 0:
+				b.PathMig(qpn) // rdmavt: raised inside the modify call
+				b.After(ms(0, 1) / 10).ForceMigrate(qpn)
+			case 1:
+				b.ForceMigrate(qpn)
+				b.After(ms(0, 3)).PathMig(qpn)
+			default:
+				b.ForceMigrate(qpn)
+			}
+		default:
+			if alt.Port != primary.Port && r.IntN(2) == 0 {
+				port(event.EvPortErr, primary.Port)
+				down = primary.Port
+				b.After(ms(500, 60000))
+			}
 			b.PathMig(qpn)
 		}
-		primary = alt
+		primary = alt // a copy: the alternate stays as it was
 		read(event.MigMigrated)
-		if cm && !(faulty && f == noNotify) {
+		if cm && !(faulty && (f == noNotify || f == lapBeforeNotify)) {
 			b.After(ms(0, 2)).Notify(qpn, event.EvPathMig, 0, comm)
 		}
-		if cm && r.IntN(3) == 0 || faulty && f == lapUnanswered {
+		if cm && r.IntN(3) == 0 || faulty && (f == lapUnanswered || f == lapBeforeNotify) {
 			b.After(ms(0, 10)).MAD(event.MADRecv, event.CMAttrLAP, comm)
 			if !(faulty && f == lapUnanswered) {
 				b.After(ms(1, 200)).MAD(event.MADSend, event.CMAttrAPR, comm)
 			}
+			if faulty && f == lapBeforeNotify {
+				b.After(ms(0, 10)).Notify(qpn, event.EvPathMig, 0, comm)
+			}
 		}
-		next := other(primary)
+		next := other(primary, down)
 		b.After(ms(1, 500))
 		switch {
 		case faulty && f == skipRearm:
@@ -122,9 +164,9 @@ func story(seed uint64, f fault) *apmtest.Builder {
 			b.LoadAlt(qpn, primary)
 			b.Rearm(qpn)
 			next = primary
-		case faulty && f == bareRearm:
+		case faulty && (f == bareRearm || f == bareRearmFails):
 			b.Rearm(qpn)
-			next = event.Path{}
+			next = primary // armed onto the path it runs on
 		case faulty && f == lateRearm:
 			b.After(3*time.Second).ThreeSteps(qpn, next, 0)
 		case r.IntN(3) == 0:
@@ -140,13 +182,33 @@ func story(seed uint64, f fault) *apmtest.Builder {
 			b.ThreeSteps(qpn, next, c)
 		}
 		alt = next
-		if r.IntN(2) == 0 {
-			b.After(ms(1, 20)).CommEst(qpn) // the first packet on the migrated path
-		}
-		if !faulty || f == lateRearm || f == rearmBeforeLoad || f == loadOntoPrimary || f == bareRearm {
+		switch {
+		case faulty && f == deadAlt:
+			read(event.MigRearm) // never ARMED: no packet comes on the dead path
+			b.After(ms(500, 60000))
+			if r.IntN(2) == 0 {
+				b.Truth(qpn, event.MigRearm, event.StateErr) // RETRY_EXC_ERR: ERR, no event
+			} else {
+				b.ToState(qpn, event.StateErr) // the owner reacts to its error completion
+			}
+		case faulty && f == bareRearmFails:
+			b.After(ms(100, 3000))
+			read(event.MigArmed)
+			b.After(180 * time.Second).PathMig(qpn) // its path fails: a "migration" onto itself
+			b.After(ms(500, 1900))
+			if r.IntN(2) == 0 {
+				b.Truth(qpn, event.MigMigrated, event.StateErr)
+			} else {
+				b.ToState(qpn, event.StateErr)
+			}
+		case !faulty || f == lateRearm || f == rearmBeforeLoad || f == loadOntoPrimary || f == bareRearm:
 			read(event.MigRearm)
 			b.After(ms(100, 3000))
 			read(event.MigArmed) // the peer rearmed too and traffic flows
+		}
+		if down != 0 && !(faulty && f == deadAlt) {
+			b.After(ms(1000, 20000))
+			port(event.EvPortActive, down) // the failed port comes back
 		}
 	}
 	b.After(5 * time.Second)
@@ -165,7 +227,7 @@ func TestPropertyLegalBehaviour(t *testing.T) {
 	if testing.Short() {
 		runs = 300
 	}
-	faults := []fault{noFault, skipRearm, loadNoRearm, rearmBeforeLoad, loadOntoPrimary, bareRearm, lateRearm, noNotify, lapUnanswered, migErr}
+	faults := allFaults
 	cfg := apm.DefaultConfig()
 	for seed := range uint64(runs) {
 		f := faults[seed%uint64(len(faults))]

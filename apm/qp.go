@@ -121,11 +121,16 @@ type aux struct {
 	failedDedup []uint64     // (class << 32 | errno) already reported for apm-modify-failed
 }
 
-// lastMig is the last migration of a QP generation.
+// lastMig is the last migration of a QP generation, and what the model
+// knows of the path it moved onto (migration-error).
 type lastMig struct {
 	at     ref
-	forced bool // software forced it (modify PATH_MIG_STATE=MIGRATED)
-	event  bool // its PATH_MIG came (a forced migration's own event)
+	forced bool   // software forced it (modify PATH_MIG_STATE=MIGRATED)
+	event  bool   // its PATH_MIG came (a forced migration's own event)
+	onto   route  // the alternate it moved onto (none: never seen loaded)
+	same   bool   // that alternate led the way of the primary it left
+	stale  uint64 // Boot of a PORT_ERR on that alternate's port before it, 0: none
+	proven bool   // the path carried traffic since: a reading of ARMED after a rearm
 }
 
 // qpEvCopy identifies one QP event for the duplicate check.
@@ -177,6 +182,14 @@ func (q *qp) ax() *aux {
 		q.x = &aux{}
 	}
 	return q.x
+}
+
+// lastMig is the QP's last migration, nil when none.
+func (q *qp) lastMig() *lastMig {
+	if q.x == nil || !q.x.last.at.ok() {
+		return nil
+	}
+	return &q.x.last
 }
 
 func (q *qp) episode() *episode {

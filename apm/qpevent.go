@@ -52,7 +52,7 @@ func (m *Model) qpEvent(ev *event.Event) {
 		}
 	case event.EvQPFatal, event.EvQPReqErr, event.EvQPAccessErr:
 		if q.state != event.StateErr {
-			m.failed(q, refOf(ev), ev.QP.Type.String())
+			m.lost(q, refOf(ev), ev.QP.Type.String(), true)
 		}
 		m.toState(q, event.StateErr)
 	}

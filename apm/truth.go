@@ -52,7 +52,12 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 	}
 	start := ev.Boot - min(t.Span, ev.Boot)
 	if t.HasState && t.State == event.StateErr && q.state != event.StateErr && q.flags&fStateKnown != 0 {
-		m.failed(q, ref{boot: ev.Boot}, t.Source+" reads ERR")
+		m.lost(q, ref{boot: ev.Boot}, t.Source+" reads ERR", true)
+	}
+	if l := q.lastMig(); l != nil && t.Mig == event.MigArmed && t.State != event.StateErr && q.rearm.ok() && q.rearm.boot > l.at.boot && start >= q.rearm.boot {
+		// REARM turned ARMED after the migration: a packet from the peer
+		// came on the path the QP runs on, so that path works.
+		l.proven = true
 	}
 	if t.HasState && q.migAt <= start {
 		if t.State == event.StateRTS && q.state != event.StateRTS {
@@ -68,7 +73,10 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		case t.Mig != event.MigMigrated:
 			q.flags |= fMigKnown | fArmed
 		case q.mig != event.MigMigrated:
-			q.alt = route{} // whatever moved it, MIGRATED has no armed alternate
+			// Something the tool did not see migrated it: the primary
+			// is now what the alternate was, and no fresh alternate is
+			// known.
+			q.alt = route{}
 		}
 		q.mig = t.Mig
 	}

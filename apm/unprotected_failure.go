@@ -70,6 +70,47 @@ func (m *Model) portFailed(q *qp, at uint64) (uint64, bool) {
 	return t, ok && t <= at && at-t <= uint64(m.cfg.PortFailureWindow)
 }
 
+// portDown returns the Boot of a PORT_ERR on r's port within
+// PortFailureWindow before at with no PORT_ACTIVE since: the port was down
+// at at as far as the events tell. 0: not down, or no path.
+func (m *Model) portDown(q *qp, r route, at uint64) uint64 {
+	if !r.valid() {
+		return 0
+	}
+	k := q.key>>32<<32 | uint64(r.port)
+	t, ok := m.portErr[k]
+	if !ok || t > at || at-t > uint64(m.cfg.PortFailureWindow) {
+		return 0
+	}
+	if up, ok := m.portUp[k]; ok && up > t && up <= at {
+		return 0
+	}
+	return t
+}
+
+// lost judges the end of a QP's connection at r, before the model moves it
+// to ERR or forgets it. strong: by the hardware's hand (a reading in ERR, a
+// QP error event; the completion with RETRY_EXC_ERR itself is not seen);
+// otherwise by its owner (a modify to ERR or RESET, a destroy), which is a
+// loss only after a sign that its path failed: a PORT_ERR on its primary
+// port, or a PATH_MIG onto the path that had failed.
+func (m *Model) lost(q *qp, r ref, what string, strong bool) {
+	if m.migrationDied(q, r, what, strong) {
+		return
+	}
+	if strong {
+		m.failed(q, r, what)
+		return
+	}
+	if t, ok := m.portFailed(q, r.boot); ok {
+		m.failed(q, r, fmt.Sprintf("%s %v after PORT_ERR on port %d", what, since(t, r.boot), q.primary.port))
+		return
+	}
+	if l := q.lastMig(); l != nil && l.same && !l.forced && r.boot >= l.at.boot && r.boot-l.at.boot <= uint64(m.cfg.PortFailureWindow) {
+		m.failed(q, r, fmt.Sprintf("%s %v after a PATH_MIG onto the path that had failed", what, since(l.at.boot, r.boot)))
+	}
+}
+
 // failed judges a loss of the connection at r.
 func (m *Model) failed(q *qp, r ref, what string) {
 	x := q.x
@@ -88,11 +129,17 @@ func (m *Model) failed(q *qp, r ref, what string) {
 	m.emit(q, f)
 }
 
-// portEvent notes a PORT_ERR for the failure rule.
+// portEvent notes a PORT_ERR (and the PORT_ACTIVE that ends it) for the
+// failure rules.
 func (m *Model) portEvent(ev *event.Event) {
-	if ev.Port == nil || ev.Port.Type != event.EvPortErr || ev.Device == "" {
+	if ev.Port == nil || ev.Device == "" || (ev.Port.Type != event.EvPortErr && ev.Port.Type != event.EvPortActive) {
 		m.stats.Ignored++
 		return
 	}
-	m.portErr[uint64(m.devID(ev.Device))<<32|uint64(ev.Port.Port)] = ev.Boot
+	k := uint64(m.devID(ev.Device))<<32 | uint64(ev.Port.Port)
+	if ev.Port.Type == event.EvPortErr {
+		m.portErr[k] = ev.Boot
+	} else {
+		m.portUp[k] = ev.Boot
+	}
 }

@@ -14,16 +14,21 @@ func portErr(b *apmtest.Builder, port uint32) {
 	b.Add(&event.Event{Kind: event.KindPortEvent, Port: &event.PortEvent{Type: event.EvPortErr, Port: port}})
 }
 
+// portActive is the port event of a link coming back.
+func portActive(b *apmtest.Builder, port uint32) {
+	b.Add(&event.Event{Kind: event.KindPortEvent, Port: &event.PortEvent{Type: event.EvPortActive, Port: port}})
+}
+
 // A QP running without a valid armed alternate that then loses its
 // connection: the failure APM exists to survive.
 func TestUnprotectedFailure(t *testing.T) {
 	runScenarios(t, []scenario{
 		{
-			name: "missed rearm, then the new primary fails: the QP reads ERR",
+			name: "missed rearm, then the new primary fails past the retry window: the QP reads ERR",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn) // now on B
-				b.After(10*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+				b.After(3*time.Minute).Truth(qpn, event.MigMigrated, event.StateErr)
 			},
 			want: []apm.Kind{apm.MissedRearm, apm.UnprotectedFailure},
 		},
@@ -55,7 +60,7 @@ func TestUnprotectedFailure(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.Rearm(qpn)
-				b.After(10*time.Second).Truth(qpn, event.MigArmed, event.StateErr)
+				b.After(3*time.Minute).Truth(qpn, event.MigArmed, event.StateErr)
 				b.QPEvent(qpn, event.EvQPFatal)
 			},
 			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
@@ -87,6 +92,7 @@ func TestUnprotectedFailure(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.After(3*time.Second).ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(10*time.Second).Truth(qpn, event.MigArmed, event.StateRTS) // armed: B carries traffic
 				b.After(10*time.Second).Truth(qpn, event.MigArmed, event.StateErr)
 			},
 			want:     []apm.Kind{apm.MissedRearm},
@@ -116,7 +122,7 @@ func TestUnprotectedFailureNamesItsCause(t *testing.T) {
 	b := apmtest.New()
 	armedQP(b)
 	mig := b.PathMig(qpn)
-	b.After(10*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+	b.After(3*time.Minute).Truth(qpn, event.MigMigrated, event.StateErr)
 	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -125,5 +131,82 @@ func TestUnprotectedFailureNamesItsCause(t *testing.T) {
 	f := findOne(t, got, apm.UnprotectedFailure, false)
 	if f.Cause != missed.ID || f.Severity != apm.SevCritical || f.First != mig.Boot || f.Unprotected < 10*time.Second {
 		t.Errorf("unprotected-failure %+v: want cause %d, critical, from the migration, >= 10 s unprotected", f, missed.ID)
+	}
+}
+
+// A migration copies the alternate into the primary. A rearm with no new
+// alternate then arms onto the path the QP runs on: when that path fails
+// the HCA "migrates" onto it (PATH_MIG) and the QP dies. That death is the
+// cost of the rearm without a new alternate, not proof of protection.
+func TestUnprotectedFailureAfterCopyMigration(t *testing.T) {
+	bareRearmed := func(b *apmtest.Builder) {
+		armedQP(b)
+		b.PathMig(qpn) // A -> B; the alternate stays B
+		b.Rearm(qpn)   // armed onto B itself
+		b.After(5 * time.Minute)
+	}
+	runScenarios(t, []scenario{
+		{
+			name: "PATH_MIG onto the same path, then the QP reads ERR",
+			story: func(b *apmtest.Builder) {
+				bareRearmed(b)
+				b.PathMig(qpn) // B -> B
+				b.After(20*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.MissedRearm, apm.UnprotectedFailure},
+		},
+		{
+			name: "PATH_MIG onto the same path, then the owner's teardown (no PORT_ERR seen)",
+			story: func(b *apmtest.Builder) {
+				bareRearmed(b)
+				b.PathMig(qpn)
+				b.After(time.Second).ToState(qpn, event.StateErr)
+				b.Destroy(qpn)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
+		},
+		{
+			name: "no PATH_MIG (a firmware that zeroes the alternate): PORT_ERR, then the owner's teardown",
+			story: func(b *apmtest.Builder) {
+				bareRearmed(b)
+				portErr(b, apmtest.PathB.Port)
+				b.After(40*time.Second).ToState(qpn, event.StateErr)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
+		},
+		{
+			name: "negative: a new alternate loaded with the rearm: the next PATH_MIG moves onto it",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(5 * time.Minute).PathMig(qpn) // B -> C
+				b.LoadAltRearm(qpn, apmtest.PathA)
+				b.After(time.Second).ToState(qpn, event.StateErr)
+			},
+		},
+	})
+}
+
+// The finding names the rearm without a new alternate as its cause.
+func TestUnprotectedFailureAfterCopyMigrationNamesTheRearm(t *testing.T) {
+	b := apmtest.New()
+	armedQP(b)
+	b.PathMig(qpn)
+	b.Rearm(qpn)
+	b.After(5 * time.Minute).PathMig(qpn)
+	b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noAlt := findOne(t, got, apm.RearmWithoutAlt, false)
+	if f := findOne(t, got, apm.UnprotectedFailure, false); f.Cause != noAlt.ID {
+		t.Errorf("unprotected-failure cause %d, want the rearm-without-new-alternate %d", f.Cause, noAlt.ID)
+	}
+	for _, f := range got {
+		if f.Kind == apm.MigrationError {
+			t.Errorf("a migration-error as well: %s", f.String())
+		}
 	}
 }
