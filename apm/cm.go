@@ -88,8 +88,6 @@ func (m *Model) cm(ev *event.Event) {
 		}
 	case ev.MAD.AttrID == event.CMAttrLAP && ev.MAD.Dir == event.MADRecv:
 		m.lapReceived(slot, q, ep, refOf(ev))
-	case ev.MAD.AttrID == event.CMAttrLAP && ev.MAD.Dir == event.MADSend:
-		m.lapSent(q, ep, ev)
 	case ev.MAD.AttrID == event.CMAttrAPR && ev.MAD.Dir == event.MADSend:
 		m.aprSent(q, ev)
 	}

@@ -11,7 +11,8 @@ import (
 // ib_cm_notify(cm_id, IB_EVENT_PATH_MIG) (rdma_notify with rdma_cm), or the
 // CM keeps sending DREQ and LAP on the dead path. No notify within
 // NotifyDeadline of the migration is a finding, unless the QP went to ERR.
-// A notify refused with EINVAL is a lap-race (lap_race.go).
+// A notify refused with EINVAL is a lap-race (lap_race.go), and so is one
+// that succeeded after a LAP crossed it.
 
 const remedyNotify = "call ib_cm_notify(cm_id, IB_EVENT_PATH_MIG) (rdma_notify with rdma_cm) from the PATH_MIG handler so the CM switches to the new path, then " + stepsRemedy
 
@@ -26,11 +27,14 @@ func (m *Model) cmNotify(q *qp, ep *episode, ev *event.Event) {
 		if n.Ret == errEINVAL {
 			m.notifyRefused(q, ep, ev)
 		}
-	case event.EvCommEst:
-		if ep != nil && !ep.commEst.ok() && ev.Boot >= ep.mig.boot {
-			ep.commEst = refOf(ev)
+		if n.Ret == 0 && ep != nil && ep.lapRecv.ok() && ep.lapRecv.boot <= ev.Boot && ep.done&dLapWindow == 0 {
+			m.lapWindow(q, ep, ev)
 		}
 	}
+	// ib_cm_notify(COMM_EST) only ties the cm_id to the QP (cm.go): it
+	// moves a cm_id from REP_SENT to ESTABLISHED (the first packet in RTR)
+	// and returns -EISCONN on an established one, so it never marks a
+	// migrated path.
 }
 
 // checkNotify judges the notify deadline at at.

@@ -6,34 +6,42 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// lap-race: the new alternate must be specified between the migration and
-// the communication-established event on the migrated path, so that the LAP
-// reaches the remote node; and in order: LAP and new alternate, then rearm.
-// Four ways to lose the race, each once per episode:
-//   - window: on a CM-managed QP, the LAP (sent or received) or the new
-//     alternate comes after COMM_EST on the migrated path (the window exists
-//     for the LAP: a QP whose ends exchange paths without the CM has none);
-//   - order: the rearm came first and the alternate load follows within
-//     EpisodeLinger (steps 2 and 3 swapped);
-//   - notify: ib_cm_notify(PATH_MIG) returned EINVAL (a LAP in flight: the
-//     CM keeps the dead path);
-//   - stuck: a LAP the CM accepted is not answered with an APR within
-//     LAPDeadline (the cm_id stays in LAP_RCVD; rdma_cm drops the event).
-// A LAP the CM refused (cm_lap_handler returned an error) is no race.
+// lap-race: after a migration the CM must learn of it (ib_cm_notify
+// PATH_MIG, which makes cm_migrate copy its alternate into its primary) and
+// the steps must come in order: LAP and new alternate, then rearm. Four
+// ways to lose, each once per episode, each resting on a source:
+//   - notify (ib_cm code): ib_cm_notify(PATH_MIG) returned EINVAL:
+//     cm_migrate needs the cm_id ESTABLISHED and lap_state UNINIT or IDLE,
+//     so with a LAP in flight the CM keeps the dead path;
+//   - window (ib_cm code): a LAP the CM accepted after the migration and
+//     before a successful ib_cm_notify(PATH_MIG): cm_lap_handler put the
+//     LAP's path in the cm_id's alternate, so the notify copied that new
+//     path, not the one the QP moved onto, into the CM's primary (the
+//     window from the migration to the notify must hold no LAP);
+//   - order (IBTA, rdmavt): the rearm came first and the alternate load
+//     follows within EpisodeLinger (steps 2 and 3 swapped): a migration
+//     copies the alternate in force, so in between the QP is armed onto
+//     the path it runs on;
+//   - stuck (ib_cm code): a LAP the CM accepted is not answered with an
+//     APR within LAPDeadline (the cm_id stays in LAP_RCVD; rdma_cm drops
+//     the event; kernels since 5.6 cannot send an APR at all).
+// A LAP the CM refused (cm_lap_handler returned an error) is no race. There
+// is no COMM_EST after a migration (IBTA: only for the first packet in
+// RTR), so nothing here waits for one.
 
-const remedyLAP = "keep the order and the window: LAP and new alternate between PATH_MIG and COMM_EST, then rearm; answer every received LAP with an APR; " + stepsRemedy
+const remedyLAP = "tell the CM first: call ib_cm_notify(PATH_MIG) (rdma_notify) from the PATH_MIG handler before any LAP is taken, then send the LAP and load the new alternate, then rearm; answer every received LAP with an APR; " + stepsRemedy
 
 // errEINVAL is -EINVAL as the kernel returns it.
 const errEINVAL = -22
 
-func (m *Model) lapWindow(q *qp, ep *episode, r ref, what string) {
-	if ep.done&dLapWindow != 0 {
-		return
-	}
+// lapWindow judges a successful ib_cm_notify(PATH_MIG) that a LAP, taken by
+// the CM since the migration, came before.
+func (m *Model) lapWindow(q *qp, ep *episode, ev *event.Event) {
 	ep.done |= dLapWindow
 	m.emit(q, Finding{Kind: LAPRace, Remediation: remedyLAP,
-		Evidence:    []Evidence{evd(ep.mig, migWhat(ep)), evd(ep.commEst, "COMM_EST on the migrated path"), evd(r, what)},
-		Explanation: fmt.Sprintf("%s %v after COMM_EST on the migrated path, outside the window from the migration to COMM_EST, so the LAP cannot reach the remote node in time", what, since(ep.commEst.boot, r.boot))})
+		Evidence: []Evidence{evd(ep.mig, migWhat(ep)), evd(ep.lapRecv, "LAP received"), evd(refOf(ev), "ib_cm_notify(PATH_MIG) = 0")},
+		Explanation: fmt.Sprintf("a LAP reached the CM %v after %s %d and before ib_cm_notify(PATH_MIG), so the notify made the LAP's new path, not the one the QP moved onto, the CM's primary (cm_migrate copies the cm_id's alternate, which the LAP had just replaced)",
+			since(ep.mig.boot, ep.lapRecv.boot), migWhat(ep), ep.n)})
 }
 
 // lapOrder judges an alternate load that comes after the episode's rearm:
@@ -52,17 +60,6 @@ func (m *Model) lapOrder(q *qp, ep *episode, ev *event.Event) {
 		Explanation: fmt.Sprintf("the rearm came %v before the new alternate path was loaded in migration %d (steps 2 and 3 swapped): in between the QP could arm onto the stale alternate", since(ep.rearm.boot, ev.Boot), ep.n)})
 }
 
-// lapSent notes a LAP this side sent in the episode.
-func (m *Model) lapSent(q *qp, ep *episode, ev *event.Event) {
-	if ep == nil || ep.lapSent.ok() || ep.rearm.ok() || ev.Boot < ep.mig.boot {
-		return
-	}
-	ep.lapSent = refOf(ev)
-	if ep.commEst.ok() {
-		m.lapWindow(q, ep, ep.lapSent, "the LAP was sent")
-	}
-}
-
 // lapReceived notes a LAP addressed to this side: from the MAD on the wire
 // or from cm_lap_handler's success (the same LAP seen twice is one).
 func (m *Model) lapReceived(slot int32, q *qp, ep *episode, r ref) {
@@ -72,11 +69,8 @@ func (m *Model) lapReceived(slot int32, q *qp, ep *episode, r ref) {
 	}
 	x.lapRecv, x.lapStuckID = r, 0
 	m.wake(slot, q, r.boot+uint64(m.cfg.LAPDeadline))
-	if ep != nil && !ep.lapRecv.ok() && !ep.rearm.ok() && r.boot >= ep.mig.boot {
-		ep.lapRecv = r
-		if ep.commEst.ok() {
-			m.lapWindow(q, ep, r, "the LAP was received")
-		}
+	if ep != nil && !ep.lapRecv.ok() && r.boot >= ep.mig.boot {
+		ep.lapRecv = r // judged at the notify (lapWindow)
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 )
 
 // The CM keeps its own copy of the path (for DREQ and LAP) and changes it
-// only through a LAP/APR exchange or ib_cm_notify(PATH_MIG). The new
-// alternate path must be specified between the migration and the
-// communication-established event on the migrated path, so that the LAP
-// reaches the remote node in time. Each way of losing that race is a
-// lap-race.
+// only through a LAP/APR exchange or ib_cm_notify(PATH_MIG), which copies
+// the cm_id's alternate into its primary only when no LAP is pending. So
+// the CM must be told of the migration before it takes a LAP, and the steps
+// must come in order. Each way of losing that race is a lap-race. (There is
+// no COMM_EST after a migration: it exists for the first packet in RTR.)
 func TestLAPRace(t *testing.T) {
 	notified := func(b *apmtest.Builder) { b.Notify(qpn, event.EvPathMig, 0, cmID) }
 	runScenarios(t, []scenario{
@@ -57,19 +57,42 @@ func TestLAPRace(t *testing.T) {
 			resolved: []apm.Kind{apm.LAPRace},
 		},
 		{
-			name: "the new alternate is loaded after COMM_EST on the migrated path",
+			name: "window: a LAP taken and answered between the migration and a successful notify",
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.PathMig(qpn)
-				notified(b)
-				b.After(time.Millisecond).CommEst(qpn)
-				b.After(time.Millisecond)
-				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Millisecond).LAPHandler(0, cmID, 0)
+				b.After(time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
+				notified(b) // lap_state IDLE again: cm_migrate copies the LAP's path
+				b.LoadAltRearm(qpn, apmtest.PathC)
 			},
 			want: []apm.Kind{apm.LAPRace},
 		},
 		{
-			name: "the LAP is sent after COMM_EST (the CM learnt it from ib_cm_notify)",
+			name: "window: the LAP seen on the wire only, the notify still succeeds after it",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				b.After(time.Millisecond).MAD(event.MADRecv, event.CMAttrLAP, cmID)
+				b.After(time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
+				notified(b)
+				b.LoadAltRearm(qpn, apmtest.PathC)
+			},
+			want: []apm.Kind{apm.LAPRace},
+		},
+		{
+			name: "negative: the LAP comes after the notify (the peer's new alternate, in order)",
+			story: func(b *apmtest.Builder) {
+				cmQP(b)
+				b.PathMig(qpn)
+				notified(b)
+				b.After(time.Millisecond).LAPHandler(0, cmID, 0)
+				b.After(time.Millisecond).MAD(event.MADSend, event.CMAttrAPR, cmID)
+				b.LoadAltRearm(qpn, apmtest.PathC)
+			},
+		},
+		{
+			name: "negative: ib_cm_notify(COMM_EST) after a migration returns EISCONN (established): no window",
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.PathMig(qpn)
@@ -79,7 +102,6 @@ func TestLAPRace(t *testing.T) {
 				b.MAD(event.MADSend, event.CMAttrLAP, cmID)
 				b.LoadAltRearm(qpn, apmtest.PathC)
 			},
-			want: []apm.Kind{apm.LAPRace},
 		},
 		{
 			name: "rearm before the alternate load in the same episode (steps 2 and 3 swapped)",
@@ -128,7 +150,7 @@ func TestLAPRace(t *testing.T) {
 			},
 		},
 		{
-			name: "negative: LAP, alternate and rearm all before COMM_EST",
+			name: "negative: notify, LAP, alternate and rearm in order; a COMM_EST event changes nothing",
 			story: func(b *apmtest.Builder) {
 				cmQP(b)
 				b.PathMig(qpn)

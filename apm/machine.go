@@ -249,9 +249,6 @@ func (m *Model) loadAlt(q *qp, ev *event.Event) {
 		return
 	}
 	ep.altLoad = refOf(ev)
-	if ep.commEst.ok() && q.flags&fCM != 0 {
-		m.lapWindow(q, ep, refOf(ev), "the new alternate path was loaded")
-	}
 }
 
 // rearmed records a successful rearm: it closes the episode of a migration

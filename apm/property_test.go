@@ -51,7 +51,7 @@ var faultFindings = map[fault]struct{ want, resolved []apm.Kind }{
 }
 
 var allFaults = []fault{noFault, skipRearm, loadNoRearm, rearmBeforeLoad, loadOntoPrimary, bareRearm, lateRearm,
-	noNotify, lapUnanswered, migErr, deadAlt, bareRearmFails}
+	noNotify, lapUnanswered, lapBeforeNotify, migErr, deadAlt, bareRearmFails}
 
 // cmOnly faults need a CM-managed QP.
 var cmOnly = map[fault]bool{noNotify: true, lapUnanswered: true, lapBeforeNotify: true}

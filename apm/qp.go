@@ -152,12 +152,10 @@ type episode struct {
 	n         uint32 // migration number in this generation, from 1
 	forced    bool
 	mig       ref
-	event     ref // PATH_MIG that followed a forced migration
-	stray     ref // a PATH_MIG while the QP was not armed: evidence, not a migration
-	commEst   ref
+	event     ref   // PATH_MIG that followed a forced migration
+	stray     ref   // a PATH_MIG while the QP was not armed: evidence, not a migration
 	altLoad   ref   // last successful alternate load in the episode
 	altFailed int32 // errno of a refused alternate load in the episode
-	lapSent   ref
 	lapRecv   ref
 	notify    ref
 	rearm     ref

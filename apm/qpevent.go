@@ -46,10 +46,6 @@ func (m *Model) qpEvent(ev *event.Event) {
 		m.pathMig(slot, q, ev)
 	case event.EvPathMigErr:
 		m.migrationError(q, ev)
-	case event.EvCommEst:
-		if ep := q.episode(); ep != nil && !ep.commEst.ok() && ev.Boot >= ep.mig.boot {
-			ep.commEst = refOf(ev)
-		}
 	case event.EvQPFatal, event.EvQPReqErr, event.EvQPAccessErr:
 		if q.state != event.StateErr {
 			m.lost(q, refOf(ev), ev.QP.Type.String(), true)

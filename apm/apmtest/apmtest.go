@@ -174,7 +174,8 @@ func (b *Builder) PathMig(qpn uint32) *event.Event { return b.QPEvent(qpn, event
 // PathMigErr is the HCA's PATH_MIG_ERR: migrating to the alternate failed.
 func (b *Builder) PathMigErr(qpn uint32) *event.Event { return b.QPEvent(qpn, event.EvPathMigErr) }
 
-// CommEst is COMM_EST: the first packet on the (migrated) path arrived.
+// CommEst is COMM_EST: the first packet arrived while the QP was in RTR
+// (IBTA defines it for nothing else; there is none after a migration).
 func (b *Builder) CommEst(qpn uint32) *event.Event { return b.QPEvent(qpn, event.EvCommEst) }
 
 // Notify is ib_cm_notify(cm_id, t) returning ret, for the cm_id whose local
