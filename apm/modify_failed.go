@@ -72,8 +72,12 @@ func failHint(cls uint64, errno int32) string {
 	switch {
 	case errno == 22 && (cls == clsAlt || cls == clsAltRearm):
 		return "EINVAL on an alternate path: on a RoCE (Ethernet) port the core refuses IB_QP_ALT_PATH, APM is InfiniBand-only; on InfiniBand check alt_port_num, alt_pkey_index, alt_timeout and alt_ah_attr (and that the transition is RTR->RTS, RTS->RTS or earlier), then load the new alternate and rearm"
+	case errno == 22 && cls == clsRearm:
+		return "EINVAL on a rearm: REARM is taken only from MIGRATED into RTS (rdmavt refuses it on a QP that is ARMED or arming: it is armed already, and a rearm after loading a new alternate is not needed there); PATH_MIG_STATE is accepted on RTR->RTS, RTS->RTS and SQD->RTS"
+	case errno == 22 && cls == clsForce:
+		return "EINVAL on a forced migration: MIGRATED is taken only from ARMED into RTS (rdmavt refuses it from REARM: the peer has not armed yet)"
 	case errno == 22:
-		return "EINVAL on PATH_MIG_STATE: it is accepted only on RTR->RTS, RTS->RTS and SQD->RTS, and only REARM or MIGRATED may be written; rearm from RTS after loading a new alternate"
+		return "EINVAL on PATH_MIG_STATE: it is accepted only on RTR->RTS, RTS->RTS and SQD->RTS, and only REARM (from MIGRATED) or MIGRATED (from ARMED) may be written: IBTA and rdmavt refuse ARMED"
 	case errno == 95:
 		return "EOPNOTSUPP: the device does not support APM (ibv_devinfo -v shows AUTO_PATH_MIG when it does)"
 	}

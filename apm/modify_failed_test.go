@@ -47,6 +47,26 @@ func TestAPMModifyFailed(t *testing.T) {
 			want: []apm.Kind{apm.APMModifyFailed, apm.APMModifyFailed},
 		},
 		{
+			name: "REARM on an ARMED QP refused (rdmavt): evidence only, the QP stays armed and migrates",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				apmtest.Fail(b.Rearm(qpn), 22)
+				b.After(10 * time.Second).PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+		{
+			name: "MIGRATED from REARM refused (rdmavt): no forced migration, no episode",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				apmtest.Fail(b.After(10*time.Millisecond).ForceMigrate(qpn), 22)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+		{
 			name: "negative: a refused modify that touches no APM attribute",
 			story: func(b *apmtest.Builder) {
 				b.Connect(qpn, apmtest.PathA, nil)
@@ -67,5 +87,31 @@ func TestAPMModifyFailedHint(t *testing.T) {
 	f := findOne(t, got, apm.APMModifyFailed, false)
 	if f.Errno != 22 || !strings.Contains(f.Remediation, "RoCE") || f.Evidence[0].Seq != ev.Seq {
 		t.Errorf("finding %+v: want errno 22, the RoCE hint and the modify as evidence", f)
+	}
+}
+
+// Each refused PATH_MIG_STATE says which state it is taken from.
+func TestAPMModifyFailedMigStateHints(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(b *apmtest.Builder) *event.Event
+		say    string
+	}{
+		{"rearm", func(b *apmtest.Builder) *event.Event { return b.Rearm(qpn) }, "only from MIGRATED"},
+		{"forced", func(b *apmtest.Builder) *event.Event { return b.ForceMigrate(qpn) }, "only from ARMED"},
+		{"armed", func(b *apmtest.Builder) *event.Event { return b.Arm(qpn) }, "refuse ARMED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			armedQP(b)
+			apmtest.Fail(tc.modify(b), 22)
+			got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := findOne(t, got, apm.APMModifyFailed, false); !strings.Contains(f.Remediation, tc.say) {
+				t.Errorf("hint %q does not say %q", f.Remediation, tc.say)
+			}
+		})
 	}
 }
