@@ -5,18 +5,25 @@
 // It is pure: no BPF, no I/O, no wall clock. Time comes from the events'
 // CLOCK_BOOTTIME stamps and from explicit Advance and Finish calls.
 //
-// APM in four lines:
+// APM in five lines (IBTA, and rdmavt's hfi1/qib, whose APM is in source):
 //   - an RC/UC/XRC QP has a primary path and may have an alternate path,
 //     and a path-migration state: MIGRATED (no armed alternate), REARM
 //     (software asked to arm), ARMED (the HCA will fail over);
-//   - ARMED -> MIGRATED happens in hardware when the primary fails: the HCA
-//     swaps to the alternate and raises PATH_MIG (PATH_MIG_ERR if that
-//     fails); only an ARMED QP migrates;
-//   - after that there is no valid alternate, so software must, on each side:
-//     (1) send a LAP with a new alternate path, (2) load it (modify RTS->RTS
-//     with IB_QP_ALT_PATH), (3) rearm (IB_QP_PATH_MIG_STATE=REARM);
+//   - a requester learns its primary is dead only when an outstanding
+//     request runs out of retries ((retry_cnt+1) x 4.096 us x 2^timeout:
+//     0.5 s to about a minute; an idle QP never learns). ARMED then: it
+//     migrates blindly and raises PATH_MIG; not ARMED: RETRY_EXC_ERR and
+//     ERR, no async event. The responder migrates on the first MigReq=1
+//     packet on its alternate. A dead alternate fails the same way later
+//     (a firmware may raise PATH_MIG_ERR instead);
+//   - a migration copies: primary := alternate, the alternate stays, so
+//     there is no fresh alternate and software must, on each side: (1) send
+//     a LAP with a new alternate path, (2) load it (modify RTS->RTS with
+//     IB_QP_ALT_PATH), (3) rearm (IB_QP_PATH_MIG_STATE=REARM); a rearm
+//     without (2) arms onto the path the QP runs on;
 //   - REARM turns ARMED only when a packet with MigReq=0 arrives from the
-//     peer, so both sides must rearm and traffic must flow.
+//     peer (responses count), so both sides must rearm and traffic must flow;
+//   - COMM_EST exists only for the first packet received in RTR.
 //
 // Each QP history is keyed by (device, qpn, generation). The span from a
 // migration (a PATH_MIG event on an armed QP, or a successful modify that
@@ -32,7 +39,8 @@
 // same timeline, each at its own time. Every stream ends with Finish.
 //
 // Where each rule is decided (one file per finding kind, named like its
-// test; machine.go holds the transitions that call them):
+// test; machine.go holds the transitions that call them, qpevent.go, cm.go
+// and truth.go the inputs that enter them, forced.go forced migrations):
 //
 //	kind                         file
 //	missed-rearm                 missed_rearm.go

@@ -18,7 +18,9 @@ import (
 //     with RETRY_EXC_ERR and the QP goes to ERR with no async event. So the
 //     death is the migration failing. Proven: a reading of ARMED after a
 //     rearm since the migration (REARM turns ARMED only on a packet from
-//     the peer on that path), or the QP outliving the window.
+//     the peer on that path), a reading of the QP alive after every retry
+//     on that path would have run out (from its alt_timeout), or the QP
+//     outliving the window.
 //
 // A death by the owner's hand (modify to ERR or RESET, destroy) counts only
 // when the alternate is known bad: the path that had just failed (the QP

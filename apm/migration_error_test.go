@@ -125,6 +125,31 @@ func TestMigrationErrorDiedOnAlternate(t *testing.T) {
 			},
 		},
 		{
+			name: "alive before its retries on the alternate ran out (alt_timeout 14: 0.54 s), then ERR",
+			story: func(b *apmtest.Builder) {
+				alt := apmtest.PathB
+				alt.Timeout = 14
+				b.Connect(qpn, apmtest.PathA, &alt)
+				b.After(time.Second).PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(200*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS)
+				b.After(time.Second).Truth(qpn, event.MigRearm, event.StateErr)
+			},
+			want: []apm.Kind{apm.MigrationError},
+		},
+		{
+			name: "negative: read alive after its retries on the alternate ran out (alt_timeout 14): a later death is another failure",
+			story: func(b *apmtest.Builder) {
+				alt := apmtest.PathB
+				alt.Timeout = 14
+				b.Connect(qpn, apmtest.PathA, &alt)
+				b.After(time.Second).PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Second).Truth(qpn, event.MigRearm, event.StateRTS)
+				b.After(2*time.Second).Truth(qpn, event.MigRearm, event.StateErr)
+			},
+		},
+		{
 			name: "negative: the QP outlives the retry window",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)

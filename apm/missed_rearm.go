@@ -7,8 +7,9 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// missed-rearm: after a migration the QP runs on its old alternate and has
-// no alternate left. No successful rearm within RearmDeadline while the QP
+// missed-rearm: after a migration the QP runs on its old alternate, and its
+// alternate is that same path (a migration copies), so it has nothing to
+// fail over to. No successful rearm within RearmDeadline while the QP
 // is in RTS is a finding; a rearm after it resolves it with the unprotected
 // time. A QP in SQD or SQE keeps the deadline until it is back in RTS; ERR,
 // RESET and destroy end the episode and the rule with it.

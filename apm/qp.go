@@ -21,9 +21,10 @@ func refOf(ev *event.Event) ref { return ref{seq: ev.Seq, boot: ev.Boot} }
 // route is a compact path: enough to compare routes (event.Path.SameRoute
 // compares port, DLID and, for global routes, DGID) and to name them.
 type route struct {
-	h    uint64 // hash of the fields SameRoute compares; 0 = no path
-	dlid uint16
-	port uint8
+	h       uint64 // hash of the fields SameRoute compares; 0 = no path
+	dlid    uint16
+	port    uint8
+	timeout uint8 // alt_timeout it was loaded with (0: infinite, or a primary)
 }
 
 var routeSeed = maphash.MakeSeed()
@@ -43,7 +44,7 @@ func routeOf(p *event.Path) route {
 	if h == 0 {
 		h = 1
 	}
-	return route{h: h, dlid: p.DLID, port: uint8(p.Port)}
+	return route{h: h, dlid: p.DLID, port: uint8(p.Port), timeout: p.Timeout}
 }
 
 func (r route) valid() bool       { return r.h != 0 }
@@ -130,7 +131,19 @@ type lastMig struct {
 	onto   route  // the alternate it moved onto (none: never seen loaded)
 	same   bool   // that alternate led the way of the primary it left
 	stale  uint64 // Boot of a PORT_ERR on that alternate's port before it, 0: none
-	proven bool   // the path carried traffic since: a reading of ARMED after a rearm
+	proven bool   // the path carried traffic since: a reading of ARMED after a rearm, or alive past retries
+}
+
+// retriesOver is how long after a migration the retries on the path it
+// moved onto have surely run out: (retry_cnt+1) x 4.096 us x 2^alt_timeout
+// with retry_cnt at its most, 7. 0: not known (no alternate seen loaded, or
+// alt_timeout 0, which IBTA makes infinite).
+func (l *lastMig) retriesOver() uint64 {
+	t := l.onto.timeout
+	if t == 0 || t > 31 {
+		return 0
+	}
+	return 8 * 4096 << t // ns
 }
 
 // qpEvCopy identifies one QP event for the duplicate check.

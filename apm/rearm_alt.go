@@ -9,10 +9,11 @@ import (
 // rearm-without-new-alternate: a rearm closes a migration's episode, and
 // what it arms is the alternate in force at that moment: the last
 // successful load of the episode (or of the same modify). It must exist
-// and lead another way than the primary the QP runs on then. A rearm with
-// no new alternate arms onto the stale one (the path that just failed, or
-// none): no error is raised for that, the next failure kills the
-// connection. Returning to the path the QP left is a new alternate (the
+// and lead another way than the primary the QP runs on then. A migration
+// copies the alternate into the primary, so a rearm with no new alternate
+// arms onto the path the QP runs on (or onto none, where a firmware zeroes
+// the alternate): no error is raised for that, and when that path fails
+// the QP "migrates" onto it and dies (unprotected-failure). Returning to the path the QP left is a new alternate (the
 // path came back).
 //
 // A bare rearm (no load attempted in the episode) is judged at the end of

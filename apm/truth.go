@@ -54,10 +54,17 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 	if t.HasState && t.State == event.StateErr && q.state != event.StateErr && q.flags&fStateKnown != 0 {
 		m.lost(q, ref{boot: ev.Boot}, t.Source+" reads ERR", true)
 	}
-	if l := q.lastMig(); l != nil && t.Mig == event.MigArmed && t.State != event.StateErr && q.rearm.ok() && q.rearm.boot > l.at.boot && start >= q.rearm.boot {
-		// REARM turned ARMED after the migration: a packet from the peer
-		// came on the path the QP runs on, so that path works.
-		l.proven = true
+	if l := q.lastMig(); l != nil && t.HasState && t.State != event.StateErr && t.State != event.StateReset {
+		switch {
+		case t.Mig == event.MigArmed && q.rearm.ok() && q.rearm.boot > l.at.boot && start >= q.rearm.boot:
+			// REARM turned ARMED after the migration: a packet from the
+			// peer came on the path the QP runs on, so that path works.
+			l.proven = true
+		case l.retriesOver() != 0 && start > l.at.boot+l.retriesOver():
+			// Alive after every retry on that path would have run out:
+			// the requests outstanding at the migration got through.
+			l.proven = true
+		}
 	}
 	if t.HasState && q.migAt <= start {
 		if t.State == event.StateRTS && q.state != event.StateRTS {

@@ -16,8 +16,14 @@ import (
 // PortFailureWindow of a PORT_ERR on the QP's primary port (the owner
 // reacting to its error completions). Once per generation; the finding
 // names the finding that left the QP unprotected (cause) and for how long.
-// A migration proves the QP was armed, and a rearm onto a new alternate
-// protects it again (a stuck rearm stays until the QP reads ARMED).
+// A migration onto another path proves the QP was armed and protected; a
+// migration onto the path that failed (armed onto the path it ran on, by a
+// rearm without a new alternate after a copy-migration) protects nothing,
+// and the owner's teardown within PortFailureWindow after it is the loss.
+// A rearm onto a new alternate protects it again (a stuck rearm stays until
+// the QP reads ARMED). A QP that dies on the path a migration just moved it
+// onto is a migration-error instead, unless it was unprotected before that
+// migration.
 
 const remedyUnprotected = "the connection was lost on a path failure while it had no armed alternate: fix what the cause finding says (after each migration, on each side: LAP, new alternate, rearm), and make sure both sides rearm and traffic flows"
 
