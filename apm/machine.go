@@ -304,6 +304,7 @@ func (m *Model) reset(q *qp) {
 	q.rtsAt = 0
 	if x := q.x; x != nil {
 		x.ep = nil
+		x.last = lastMig{} // a new connection: the old migration judges nothing in it
 		x.lapRecv = ref{}
 		x.rearmSince, x.stuckID = 0, 0
 		x.pendTruth = 0

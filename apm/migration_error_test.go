@@ -237,3 +237,23 @@ func TestMigrationErrorExplains(t *testing.T) {
 		})
 	}
 }
+
+// A QP reset and connected again is a new connection: a migration before
+// the reset judges nothing after it.
+func TestMigrationErrorForgottenAtReset(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "negative: PATH_MIG, reset, connected again, then ERR within the window",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(time.Second).ToState(qpn, event.StateReset)
+				b.ToState(qpn, event.StateInit)
+				b.ToState(qpn, event.StateRTR)
+				b.ToState(qpn, event.StateRTS)
+				b.After(10*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+		},
+	})
+}
