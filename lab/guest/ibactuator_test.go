@@ -43,9 +43,9 @@ func qpAttr(l Line, side string, path ...string) int64 {
 // failure: load-alt puts the alternate (back through port 1) into both
 // QPs, as the owner's QUERY_QP (through its own file) and the driver
 // read; rearm on both ends arms them (netlink reads ARMED once traffic
-// carried MigReq=0 both ways); migrate swaps the paths (primary port 1,
-// alternate port 2 to DLID 4) and the peer follows with PATH_MIG; rearm with
-// a new alternate arms them again.
+// carried MigReq=0); migrate moves the QP onto the alternate, which it
+// copies (primary and alternate both port 1 to DLID 3), and the peer
+// follows with PATH_MIG; rearm with a new alternate arms them again.
 func TestIBActuatorOnRealAlternate(t *testing.T) {
 	p, ready := startIBPair(t, 1, "never-rearm")
 	q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
@@ -89,13 +89,13 @@ func TestIBActuatorOnRealAlternate(t *testing.T) {
 	from := len(p.Lines())
 	m := actuateIB(t, "migrate", pid, "ibsim0", q0)
 	if qpAttr(m, "after", "path_mig_state") != 0 || qpAttr(m, "after", "port_num") != 1 || qpAttr(m, "after", "dest", "dlid") != 3 ||
-		qpAttr(m, "after", "alt_port_num") != 2 || qpAttr(m, "after", "alt_dest", "dlid") != 4 {
-		t.Errorf("migrate: after %v, want MIGRATED on port 1 to LID 3, alternate port 2 to LID 4 (swapped)", sub(m, "after"))
+		qpAttr(m, "after", "alt_port_num") != 1 || qpAttr(m, "after", "alt_dest", "dlid") != 3 {
+		t.Errorf("migrate: after %v, want MIGRATED on port 1 to LID 3, the alternate the same path (copied)", sub(m, "after"))
 	}
 	p.Wait(t, from, evTimeout, Match("event", "PATH_MIG", "dev", "ibsim1", "qpn", q1))
-	waitIB(t, "ibsim1", q1, "migrated to port 1", Match("path_mig_state", "MIGRATED", "port", 1, "alt_port", 2))
+	waitIB(t, "ibsim1", q1, "migrated to port 1", Match("path_mig_state", "MIGRATED", "port", 1, "alt_port", 1))
 
-	// rearm with a new alternate (the one it has is the port-2 path it left)
+	// rearm with a new alternate (the one it has is the path it runs on)
 	newAlt := map[string]int64{"ibsim0": 4, "ibsim1": 2}
 	for dev, q := range map[string]int64{"ibsim0": q0, "ibsim1": q1} {
 		l := actuateIB(t, "rearm", pid, dev, q, "--alt-port", "2", "--alt-dlid", fmt.Sprint(newAlt[dev]))

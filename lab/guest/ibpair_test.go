@@ -26,8 +26,9 @@ func startIBPair(t *testing.T, pairs int, behavior string) (*Proc, []Line) {
 }
 
 // A port DOWN migrates every armed QP whose primary crosses it, on both
-// hosts: each owner reads PATH_MIG from its async fd, QUERY_QP shows the
-// swapped paths, and after the rearm (new alternate on the other port,
+// hosts, once its requests' retries run out: each owner reads PATH_MIG
+// from its async fd, QUERY_QP shows the alternate copied into the primary
+// (both on port 2), and after the rearm (new alternate on the other port,
 // which returns 0 on InfiniBand) every QP is ARMED again, as netlink says.
 func TestIBPairPortDownMigratesEveryPair(t *testing.T) {
 	p, ready := startIBPair(t, 3, "rearm")
@@ -37,8 +38,9 @@ func TestIBPairPortDownMigratesEveryPair(t *testing.T) {
 		_, from := p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", dev, "qpn", q))
 		ev, _ := p.Wait(t, from, evTimeout, Match("query", "after_event", "dev", dev, "qpn", q))
 		wantDLID := map[string]int64{"ibsim0": 4, "ibsim1": 2}[dev]
-		if ev.Str("path_mig_state") != "MIGRATED" || ev.Int("port") != 2 || ev.Int("dlid") != wantDLID {
-			t.Errorf("%s QP %d after PATH_MIG: %v, want MIGRATED on port 2 to LID %d", dev, q, ev, wantDLID)
+		if ev.Str("path_mig_state") != "MIGRATED" || ev.Int("port") != 2 || ev.Int("dlid") != wantDLID ||
+			ev.Int("alt_port") != 2 || ev.Int("alt_dlid") != wantDLID {
+			t.Errorf("%s QP %d after PATH_MIG: %v, want MIGRATED on port 2 to LID %d, the alternate the same path (copied)", dev, q, ev, wantDLID)
 		}
 		alt, _ := p.Wait(t, from, evTimeout, Match("modify", "alt_path", "dev", dev, "qpn", q))
 		if alt.Int("ret") != 0 || alt.Int("alt_port") != 1 || alt.Str("live") != "false" {
@@ -57,24 +59,29 @@ func TestIBPairPortDownMigratesEveryPair(t *testing.T) {
 }
 
 // REARM stays REARM while the peer has not rearmed (its packets carry
-// MigReq=1), and while the peer does not send at all.
-func TestIBPairRearmNeedsBothSidesAndTraffic(t *testing.T) {
+// MigReq=1). Traffic in one direction arms both ends: the responder's ACKs
+// carry its MigReq=0 (IBTA; hfi1/qib check every packet, ACKs included).
+func TestIBPairRearmNeedsBothSides(t *testing.T) {
 	for _, c := range []struct{ behavior, dev0, dev1 string }{
 		{"one-side", "REARM", "MIGRATED"}, // ibsim1 never rearms
-		{"no-traffic", "REARM", "ARMED"},  // ibsim1 rearms but never sends
+		{"no-traffic", "ARMED", "ARMED"},  // ibsim1 rearms but never sends
 	} {
 		t.Run(c.behavior, func(t *testing.T) {
 			p, ready := startIBPair(t, 1, c.behavior)
 			q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 			p.Wait(t, 0, evTimeout, Match("query", "after_react", "dev", "ibsim0", "qpn", q0))
-			if c.dev1 == "ARMED" { // ibsim0's packets arm ibsim1: traffic flows
+			if c.dev1 == "ARMED" {
 				waitIB(t, "ibsim1", q1, "ARMED", Match("path_mig_state", "ARMED"))
 			}
+			before := ibQP(t, "ibsim1", q1)
 			time.Sleep(500 * time.Millisecond) // ten more ticks of simulated traffic
 			a, b := ibQP(t, "ibsim0", q0), ibQP(t, "ibsim1", q1)
 			if a.Str("path_mig_state") != c.dev0 || b.Str("path_mig_state") != c.dev1 {
 				t.Errorf("%s: ibsim0 %v, ibsim1 %v; want %s and %s", c.behavior, a, b, c.dev0, c.dev1)
+			}
+			if c.behavior == "no-traffic" && (b.Int("tx") != before.Int("tx") || b.Int("rx") <= before.Int("rx")) {
+				t.Errorf("no-traffic: ibsim1 %v then %v, want no request sent, ibsim0's received (and ACKed)", before, b)
 			}
 			if n := nlQP(t, "ibsim0", q0); fmt.Sprint(n["path-mig-state"]) != c.dev0 {
 				t.Errorf("%s: netlink %v, want %s", c.behavior, n, c.dev0)
@@ -84,33 +91,43 @@ func TestIBPairRearmNeedsBothSidesAndTraffic(t *testing.T) {
 	}
 }
 
-// A forced migration (modify MIGRATED while ARMED) swaps the paths and, as
-// on mlx5, raises no event at its owner; the peer then receives MigReq=1 on
-// its alternate path and migrates too, with PATH_MIG.
+// A forced migration (modify MIGRATED while ARMED) moves the QP to its
+// alternate; the peer then receives MigReq=1 on its alternate path and
+// migrates too, with PATH_MIG. What the forcing side sees is the
+// firmware's: with rdmavt's answers (ibta) PATH_MIG, raised inside the
+// modify, and the alternate copied; with the mlx5 guesses no event and a
+// zeroed alternate.
 func TestIBPairForcedMigration(t *testing.T) {
-	p, ready := startIBPair(t, 1, "never-rearm")
-	q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := p.Wait(t, 0, evTimeout, Match("modify", "force_migrate", "qpn", q0))
-	if f.Int("ret") != 0 {
-		t.Fatalf("forced migration: %v", f)
-	}
-	af, _ := p.Wait(t, 0, evTimeout, Match("query", "after_force", "qpn", q0))
-	if af.Str("path_mig_state") != "MIGRATED" || af.Int("port") != 2 || af.Int("alt_port") != 1 {
-		t.Errorf("after the forced migration: %v, want MIGRATED on port 2, alternate port 1", af)
-	}
-	p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", "ibsim1", "qpn", q1))
-	time.Sleep(300 * time.Millisecond)
-	if m := Filter(p.Lines(), Match("event", "PATH_MIG", "qpn", q0)); len(m) != 0 {
-		t.Errorf("the forcing side got PATH_MIG: %v", m)
-	}
+	eachProfile(t, func(t *testing.T, profile string) {
+		p, ready := startIBPair(t, 1, "never-rearm")
+		q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
+		if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := p.Wait(t, 0, evTimeout, Match("modify", "force_migrate", "qpn", q0))
+		if f.Int("ret") != 0 {
+			t.Fatalf("forced migration: %v", f)
+		}
+		af, _ := p.Wait(t, 0, evTimeout, Match("query", "after_force", "qpn", q0))
+		wantAlt := map[string]int64{"ibta": 2, "mlx5": 0}[profile]
+		if af.Str("path_mig_state") != "MIGRATED" || af.Int("port") != 2 || af.Int("dlid") != 4 || af.Int("alt_port") != wantAlt {
+			t.Errorf("after the forced migration: %v, want MIGRATED on port 2 to LID 4, alternate port %d", af, wantAlt)
+		}
+		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", "ibsim1", "qpn", q1))
+		time.Sleep(300 * time.Millisecond)
+		m := Filter(p.Lines(), Match("event", "PATH_MIG", "qpn", q0))
+		if want := map[string]int{"ibta": 1, "mlx5": 0}[profile]; len(m) != want {
+			t.Errorf("the forcing side got PATH_MIG %d times (%v), want %d", len(m), m, want)
+		}
+	})
 }
 
 // mvapich's single modify (ALT_PATH|PATH_MIG_STATE=REARM) is accepted and
 // arms again; alt-onto-primary arms onto the path it runs on, so the next
-// failure of that path is a failed migration (PATH_MIG_ERR at the owner).
+// failure of that path is a failed migration: with rdmavt's answers the
+// QP migrates onto the same dead path (PATH_MIG) and dies when those
+// retries run out too; with the mlx5 guesses firmware raises PATH_MIG_ERR.
+// Either way the owner gets a retry-exceeded completion.
 func TestIBPairBehaviours(t *testing.T) {
 	t.Run("mvapich", func(t *testing.T) {
 		p, ready := startIBPair(t, 1, "mvapich")
@@ -124,18 +141,24 @@ func TestIBPairBehaviours(t *testing.T) {
 		p.Stop(t)
 	})
 	t.Run("alt-onto-primary", func(t *testing.T) {
-		p, ready := startIBPair(t, 1, "alt-onto-primary")
-		q0 := QPN(t, ready, "ibsim0")
-		MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
-		_, from := p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "qpn", q0))
-		alt, _ := p.Wait(t, from, evTimeout, Match("modify", "alt_path", "qpn", q0))
-		if alt.Int("ret") != 0 || alt.Int("alt_port") != 2 {
-			t.Errorf("alt-onto-primary load %v: want ret 0 onto port 2 (the new primary)", alt)
-		}
-		waitIB(t, "ibsim0", q0, "ARMED", Match("path_mig_state", "ARMED", "alt_port", 2))
-		MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
-		p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG_ERR", "qpn", q0))
-		p.Stop(t)
+		eachProfile(t, func(t *testing.T, profile string) {
+			p, ready := startIBPair(t, 1, "alt-onto-primary")
+			q0 := QPN(t, ready, "ibsim0")
+			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+			_, from := p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "qpn", q0))
+			alt, _ := p.Wait(t, from, evTimeout, Match("modify", "alt_path", "qpn", q0))
+			if alt.Int("ret") != 0 || alt.Int("alt_port") != 2 {
+				t.Errorf("alt-onto-primary load %v: want ret 0 onto port 2 (the new primary)", alt)
+			}
+			waitIB(t, "ibsim0", q0, "ARMED", Match("path_mig_state", "ARMED", "alt_port", 2))
+			from = len(p.Lines())
+			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
+			want := map[string]string{"ibta": "PATH_MIG", "mlx5": "PATH_MIG_ERR"}[profile]
+			p.Wait(t, from, evTimeout, Match("event", want, "qpn", q0))
+			p.Wait(t, from, evTimeout, Match("wc", "RETRY_EXC_ERR", "dev", "ibsim0", "qpn", q0))
+			waitIB(t, "ibsim0", q0, "ERR", Match("state", "ERR"))
+			p.Stop(t)
+		})
 	})
 }
 

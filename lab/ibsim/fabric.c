@@ -51,6 +51,7 @@ static struct {
 static u64 evlog_next;
 
 static LIST_HEAD(ev_list);
+static LIST_HEAD(later_list);	/* raised by ev_later_work, not before */
 static DEFINE_SPINLOCK(ev_lock);
 static struct work_struct ev_work;
 static struct delayed_work tick_work, ev_later_work;
@@ -140,8 +141,8 @@ static struct ibsim_qp *find_qp(struct ibsim_dev *d, u32 qpn)
 
 /* --- events --- */
 
-static void queue_ev(struct ibsim_qp *qp, struct ibsim_dev *d, u32 port,
-		     enum ib_event_type type)
+static void queue_on(struct list_head *list, struct ibsim_qp *qp,
+		     struct ibsim_dev *d, u32 port, enum ib_event_type type)
 {
 	struct ibsim_ev *e = kzalloc(sizeof(*e), GFP_KERNEL);
 	unsigned long flags;
@@ -156,8 +157,28 @@ static void queue_ev(struct ibsim_qp *qp, struct ibsim_dev *d, u32 port,
 	e->port = port;
 	e->type = type;
 	spin_lock_irqsave(&ev_lock, flags);
-	list_add_tail(&e->list, &ev_list);
+	list_add_tail(&e->list, list);
 	spin_unlock_irqrestore(&ev_lock, flags);
+}
+
+static void queue_ev(struct ibsim_qp *qp, struct ibsim_dev *d, u32 port,
+		     enum ib_event_type type)
+{
+	queue_on(&ev_list, qp, d, port, type);
+}
+
+/* A QP event raised only once ibsim_kick_events_later's delay has passed. */
+void ibsim_queue_qp_event_later(struct ibsim_qp *qp, enum ib_event_type type)
+{
+	queue_on(&later_list, qp, qp->dev, 0, type);
+}
+
+/* Moves the held events to the queue (their time came, or their QP goes). */
+void ibsim_release_later(void)
+{
+	spin_lock_irq(&ev_lock);
+	list_splice_tail_init(&later_list, &ev_list);
+	spin_unlock_irq(&ev_lock);
 }
 
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type)
@@ -178,6 +199,7 @@ void ibsim_kick_events(void)
 
 static void ev_later_fn(struct work_struct *w)
 {
+	ibsim_release_later();
 	ibsim_kick_events();
 }
 
@@ -344,13 +366,21 @@ static struct ibsim_qp *transmit(struct ibsim_qp *s)
  * dead-alternate knob at pathmig-err, an ARMED QP whose alternate is dead
  * gets PATH_MIG_ERR instead of migrating, then goes to ERR.
  */
+static void round_trip(struct ibsim_qp *s);
+
 static void retries_exhausted(struct ibsim_qp *qp)
 {
 	qp->retries_exhausted++;
 	if (qp->attr.path_mig_state == IB_MIG_ARMED) {
 		if (ibsim_knob[KNOB_DEAD_ALT] == DEADALT_RETRY ||
 		    (qp->alt_valid && path_alive(qp, true))) {
+			/*
+			 * restart_rc resends the request at once on the new
+			 * path, with MigReq=1: the peer learns of the
+			 * migration long before software hears of it.
+			 */
 			ibsim_migrate(qp);
+			round_trip(qp);
 			return;
 		}
 		ibsim_queue_qp_event(qp, IB_EVENT_PATH_MIG_ERR);
@@ -429,6 +459,17 @@ static void tick_fn(struct work_struct *w)
 	if (!READ_ONCE(stopping))
 		queue_delayed_work(ibsim_wq, &tick_work,
 				   msecs_to_jiffies(tick_ms ? tick_ms : 1));
+}
+
+/*
+ * A QP software just moved to its alternate sends its next request at once
+ * if it has any (its request stream does not wait for a tick), with
+ * MigReq=1. Under ibsim_mutex.
+ */
+void ibsim_forced_migration(struct ibsim_qp *qp)
+{
+	if (sending(qp) && has_requests(qp))
+		round_trip(qp);
 }
 
 /* Posted sends go out at once, not at the next tick. */

@@ -184,6 +184,9 @@ bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
 void ibsim_kick_events_later(void);
+void ibsim_queue_qp_event_later(struct ibsim_qp *qp, enum ib_event_type type);
+void ibsim_release_later(void);
+void ibsim_forced_migration(struct ibsim_qp *qp);	/* under ibsim_mutex */
 void ibsim_kick_sends(void);
 void ibsim_queue_port_event(struct ibsim_dev *dev, u32 port,
 			    enum ib_event_type type);

@@ -103,6 +103,7 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	list_del(&qp->list);
 	ibsim_forget_qp(qp);
 	mutex_unlock(&ibsim_mutex);
+	ibsim_release_later();
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
 	kfree(qp->rq);
@@ -375,7 +376,9 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	}
 	WRITE_ONCE(qp->attr.qp_state, next);
 	if (forced && ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
-		ibsim_queue_qp_event(qp, IB_EVENT_PATH_MIG);
+		ibsim_queue_qp_event_later(qp, IB_EVENT_PATH_MIG);
+	if (forced)
+		ibsim_forced_migration(qp);
 out:
 	mutex_unlock(&ibsim_mutex);
 	if (!forced)
@@ -388,6 +391,7 @@ out:
 		ibsim_raise_qp_event(qp, IB_EVENT_PATH_MIG);
 	else if (ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
 		ibsim_kick_events_later();
+	ibsim_kick_events();	/* what its first packet did at the peer */
 	return ret;
 }
 
