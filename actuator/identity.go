@@ -15,25 +15,27 @@ import (
 // owned by the same process, and agree with the handle.
 
 // sameQP says how a QUERY_QP reading differs from a netlink row in what
-// both show (remote QPN, state, port); "" when they agree. Netlink shows
-// no address vectors, so the paths themselves cannot be compared.
+// both show and what cannot change under software's feet (remote QPN,
+// state); "" when they agree. Netlink shows no address vectors, so the
+// paths themselves cannot be compared, and its port only breaks ties
+// (samePort).
 func sameQP(a Attr, row rdmanl.QP) string {
 	switch {
 	case row.HasRemote && a.DestQPN != row.RQPN:
 		return fmt.Sprintf("the handle reads remote qpn %d, rdma netlink %d", a.DestQPN, row.RQPN)
 	case event.QPState(a.State) != row.State:
 		return fmt.Sprintf("the handle reads %s, rdma netlink %s", event.QPState(a.State), row.State)
-	case !samePort(a, row.Port):
-		return fmt.Sprintf("the handle reads port %d (alternate %d), rdma netlink %d", a.PortNum, a.AltPortNum, row.Port)
 	}
 	return ""
 }
 
 // samePort: rdma netlink shows the port software last set (ib_core's
-// qp->port, changed only by a modify with IB_QP_PORT), QUERY_QP the port of
-// the path the QP runs on. After an APM migration (the HCA swaps the paths)
-// they differ: netlink's port is then the alternate's (the old primary).
-// 0 (not set yet) agrees with anything.
+// qp->port, changed only by a modify with IB_QP_PORT), QUERY_QP the ports
+// of the paths. An APM migration copies the alternate into the primary
+// (IBTA; hfi1/qib *_migrate_qp; the mlx drivers only move their own port),
+// so after one both paths may be on a port netlink does not show: a port
+// that agrees (or 0, not set yet) tells two candidates apart, one that
+// does not proves nothing.
 func samePort(a Attr, port uint32) bool {
 	return port == 0 || uint32(a.PortNum) == port || uint32(a.AltPortNum) == port
 }

@@ -83,17 +83,27 @@ func TestVerifiedThroughNetlink(t *testing.T) {
 	}
 }
 
-// A migrated InfiniBand QP runs on its old alternate's port while rdma
-// netlink still shows the port software set (ib_core's qp->port): the
-// handle still names it. Another port altogether does not.
+// A migrated InfiniBand QP runs on its old alternate's port, copied into
+// both paths, while rdma netlink still shows the port software set
+// (ib_core's qp->port): the handle still names it, and the port only
+// breaks ties between candidates.
 func TestSamePortAfterMigration(t *testing.T) {
-	migrated := Attr{PortNum: 2, AltPortNum: 1}
-	for port, want := range map[uint32]bool{0: true, 1: true, 2: true, 3: false} {
+	migrated := Attr{PortNum: 2, AltPortNum: 2, DestQPN: 7, State: uint8(event.StateRTS)}
+	row := rdmanl.QP{Port: 1, RQPN: 7, HasRemote: true, State: event.StateRTS}
+	if why := sameQP(migrated, row); why != "" {
+		t.Errorf("a migrated QP against netlink's port 1: %q, want the same QP", why)
+	}
+	for port, want := range map[uint32]bool{0: true, 1: false, 2: true} {
 		if got := samePort(migrated, port); got != want {
-			t.Errorf("samePort(port 2 alt 1, netlink %d) = %v, want %v", port, got, want)
+			t.Errorf("samePort(port 2 alt 2, netlink %d) = %v, want %v", port, got, want)
 		}
 	}
-	if !samePort(Attr{PortNum: 1}, 1) || samePort(Attr{PortNum: 1}, 2) {
-		t.Error("an unmigrated QP on port 1")
+	other := Attr{PortNum: 1, AltPortNum: 2, DestQPN: 7, State: uint8(event.StateRTS)}
+	cs := []candidate{{handle: 3, attr: migrated}, {handle: 4, attr: other}}
+	if got := matchRow(cs, row); len(got) != 1 || got[0].handle != 4 {
+		t.Errorf("two candidates, one on netlink's port: %v, want handle 4", got)
+	}
+	if got := matchRow(cs[:1], row); len(got) != 1 || got[0].handle != 3 {
+		t.Errorf("the migrated QP alone: %v, want handle 3", got)
 	}
 }

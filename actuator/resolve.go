@@ -98,19 +98,26 @@ type candidate struct {
 }
 
 // matchRow keeps the candidates whose query agrees with the netlink row:
-// remote QPN, state and port must agree; PSNs break ties (they are the
-// same reading when no traffic flows between the two queries).
+// remote QPN and state must agree; the port (samePort), then the PSNs
+// (the same reading when no traffic flows between the two queries) break
+// ties.
 func matchRow(cs []candidate, r rdmanl.QP) []candidate {
-	var strict []candidate
+	var strict, port []candidate
 	for _, c := range cs {
 		a := c.attr
 		if a.DestQPN != r.RQPN || event.QPState(a.State) != r.State {
 			continue
 		}
-		if !samePort(a, r.Port) {
-			continue
-		}
 		strict = append(strict, c)
+		if samePort(a, r.Port) {
+			port = append(port, c)
+		}
+	}
+	if len(strict) <= 1 {
+		return strict
+	}
+	if len(port) >= 1 {
+		strict = port
 	}
 	if len(strict) <= 1 {
 		return strict
