@@ -28,7 +28,7 @@ func prepare(cfg apmApmConfig, ring uint32, opts Options) (*liveKernel, *loader,
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		warmBTF(cache, append(hookModules(defaultHooks()), eventHookModules(opts.EventHooks)...))
+		warmBTF(cache, append(hookModules(defaultHooks()), eventHookModules(opts.hookSpecs())...))
 	}()
 	var l *loader
 	var lerr error
@@ -36,7 +36,7 @@ func prepare(cfg apmApmConfig, ring uint32, opts Options) (*liveKernel, *loader,
 		defer wg.Done()
 		l, lerr = newLoader(cfg, ring, cache, opts.Log)
 	}()
-	k, kerr := newLiveKernel(cache, symbolNames(defaultHooks(), opts.EventHooks))
+	k, kerr := newLiveKernel(cache, symbolNames(defaultHooks(), opts.hookSpecs()))
 	wg.Wait()
 	if err := errors.Join(kerr, lerr); err != nil {
 		if l != nil {

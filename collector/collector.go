@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,20 +30,29 @@ const pollInterval = 20 * time.Millisecond
 
 // Options configure a live collector.
 type Options struct {
-	AllMADs     bool      // every MAD class, not only CM (0x07)
-	ForceKprobe bool      // kprobes and raw tracepoints only (tests the fallback)
-	EventHooks  []string  // extra (struct ib_event *, void *) QP event handlers
-	RingMiB     int       // the probes' ring buffer in MiB, a power of two (0: DefaultRingMiB)
-	Log         io.Writer // fallback and verifier details; nil: quiet
+	AllMADs     bool     // every MAD class, not only CM (0x07)
+	ForceKprobe bool     // kprobes and raw tracepoints only (tests the fallback)
+	EventHooks  []string // extra (struct ib_event *, void *) QP event handlers
+	// RawEventHooks are extra functions shaped like mlx5_ib_qp_event
+	// (struct mlx5_core_qp *, int type): MODULE:FUNC. The lab's HCA has
+	// one, so that the raw driver hook's path runs end to end there.
+	RawEventHooks []string
+	RingMiB       int       // the probes' ring buffer in MiB, a power of two (0: DefaultRingMiB)
+	Log           io.Writer // fallback and verifier details; nil: quiet
 }
 
 func (o Options) plan() planOptions {
-	return planOptions{ForceKprobe: o.ForceKprobe, EventHooks: o.EventHooks}
+	return planOptions{ForceKprobe: o.ForceKprobe, EventHooks: o.EventHooks, RawEventHooks: o.RawEventHooks}
+}
+
+// hookSpecs is every MODULE:FUNC or FUNC the options add.
+func (o Options) hookSpecs() []string {
+	return append(slices.Clone(o.EventHooks), o.RawEventHooks...)
 }
 
 // Plan lists every hook and how it would be attached, without attaching.
 func Plan(opts Options) ([]event.Hook, error) {
-	k, err := newLiveKernel(btf.NewCache(), symbolNames(defaultHooks(), opts.EventHooks))
+	k, err := newLiveKernel(btf.NewCache(), symbolNames(defaultHooks(), opts.hookSpecs()))
 	if err != nil {
 		return nil, err
 	}

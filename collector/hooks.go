@@ -46,6 +46,13 @@ func qpEventHook(name, module, signal string, r role) hookDef {
 		Fentry: "fentry_qp_event", Kprobe: "kprobe_qp_event"}
 }
 
+// mlx5Hook is a raw driver event function (struct mlx5_core_qp *, int
+// type): a fallback, attached only without __ib_qp_event_handler.
+func mlx5Hook(name, module, signal string) hookDef {
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc,
+		Role: roleFallback, Fentry: "fentry_mlx5_qp_event", Kprobe: "kprobe_mlx5_qp_event"}
+}
+
 func modifyHook(name, signal string) hookDef {
 	// fexit alone sees arguments and return code; kprobes need the join.
 	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
@@ -75,8 +82,7 @@ func defaultHooks() []hookDef {
 		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs"),
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
 		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
-		{Name: "mlx5_ib_qp_event", Module: "mlx5_ib", Signal: "qp async events, mlx5 (raw, qpn only)", Kind: hookFunc,
-			Role: roleFallback, Fentry: "fentry_mlx5_qp_event", Kprobe: "kprobe_mlx5_qp_event"},
+		mlx5Hook("mlx5_ib_qp_event", "mlx5_ib", "qp async events, mlx5 (raw, qpn only)"),
 		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookFunc,
 			Role: roleFallback, Fentry: "fentry_mlx4_qp_event", Kprobe: "kprobe_mlx4_qp_event"},
 		qpEventHook("qp_event_handler", "rpcrdma", "qp async events, NFS/RDMA server", roleFallback),

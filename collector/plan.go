@@ -31,6 +31,10 @@ func (t target) hook() event.Hook { return t.def.describe(t.method, t.reason) }
 type planOptions struct {
 	ForceKprobe bool     // never use fentry/fexit or tp_btf (tests the fallback)
 	EventHooks  []string // extra (struct ib_event *, void *) handlers: FUNC or MODULE:FUNC
+	// RawEventHooks: extra mlx5-shaped raw event functions, MODULE:FUNC,
+	// attached like mlx5_ib_qp_event (a fallback: only without
+	// __ib_qp_event_handler).
+	RawEventHooks []string
 }
 
 // plan chooses, for every hook, how to attach it on this kernel. It attaches
@@ -53,6 +57,12 @@ func plan(k kernelView, defs []hookDef, opts planOptions) []target {
 			continue
 		}
 		defs = append(defs, qpEventHook(name, module, "qp async events, --event-hook", roleAlways))
+	}
+	for _, spec := range opts.RawEventHooks {
+		module, name, _ := strings.Cut(spec, ":")
+		if !slices.ContainsFunc(defs, func(d hookDef) bool { return d.Name == name }) {
+			defs = append(defs, mlx5Hook(name, module, "qp async events, raw (mlx5 shape, qpn only), --raw-event-hook"))
+		}
 	}
 	out := make([]target, 0, len(defs))
 	for _, d := range defs {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,5 +208,26 @@ func TestKallsymsWanted(t *testing.T) {
 	long := strings.Repeat("x", 300*1024) + "\nffffffffc0001000 T ib_modify_qp\t[ib_core]\n"
 	if s, err := readKallsyms(strings.NewReader(long), nil); err != nil || len(s.text["ib_modify_qp"]) != 1 {
 		t.Errorf("after an over-long line: %v %v", err, s)
+	}
+}
+
+// --raw-event-hook MODULE:FUNC attaches a function like mlx5_ib_qp_event:
+// a fallback, so on a kernel with __ib_qp_event_handler it is not needed,
+// and without it it is attached (fentry with the module's BTF).
+func TestPlanRawEventHook(t *testing.T) {
+	spec := planOptions{RawEventHooks: []string{"ibsim:ibsim_mlx5_qp_event"}}
+	k612 := kallsyms612 + "ffffffffc0009000 T ibsim_mlx5_qp_event	[ibsim]\n"
+	funcs := append(slices.Clone(btf612), "ibsim:ibsim_mlx5_qp_event")
+	if g := byName(plan(newFake(t, k612, funcs...), defaultHooks(), spec))["ibsim_mlx5_qp_event"]; g.method != event.HookSkipped || g.def.Fentry != "fentry_mlx5_qp_event" {
+		t.Errorf("with __ib_qp_event_handler: %s %q %+v", g.method, g.reason, g.def)
+	}
+	k61 := strings.Replace(k612, "ffffffffc0001200 t __ib_qp_event_handler	[ib_core]\n", "", 1)
+	funcs = slices.DeleteFunc(funcs, func(f string) bool { return f == "ib_core:__ib_qp_event_handler" })
+	g := byName(plan(newFake(t, k61, funcs...), defaultHooks(), spec))["ibsim_mlx5_qp_event"]
+	if g.method != event.HookFentry || g.module != "ibsim" {
+		t.Errorf("without __ib_qp_event_handler: %s %q in %q", g.method, g.reason, g.module)
+	}
+	if g := byName(plan(newFake(t, k61, funcs...), defaultHooks(), planOptions{}))["ibsim_mlx5_qp_event"]; g.def.Name != "" {
+		t.Errorf("without the flag the function is planned: %+v", g)
 	}
 }

@@ -71,6 +71,8 @@ func checkRing(mib int) error {
 	return nil
 }
 
-func addEventHookFlag(fl *pflag.FlagSet, hooks *[]string) {
-	fl.StringSliceVar(hooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler: FUNC or MODULE:FUNC")
+func addEventHookFlag(fl *pflag.FlagSet, opts *collector.Options) {
+	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler: FUNC or MODULE:FUNC")
+	fl.StringSliceVar(&opts.RawEventHooks, "raw-event-hook", nil, "(lab) also watch this function as a raw driver event hook shaped like mlx5_ib_qp_event: MODULE:FUNC")
+	_ = fl.MarkHidden("raw-event-hook")
 }

@@ -182,3 +182,38 @@ func TestIBPairUnarmedFailureCompletes(t *testing.T) {
 		t.Errorf("unarmed QPs raised PATH_MIG_ERR: %v", m)
 	}
 }
+
+// QPs on a shared receive queue: when one enters ERR (its retries run out
+// unarmed) the HCA raises QP_LAST_WQE_REACHED on it (IBTA; rdmavt's
+// rvt_error_qp), the one async sign that an SRQ consumer lost a QP, with
+// the retry-exceeded completion. A QP without an SRQ gets no such event.
+func TestIBPairSRQLastWQEReached(t *testing.T) {
+	for _, srq := range []bool{true, false} {
+		t.Run(fmt.Sprintf("srq=%v", srq), func(t *testing.T) {
+			args := []string{"--behavior", "never-rearm", "--pairs", "1"}
+			if srq {
+				args = append(args, "--srq")
+			}
+			p := Start(t, "lab-ibpair", args...)
+			t.Cleanup(func() { resetFabric(t) })
+			ready := p.Ready(t, 2)
+			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+			for _, r := range ready {
+				p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", r.Str("dev"), "qpn", r.Int("qpn")))
+			}
+			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
+			for _, r := range ready {
+				dev, q := r.Str("dev"), r.Int("qpn")
+				p.Wait(t, 0, evTimeout, Match("wc", "RETRY_EXC_ERR", "dev", dev, "qpn", q))
+				if srq {
+					p.Wait(t, 0, evTimeout, Match("event", "QP_LAST_WQE_REACHED", "dev", dev, "qpn", q))
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+			if m := Filter(p.Lines(), Match("event", "QP_LAST_WQE_REACHED")); !srq && len(m) != 0 {
+				t.Errorf("QPs without an SRQ got %v", m)
+			}
+			p.Stop(t)
+		})
+	}
+}

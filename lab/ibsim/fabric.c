@@ -144,7 +144,7 @@ static struct ibsim_qp *find_qp(struct ibsim_dev *d, u32 qpn)
 static void queue_on(struct list_head *list, struct ibsim_qp *qp,
 		     struct ibsim_dev *d, u32 port, enum ib_event_type type)
 {
-	struct ibsim_ev *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	struct ibsim_ev *e = kzalloc(sizeof(*e), GFP_ATOMIC);
 	unsigned long flags;
 
 	if (!e) {
@@ -181,8 +181,60 @@ void ibsim_release_later(void)
 	spin_unlock_irq(&ev_lock);
 }
 
+/*
+ * mlx5's EQE numbers for the QP events (include/linux/mlx5/device.h), and
+ * back: mlx5_ib_handle_qp_event's mapping.
+ */
+static const struct {
+	enum ib_event_type ib;
+	int raw;
+} raw_types[] = {
+	{ IB_EVENT_PATH_MIG, MLX5_EVENT_TYPE_PATH_MIG },
+	{ IB_EVENT_COMM_EST, MLX5_EVENT_TYPE_COMM_EST },
+	{ IB_EVENT_SQ_DRAINED, MLX5_EVENT_TYPE_SQ_DRAINED },
+	{ IB_EVENT_QP_LAST_WQE_REACHED, MLX5_EVENT_TYPE_SRQ_LAST_WQE },
+	{ IB_EVENT_QP_FATAL, MLX5_EVENT_TYPE_WQ_CATAS_ERROR },
+	{ IB_EVENT_PATH_MIG_ERR, MLX5_EVENT_TYPE_PATH_MIG_FAILED },
+	{ IB_EVENT_QP_REQ_ERR, MLX5_EVENT_TYPE_WQ_INVAL_REQ_ERROR },
+	{ IB_EVENT_QP_ACCESS_ERR, MLX5_EVENT_TYPE_WQ_ACCESS_ERROR },
+};
+
+/*
+ * Shaped like mlx5_ib_qp_event (drivers/infiniband/hw/mlx5/qp.c): the
+ * driver's first sight of a QP event, with the QPN only (in its
+ * struct mlx5_core_qp) and the EQE number, in atomic context; it queues
+ * the typed copy that the ordered work item hands to the QP's event
+ * handler. apmwatch's raw driver hook attaches here in the lab
+ * (trace --raw-event-hook ibsim:ibsim_mlx5_qp_event).
+ */
+noinline void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type)
+{
+	struct ibsim_qp *qp = container_of(mqp, struct ibsim_qp, mqp);
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(raw_types); i++) {
+		if (raw_types[i].raw == type) {
+			queue_ev(qp, qp->dev, 0, raw_types[i].ib);
+			return;
+		}
+	}
+	pr_warn_ratelimited("ibsim: qp %d: unknown raw event %d\n", mqp->qpn, type);
+}
+
+/* A QP event from the fabric goes through the raw event path, as on mlx5. */
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type)
 {
+	unsigned long flags;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(raw_types); i++) {
+		if (raw_types[i].ib == type) {
+			local_irq_save(flags);	/* the EQ interrupt */
+			ibsim_mlx5_qp_event(&qp->mqp, raw_types[i].raw);
+			local_irq_restore(flags);
+			return;
+		}
+	}
 	queue_ev(qp, qp->dev, 0, type);
 }
 

@@ -20,6 +20,7 @@
 #include <linux/spinlock.h>
 #include <linux/version.h>
 #include <linux/workqueue.h>
+#include <linux/mlx5/qp.h>
 #include <rdma/ib_verbs.h>
 
 #define IBSIM_NDEV	2
@@ -70,12 +71,21 @@ struct ibsim_cq {
 	int size, head, count;
 	int notify;		/* armed IB_CQ_* flags, 0 if not armed */
 	u64 overflows;
+	struct work_struct comp_work;	/* calls the completion handler */
 };
 
 struct ibsim_wqe {
 	u64 wr_id;
 	int num_sge;
 	struct ib_sge sge[IBSIM_MAX_SGE];
+};
+
+struct ibsim_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock;
+	struct ibsim_wqe *ring;
+	int size, head, count;
+	u32 limit;
 };
 
 struct ibsim_swqe {
@@ -90,6 +100,7 @@ struct ibsim_qp {
 	struct ibsim_dev *dev;
 	struct ibsim_cq *scq, *rcq;
 	u32 port;			/* GSI/SMI: the port it serves */
+	struct mlx5_core_qp mqp;	/* the raw event's argument (fabric.c) */
 
 	spinlock_t rq_lock;
 	struct ibsim_wqe *rq;
@@ -130,6 +141,11 @@ static inline struct ibsim_qp *to_sqp(struct ib_qp *q)
 	return container_of(q, struct ibsim_qp, ibqp);
 }
 
+static inline struct ibsim_srq *to_ssrq(struct ib_srq *s)
+{
+	return container_of(s, struct ibsim_srq, ibsrq);
+}
+
 static inline struct ibsim_cq *to_scq(struct ib_cq *c)
 {
 	return container_of(c, struct ibsim_cq, ibcq);
@@ -139,6 +155,7 @@ extern struct mutex ibsim_mutex;
 extern struct list_head ibsim_qps;
 extern struct ibsim_dev *ibsim_devs[IBSIM_NDEV];
 extern struct workqueue_struct *ibsim_wq;
+extern struct workqueue_struct *ibsim_cq_wq;
 extern bool ibsim_traffic;
 
 /* knob.c: what firmware decides (docs/lab.md, knob.c) */
@@ -157,6 +174,16 @@ void ibsim_knobs_show(struct seq_file *m);
 extern const struct ib_device_ops ibsim_ops;
 void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc);
 void ibsim_flush_rq(struct ibsim_qp *qp);
+
+/* srq.c */
+int ibsim_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int ibsim_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int ibsim_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int ibsim_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int ibsim_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad);
 
 /* qp.c */
 int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -183,6 +210,7 @@ bool ibsim_port_alive(struct ibsim_port *p);	/* ACTIVE and routed */
 bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
+void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type);
 void ibsim_kick_events_later(void);
 void ibsim_queue_qp_event_later(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_release_later(void);

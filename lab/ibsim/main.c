@@ -10,6 +10,7 @@ DEFINE_MUTEX(ibsim_mutex);
 LIST_HEAD(ibsim_qps);
 struct ibsim_dev *ibsim_devs[IBSIM_NDEV];
 struct workqueue_struct *ibsim_wq;
+struct workqueue_struct *ibsim_cq_wq;	/* completion handlers (verbs.c) */
 
 static void ibsim_free(int i)
 {
@@ -60,6 +61,11 @@ static int ibsim_add(int i)
 		BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
 		BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) |
 		BIT_ULL(IB_USER_VERBS_CMD_CREATE_QP) |
+		BIT_ULL(IB_USER_VERBS_CMD_CREATE_SRQ) |
+		BIT_ULL(IB_USER_VERBS_CMD_MODIFY_SRQ) |
+		BIT_ULL(IB_USER_VERBS_CMD_QUERY_SRQ) |
+		BIT_ULL(IB_USER_VERBS_CMD_DESTROY_SRQ) |
+		BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV) |
 		BIT_ULL(IB_USER_VERBS_CMD_MODIFY_QP) |
 		BIT_ULL(IB_USER_VERBS_CMD_QUERY_QP) |
 		BIT_ULL(IB_USER_VERBS_CMD_DESTROY_QP) |
@@ -86,6 +92,11 @@ static int __init ibsim_init(void)
 	ibsim_wq = alloc_ordered_workqueue("ibsim", 0);
 	if (!ibsim_wq)
 		return -ENOMEM;
+	ibsim_cq_wq = alloc_workqueue("ibsim_cq", WQ_HIGHPRI, 0);
+	if (!ibsim_cq_wq) {
+		destroy_workqueue(ibsim_wq);
+		return -ENOMEM;
+	}
 	ret = ibsim_fabric_init();
 	if (ret)
 		goto out_wq;
@@ -105,6 +116,7 @@ out_devs:
 	for (i = IBSIM_NDEV - 1; i >= 0; i--)
 		ibsim_free(i);
 out_wq:
+	destroy_workqueue(ibsim_cq_wq);
 	destroy_workqueue(ibsim_wq);
 	return ret;
 }
@@ -117,6 +129,7 @@ static void __exit ibsim_exit(void)
 	ibsim_fabric_exit();	/* no more ticks */
 	for (i = IBSIM_NDEV - 1; i >= 0; i--)
 		ibsim_free(i);
+	destroy_workqueue(ibsim_cq_wq);
 	destroy_workqueue(ibsim_wq);
 }
 

@@ -54,8 +54,10 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->srq || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
+	if (init->srq && init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC)
+		return -EOPNOTSUPP;	/* datagrams take their receives from the QP's own queue */
 	if (init->cap.max_send_wr > IBSIM_MAX_WR ||
 	    init->cap.max_recv_wr > IBSIM_MAX_WR ||
 	    init->cap.max_send_sge > IBSIM_MAX_SGE ||
@@ -85,6 +87,7 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mutex_lock(&ibsim_mutex);
 	ibqp->qp_num = init->qp_type == IB_QPT_GSI ? 1 : d->next_qpn++;
+	qp->mqp.qpn = ibqp->qp_num;
 	list_add_tail(&qp->list, &ibsim_qps);
 	mutex_unlock(&ibsim_mutex);
 	return 0;
@@ -234,6 +237,8 @@ void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why)
 	while (sq_pop(qp, &wc, &signaled))
 		ibsim_cq_add(qp->scq, &wc);
 	ibsim_flush_rq(qp);
+	if (qp->ibqp.srq)
+		ibsim_queue_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
 /* rvt_modify_qp's checks; ARMED per the armed-modify knob. */
@@ -337,7 +342,7 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 {
 	struct ibsim_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, next;
-	bool forced = false;
+	bool forced = false, last_wqe = false;
 	int ret;
 
 	mutex_lock(&ibsim_mutex);
@@ -373,6 +378,10 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 		while (sq_pop(qp, &wc, &signaled))
 			ibsim_cq_add(qp->scq, &wc);
 		ibsim_flush_rq(qp);
+		if (qp->ibqp.srq) {
+			ibsim_queue_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+			last_wqe = true;
+		}
 	}
 	WRITE_ONCE(qp->attr.qp_state, next);
 	if (forced && ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
@@ -381,6 +390,8 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 		ibsim_forced_migration(qp);
 out:
 	mutex_unlock(&ibsim_mutex);
+	if (last_wqe)
+		ibsim_kick_events();
 	if (!forced)
 		return ret;
 	/*

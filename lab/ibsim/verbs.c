@@ -26,6 +26,9 @@ static int ibsim_query_device(struct ib_device *ibdev,
 	a->vendor_part_id = 0x1aa;
 	a->hw_ver = 1;
 	a->max_qp = 4096;
+	a->max_srq = 1024;
+	a->max_srq_wr = IBSIM_MAX_WR;
+	a->max_srq_sge = IBSIM_MAX_SGE;
 	a->max_qp_wr = IBSIM_MAX_WR;
 	a->device_cap_flags = IB_DEVICE_AUTO_PATH_MIG |
 		IB_DEVICE_CHANGE_PHY_PORT | IB_DEVICE_PORT_ACTIVE_EVENT |
@@ -199,6 +202,20 @@ static int ibsim_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * The completion handler runs on its own work item, as an HCA calls it from
+ * its completion interrupt: never inside post_send and never under the
+ * driver's locks (a handler that sleeps or takes a lock the caller holds
+ * would work here and fail on hardware otherwise).
+ */
+static void comp_fn(struct work_struct *w)
+{
+	struct ibsim_cq *cq = container_of(w, struct ibsim_cq, comp_work);
+
+	if (cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
 static int ibsim_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *a,
 			   struct uverbs_attr_bundle *attrs)
@@ -215,6 +232,7 @@ static int ibsim_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *a,
 	if (!cq->ring)
 		return -ENOMEM;
 	spin_lock_init(&cq->lock);
+	INIT_WORK(&cq->comp_work, comp_fn);
 	cq->size = a->cqe;
 	ibcq->cqe = a->cqe;
 	return 0;
@@ -222,11 +240,12 @@ static int ibsim_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *a,
 
 static int ibsim_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
+	cancel_work_sync(&to_scq(ibcq)->comp_work);
 	kfree(to_scq(ibcq)->ring);
 	return 0;
 }
 
-/* Adds a completion; calls the completion handler if the CQ is armed. */
+/* Adds a completion; the completion handler follows if the CQ is armed. */
 void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc)
 {
 	unsigned long flags;
@@ -244,8 +263,8 @@ void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc)
 		}
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
-	if (call && cq->ibcq.comp_handler)
-		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	if (call)
+		queue_work(ibsim_cq_wq, &cq->comp_work);
 }
 
 static int ibsim_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc)
@@ -310,10 +329,16 @@ const struct ib_device_ops ibsim_ops = {
 	.destroy_qp = ibsim_destroy_qp,
 	.post_send = ibsim_post_send,
 	.post_recv = ibsim_post_recv,
+	.create_srq = ibsim_create_srq,
+	.modify_srq = ibsim_modify_srq,
+	.query_srq = ibsim_query_srq,
+	.destroy_srq = ibsim_destroy_srq,
+	.post_srq_recv = ibsim_post_srq_recv,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, ibsim_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ibsim_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ibsim_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, ibsim_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, ibsim_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, ibsim_ucontext, ibuc),
 };

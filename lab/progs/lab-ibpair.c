@@ -79,6 +79,8 @@ static void usage(void)
 	       "  --pairs N       QP pairs (default 1, at most %d)\n"
 	       "  --duration D    run time (default: until SIGTERM/SIGINT)\n"
 	       "  --control DIR   the ibsim module's debugfs dir (for no-traffic)\n"
+	       "  --srq           the QPs take their receives from one SRQ per device\n"
+	       "                  (an SRQ QP entering ERR raises QP_LAST_WQE_REACHED)\n"
 	       "  --no-events     never read the async fds: events stay queued in the\n"
 	       "                  kernel until the QPs go (for lab-ib bench)\n"
 	       "  --help          this text\n"
@@ -411,11 +413,12 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "no-events", no_argument, NULL, 'E' },
+		{ "srq", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct pollfd pfd[2];
-	int no_events = 0;
+	int no_events = 0, srq = 0;
 	long duration = 0, deadline = 0, now;
 	int c, i, s, ret, pairs = 1, have_behavior = 0;
 	char cmd[128];
@@ -439,6 +442,7 @@ int main(int argc, char **argv)
 			break;
 		case 'c': control = optarg; break;
 		case 'E': no_events = 1; break;
+		case 'S': srq = 1; break;
 		case 'h': usage(); return 0;
 		default: usage_error("bad arguments");
 		}
@@ -456,6 +460,8 @@ int main(int argc, char **argv)
 		if (ret)
 			die("opening %s through uverbs: %s (is the ibsim module loaded?)",
 			    devnames[s], strerror(-ret));
+		if (srq && (ret = uv_create_srq(&devs[s])))
+			die("create SRQ on %s: %s", devnames[s], strerror(-ret));
 	}
 	for (i = 0; i < pairs; i++) {
 		for (s = 0; s < 2; s++) {

@@ -122,11 +122,33 @@ int uv_create_rc_qp(struct uv_dev *d, uint64_t user_handle, uint32_t *handle,
 	c.max_recv_sge = 1;
 	c.sq_sig_all = 1;
 	c.qp_type = IBV_QPT_RC;	/* the kernel ABI uses the same numbers */
+	if (d->has_srq) {
+		c.srq_handle = d->srq;
+		c.is_srq = 1;
+	}
 	ret = uv_cmd(d->fd, IB_USER_VERBS_CMD_CREATE_QP, &c, sizeof(c), sizeof(r));
 	if (ret)
 		return ret;
 	*handle = r.qp_handle;
 	*qpn = r.qpn;
+	return 0;
+}
+
+int uv_create_srq(struct uv_dev *d)
+{
+	struct ib_uverbs_create_srq c = {};
+	struct ib_uverbs_create_srq_resp r = {};
+	int ret;
+
+	c.response = (uintptr_t)&r;
+	c.pd_handle = d->pd;
+	c.max_wr = 64;
+	c.max_sge = 1;
+	ret = uv_cmd(d->fd, IB_USER_VERBS_CMD_CREATE_SRQ, &c, sizeof(c), sizeof(r));
+	if (ret)
+		return ret;
+	d->srq = r.srq_handle;
+	d->has_srq = 1;
 	return 0;
 }
 

@@ -13,12 +13,17 @@ struct uv_dev {
 	const char *name;
 	int fd, async_fd;
 	uint32_t pd, cq;
+	uint32_t srq;		/* the device's SRQ handle, when has_srq */
+	int has_srq;
 };
 
-/* Opens the uverbs device of RDMA device name, gets a context, a PD, a CQ. */
+/* Opens the uverbs device of RDMA device name, gets a context, a PD, a CQ.
+ * uv_create_rc_qp attaches the QP to the device's SRQ once one was made. */
 int uv_open(struct uv_dev *d, const char *name);
 int uv_create_rc_qp(struct uv_dev *d, uint64_t user_handle, uint32_t *handle,
 		    uint32_t *qpn);
+/* A shared receive queue for the device's later QPs (d->srq). */
+int uv_create_srq(struct uv_dev *d);
 int uv_modify_qp(struct uv_dev *d, struct ib_uverbs_modify_qp *m);
 int uv_query_qp(struct uv_dev *d, uint32_t handle, struct ib_uverbs_query_qp_resp *r);
 int uv_destroy_qp(struct uv_dev *d, uint32_t handle);

@@ -1,0 +1,72 @@
+//go:build labguest
+
+package guest
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"testing"
+)
+
+// hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
+// from kallsyms, not from the kernel's version.
+func hasQPEventHandler(t *testing.T) bool {
+	t.Helper()
+	ks, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(ks, []byte(" __ib_qp_event_handler\t"))
+}
+
+// The raw driver hook's path end to end: ibsim raises every QP event first
+// through ibsim_mlx5_qp_event, shaped like mlx5_ib_qp_event (QPN only,
+// atomic context, before the typed copy is queued). Where ib_core has no
+// __ib_qp_event_handler (6.1), apmwatch attaches it as a raw hook: a kernel
+// ULP's QPs are seen only through it (attributed by QPN, no device), a user
+// QP's through it and ib_uverbs' typed copy (one kept, the other counted as
+// a duplicate), and each QP's missed rearm is found once. Where ib_core has
+// __ib_qp_event_handler the raw hook is not needed and not attached.
+func TestIBRawDriverHook(t *testing.T) {
+	const spec = "ibsim:ibsim_mlx5_qp_event"
+	if hasQPEventHandler(t) {
+		for _, l := range MustRun(t, "apmwatch", "probes", "-o", "json", "--raw-event-hook", spec) {
+			if l.Str("name") == "ibsim_mlx5_qp_event" && (l.Str("method") != "skipped" || l.Str("module") != "ibsim") {
+				t.Errorf("with __ib_qp_event_handler: %v, want skipped in ibsim", l)
+			}
+		}
+		return
+	}
+	tr := ibTrace(t, "--raw-event-hook", spec)
+	p, ready := startIBPair(t, 1, "never-rearm")
+	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
+	k0, k1 := startIBULP(t, "no-rearm")
+	waitIB(t, "ibsim0", k0, "ARMED", Match("path_mig_state", "ARMED"))
+	waitIB(t, "ibsim1", k1, "ARMED", Match("path_mig_state", "ARMED"))
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	qps := map[string][2]int64{"user": {u0, u1}, "kernel": {k0, k1}}
+	for _, q := range qps {
+		for dev, n := range pair(q[0], q[1]) {
+			tr.Wait(t, 0, evTimeout, Match("kind", "finding", "finding", "missed-rearm", "device", dev, "qpn", n))
+		}
+	}
+	for who, q := range qps {
+		for _, n := range q {
+			raw := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ibsim_mlx5_qp_event", "qpn", n))
+			typed := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ib_uverbs_qp_event_handler", "qpn", n))
+			if len(raw) != 1 || (who == "user") != (len(typed) == 1) || (who == "kernel" && len(typed) != 0) {
+				t.Errorf("%s QP %d: %d raw PATH_MIG, %d from ib_uverbs; want one raw, and one typed copy for a user QP", who, n, len(raw), len(typed))
+			}
+		}
+	}
+	got := ibFindings(t, tr)
+	want := append(both("missed-rearm", u0, u1), both("missed-rearm", k0, k1)...)
+	wantSet(t, tr, got, want...)
+	// The summary: the user QPs' second copies counted, nothing unattributed.
+	m := regexp.MustCompile(`(\d+) duplicate QP events, (\d+) unattributed`).FindStringSubmatch(tr.Stderr())
+	if m == nil || m[1] != "2" || m[2] != "0" {
+		t.Errorf("model line %q in:\n%s\nwant 2 duplicate QP events (the user QPs' typed copies), 0 unattributed", m, tr.Stderr())
+	}
+	p.Stop(t)
+}
