@@ -172,6 +172,30 @@ func eventsTotal(page string) float64 {
 // actions over it wait for their turn: none is skipped), and reads ARMED
 // again (both ends rearmed, traffic flowing). It logs how long the QPs
 // were unprotected (PATH_MIG to the verified rearm).
+// waitMigrated waits until the driver counts a migration on every QP of
+// the ready lines.
+func waitMigrated(t *testing.T, ready []Line, timeout time.Duration) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, r := range ready {
+		want[fmt.Sprintf("%s/%d", r.Str("dev"), r.Int("qpn"))] = true
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		n := 0
+		for _, l := range ibShow(t) {
+			if want[fmt.Sprintf("%s/%d", l.Str("dev"), l.Int("qpn"))] && l.Int("migrations") > 0 {
+				n++
+			}
+		}
+		if n == len(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d QPs migrated within %v", n, len(want), timeout)
+		}
+	}
+}
+
 func TestIBStormEnforce(t *testing.T) {
 	// Below the pace of the actions themselves, so that the limit binds:
 	// the actions over it must wait, not be skipped. APMWATCH_STORM_RATE
@@ -191,6 +215,7 @@ func TestIBStormEnforce(t *testing.T) {
 	ready, _ := p.WaitN(t, 0, 2*pairs, 5*time.Minute, Match("ready", true))
 	down := time.Now()
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	waitMigrated(t, ready, 2*time.Minute) // each QP notices when its retries run out
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "up") // the alternates' port
 	first := waitAuditCount(t, log, "actuated", 1, 2*time.Minute)
 	last := waitAuditCount(t, log, "actuated", 2*pairs, 5*time.Minute)
