@@ -41,11 +41,9 @@ wait_for /tmp/bad.out '"ready":true' 2
 echo "good: ibsim0 QP $(ibqps /tmp/good.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/good.out ibsim1)"
 echo "bad:  ibsim0 QP $(ibqps /tmp/bad.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/bad.out ibsim1)"
 
-step "port 1 of ibsim0 fails: the HCAs migrate every QP to its alternate, on both hosts (PATH_MIG)"
-lab-ib traffic off >/dev/null # the owners react before the first packet on the new path, as on hardware
+step "port 1 of ibsim0 fails: each QP's requests go unanswered; when their retries run out (timeout 14, retry_cnt 7: 0.54 s) the HCAs migrate every QP to its alternate, on both hosts (PATH_MIG)"
 lab-ib port --dev ibsim0 --port 1 down
 reacted /tmp/good.out 2
-lab-ib traffic on >/dev/null
 sleep 3
 rcqps
 step "what apmwatch saw: nothing about 'good', a missed rearm on both ends of 'bad'"
@@ -79,6 +77,7 @@ bad=$!
 wait_for /tmp/bad.out '"ready":true' 2
 echo "bad again: ibsim0 QP $(ibqps /tmp/bad.out ibsim0)<-> ibsim1 QP $(ibqps /tmp/bad.out ibsim1)"
 lab-ib port --dev ibsim0 --port 1 down
+wait_for /tmp/bad.out '"event":"PATH_MIG"' 2 # the retries ran out: both migrated
 lab-ib port --dev ibsim0 --port 1 up
 wait_for /tmp/audit.jsonl '"kind":"actuated"' 2
 sleep 1
