@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apmwatch/apmwatch/connid"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -26,9 +25,8 @@ type stream struct {
 	h       histories
 	raw     []finding // the model's findings and resolutions, in order
 	mads    []mad
-	ports   map[string][]connid.Addr // device -> addresses its MADs prove
-	last    uint64                   // Boot of the last event
-	endBoot uint64                   // the model was advanced to here
+	last    uint64 // Boot of the last event
+	endBoot uint64 // the model was advanced to here
 	res     streamResult
 }
 
