@@ -5,8 +5,10 @@ package guest
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 )
 
 // hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
@@ -38,7 +40,19 @@ func TestIBRawDriverHook(t *testing.T) {
 		}
 		return
 	}
-	tr := ibTrace(t, "--raw-event-hook", spec)
+	// No --device filter (a raw event names no device) and no
+	// --event-hook apmlab:qp_event: the kernel ULP's events come only
+	// through the raw hook.
+	readyFile := filepath.Join(t.TempDir(), "ready")
+	tr := Start(t, "apmwatch", "trace", "-o", "json", "--raw-event-hook", spec, "--ready-file", readyFile)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(readyFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trace not ready in a minute\n%s", tr.Dump())
+		}
+	}
 	p, ready := startIBPair(t, 1, "never-rearm")
 	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 	k0, k1 := startIBULP(t, "no-rearm")
@@ -53,7 +67,7 @@ func TestIBRawDriverHook(t *testing.T) {
 	}
 	for who, q := range qps {
 		for _, n := range q {
-			raw := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ibsim_mlx5_qp_event", "qpn", n))
+			raw := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ibsim_mlx5_qp_event", "qpn", n, "device", ""))
 			typed := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ib_uverbs_qp_event_handler", "qpn", n))
 			if len(raw) != 1 || (who == "user") != (len(typed) == 1) || (who == "kernel" && len(typed) != 0) {
 				t.Errorf("%s QP %d: %d raw PATH_MIG, %d from ib_uverbs; want one raw, and one typed copy for a user QP", who, n, len(raw), len(typed))

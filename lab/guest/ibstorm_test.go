@@ -104,6 +104,12 @@ func TestIBStorm(t *testing.T) {
 		t.Errorf("audit counted %s migrations on ibsim0, want %d", m, pairs)
 	}
 
+	// The connections run on their new path for a while before it fails
+	// too: three more complete rdma netlink readings (the later ones started
+	// after every QP's retries on the new path would have run out) show
+	// them alive there, which is what tells this later failure from a
+	// migration onto a dead alternate (migration-error).
+	readingsAfter(t, 3, 2*time.Minute)
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "2", "down")
 	waitAuditCount(t, log, "unprotected-failure", 2*pairs, 10*time.Minute)
 	ls := readAuditLines(t, log)
@@ -172,6 +178,23 @@ func eventsTotal(page string) float64 {
 // actions over it wait for their turn: none is skipped), and reads ARMED
 // again (both ends rearmed, traffic flowing). It logs how long the QPs
 // were unprotected (PATH_MIG to the verified rearm).
+// readingsAfter waits until the audit daemon completed n more rdma netlink
+// readings (and the trace beside it, on the same interval, about as many).
+func readingsAfter(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	count := func() float64 {
+		v, _ := strconv.ParseFloat(metricValue(scrape(t), `apmwatch_reconciles_total{result="ok"}`), 64)
+		return v
+	}
+	from := count()
+	for deadline := time.Now().Add(timeout); count() < from+float64(n); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d rdma netlink readings in %v", n, timeout)
+		}
+	}
+	time.Sleep(time.Second) // the trace's own reading of the same round
+}
+
 // waitMigrated waits until the driver counts a migration on every QP of
 // the ready lines.
 func waitMigrated(t *testing.T, ready []Line, timeout time.Duration) {
@@ -215,7 +238,7 @@ func TestIBStormEnforce(t *testing.T) {
 	ready, _ := p.WaitN(t, 0, 2*pairs, 5*time.Minute, Match("ready", true))
 	down := time.Now()
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
-	waitMigrated(t, ready, 2*time.Minute) // each QP notices when its retries run out
+	waitMigrated(t, ready, 2*time.Minute)                                // each QP notices when its retries run out
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "up") // the alternates' port
 	first := waitAuditCount(t, log, "actuated", 1, 2*time.Minute)
 	last := waitAuditCount(t, log, "actuated", 2*pairs, 5*time.Minute)

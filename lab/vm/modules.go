@@ -13,6 +13,11 @@ import (
 var RDMAModules = []string{
 	"configfs", "crc32_generic", "udp_tunnel", "ip6_udp_tunnel", "veth",
 	"ib_core", "ib_uverbs", "ib_umad", "ib_cm", "iw_cm", "rdma_cm", "rdma_ucm", "rdma_rxe",
+	// No device binds to it; its BTF has struct mlx5_core_qp, which the
+	// raw driver hook's program reads through CO-RE. ibsim's raw event
+	// function has mlx5_ib_qp_event's shape but the lab's modules carry
+	// no BTF of their own, so its kprobe relocates against this one.
+	"mlx5_core",
 }
 
 // ModuleDeps maps a module path relative to /lib/modules/<ver> (as written
