@@ -217,3 +217,32 @@ func TestIBPairSRQLastWQEReached(t *testing.T) {
 		})
 	}
 }
+
+// UC has neither ACKs nor a retry timer (IBTA; hfi1/qib retry only RC), so
+// a dead primary goes unnoticed: no migration, no error, no completion,
+// while the same failure migrates RC QPs within a second. Only software
+// moves a UC QP: a forced migration, which the peer follows on the first
+// MigReq=1 packet on its alternate.
+func TestIBPairUCFailureUnnoticed(t *testing.T) {
+	p := Start(t, "lab-ibpair", "--behavior", "never-rearm", "--uc")
+	t.Cleanup(func() { resetFabric(t) })
+	ready := p.Ready(t, 2)
+	q0, q1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	time.Sleep(2 * time.Second) // four times an RC QP's retries at the same timeout
+	for dev, q := range map[string]int64{"ibsim0": q0, "ibsim1": q1} {
+		if l := ibQP(t, dev, q); l.Str("type") != "UC" || l.Str("state") != "RTS" || l.Str("path_mig_state") != "ARMED" ||
+			l.Int("port") != 1 || l.Int("migrations") != 0 || l.Int("retries_exhausted") != 0 {
+			t.Errorf("%s UC QP after its primary died: %v, want RTS, ARMED on port 1, unmoved", dev, l)
+		}
+	}
+	if m := Filter(p.Lines(), func(l Line) bool { return l.Has("event") && l.Str("event") != "PORT_ERR" || l.Has("wc") }); len(m) != 0 {
+		t.Errorf("a UC path failure raised %v", m)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait(t, 0, evTimeout, Match("event", "PATH_MIG", "dev", "ibsim1", "qpn", q1))
+	waitIB(t, "ibsim1", q1, "migrated to port 2", Match("path_mig_state", "MIGRATED", "port", 2))
+	p.Stop(t)
+}

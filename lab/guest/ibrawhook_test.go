@@ -4,11 +4,16 @@ package guest
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/event"
 )
 
 // hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
@@ -33,10 +38,17 @@ func hasQPEventHandler(t *testing.T) bool {
 func TestIBRawDriverHook(t *testing.T) {
 	const spec = "ibsim:ibsim_mlx5_qp_event"
 	if hasQPEventHandler(t) {
-		for _, l := range MustRun(t, "apmwatch", "probes", "-o", "json", "--raw-event-hook", spec) {
-			if l.Str("name") == "ibsim_mlx5_qp_event" && (l.Str("method") != "skipped" || l.Str("module") != "ibsim") {
-				t.Errorf("with __ib_qp_event_handler: %v, want skipped in ibsim", l)
-			}
+		out, err := exec.Command("apmwatch", "probes", "-o", "json", "--raw-event-hook", spec).Output()
+		if err != nil {
+			t.Fatalf("apmwatch probes --raw-event-hook: %v", err)
+		}
+		var hooks []event.Hook
+		if err := json.Unmarshal(out, &hooks); err != nil {
+			t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
+		}
+		i := slices.IndexFunc(hooks, func(h event.Hook) bool { return h.Name == "ibsim_mlx5_qp_event" })
+		if i < 0 || hooks[i].Method != event.HookSkipped || hooks[i].Module != "ibsim" {
+			t.Errorf("with __ib_qp_event_handler: %+v, want ibsim_mlx5_qp_event planned, skipped, in ibsim", hooks)
 		}
 		return
 	}

@@ -79,6 +79,8 @@ static void usage(void)
 	       "  --pairs N       QP pairs (default 1, at most %d)\n"
 	       "  --duration D    run time (default: until SIGTERM/SIGINT)\n"
 	       "  --control DIR   the ibsim module's debugfs dir (for no-traffic)\n"
+	       "  --uc            UC QPs instead of RC (no ACKs, no retries: a dead path\n"
+	       "                  goes unnoticed; only a forced migration moves them)\n"
 	       "  --srq           the QPs take their receives from one SRQ per device\n"
 	       "                  (an SRQ QP entering ERR raises QP_LAST_WQE_REACHED)\n"
 	       "  --no-events     never read the async fds: events stay queued in the\n"
@@ -250,7 +252,9 @@ static int connect_qp(struct iq *q)
 		return ret;
 	memset(&m, 0, sizeof(m));
 	m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		IBV_QP_RQ_PSN;
+	if (!q->d->uc)	/* UC has no responder resources and no RNR */
+		m.attr_mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	m.qp_state = IBV_QPS_RTR;
 	set_dest(&m.dest, q->side, 1);
 	m.path_mtu = IBV_MTU_2048;
@@ -261,8 +265,10 @@ static int connect_qp(struct iq *q)
 	if (ret)
 		return ret;
 	memset(&m, 0, sizeof(m));
-	m.attr_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (!q->d->uc)	/* UC has no ACK timeout and no retries */
+		m.attr_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
 	m.qp_state = IBV_QPS_RTS;
 	m.timeout = 14;
 	m.retry_cnt = 7;
@@ -414,11 +420,12 @@ int main(int argc, char **argv)
 		{ "control", required_argument, NULL, 'c' },
 		{ "no-events", no_argument, NULL, 'E' },
 		{ "srq", no_argument, NULL, 'S' },
+		{ "uc", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct pollfd pfd[2];
-	int no_events = 0, srq = 0;
+	int no_events = 0, srq = 0, uc = 0;
 	long duration = 0, deadline = 0, now;
 	int c, i, s, ret, pairs = 1, have_behavior = 0;
 	char cmd[128];
@@ -443,6 +450,7 @@ int main(int argc, char **argv)
 		case 'c': control = optarg; break;
 		case 'E': no_events = 1; break;
 		case 'S': srq = 1; break;
+		case 'U': uc = 1; break;
 		case 'h': usage(); return 0;
 		default: usage_error("bad arguments");
 		}
@@ -456,6 +464,7 @@ int main(int argc, char **argv)
 	signal(SIGUSR1, on_signal);
 
 	for (s = 0; s < 2; s++) {
+		devs[s].uc = uc;
 		ret = uv_open(&devs[s], devnames[s]);
 		if (ret)
 			die("opening %s through uverbs: %s (is the ibsim module loaded?)",

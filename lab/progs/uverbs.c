@@ -121,7 +121,7 @@ int uv_create_rc_qp(struct uv_dev *d, uint64_t user_handle, uint32_t *handle,
 	c.max_send_sge = 1;
 	c.max_recv_sge = 1;
 	c.sq_sig_all = 1;
-	c.qp_type = IBV_QPT_RC;	/* the kernel ABI uses the same numbers */
+	c.qp_type = d->uc ? IBV_QPT_UC : IBV_QPT_RC;	/* the kernel ABI uses the same numbers */
 	if (d->has_srq) {
 		c.srq_handle = d->srq;
 		c.is_srq = 1;

@@ -15,6 +15,7 @@ struct uv_dev {
 	uint32_t pd, cq;
 	uint32_t srq;		/* the device's SRQ handle, when has_srq */
 	int has_srq;
+	int uc;			/* uv_create_rc_qp makes UC QPs instead */
 };
 
 /* Opens the uverbs device of RDMA device name, gets a context, a PD, a CQ.
