@@ -77,7 +77,8 @@ static void cat(const char *name)
 	fflush(stdout);
 }
 
-static void ctl(const char *cmd, const char *what)
+/* Writes one command; 0 or the errno the module answered. */
+static int ctl_errno(const char *cmd)
 {
 	char path[512];
 	int fd, err = 0;
@@ -89,6 +90,13 @@ static void ctl(const char *cmd, const char *what)
 	if (write(fd, cmd, strlen(cmd)) < 0)
 		err = errno;
 	close(fd);
+	return err;
+}
+
+static void ctl(const char *cmd, const char *what)
+{
+	int err = ctl_errno(cmd);
+
 	switch (err) {
 	case 0:
 		break;
@@ -104,16 +112,8 @@ static void ctl(const char *cmd, const char *what)
 /* A knob write: its errors name the knob, not a device or QP. */
 static void knob_ctl(const char *cmd, const char *name, const char *value)
 {
-	char path[512];
-	int fd, err = 0;
+	int err = ctl_errno(cmd);
 
-	snprintf(path, sizeof(path), "%s/ctl", control);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		die("cannot open %s: %s (is the ibsim module loaded?)", path, strerror(errno));
-	if (write(fd, cmd, strlen(cmd)) < 0)
-		err = errno;
-	close(fd);
 	if (err == ENOENT)
 		usage_error("no knob named '%s' (lab-ib knob lists them)", name);
 	if (err == EINVAL)
