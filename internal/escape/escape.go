@@ -9,7 +9,9 @@
 //	\xNN     the byte NN: a C0 control (00-1f), DEL (7f), or a byte that is
 //	         not part of valid UTF-8
 //	\uNNNN   the code point U+NNNN: a C1 control (U+0080-U+009F), a line or
-//	         paragraph separator, or a bidirectional formatting character
+//	         paragraph separator, a bidirectional formatting character, or
+//	         an invisible zero-width one (U+200B-U+200D, U+2060, U+FEFF),
+//	         which would make two different names print alike
 //
 // Every other character is itself, so ordinary names print unchanged.
 // Human-readable outputs print Text(s); JSON outputs carry Text(s) as the
@@ -92,6 +94,8 @@ func special(r rune) bool {
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true
+	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff:
+		return true // zero-width: invisible, so "lab\u200bpair" would print as "labpair"
 	}
 	return false
 }

@@ -20,6 +20,11 @@ func TestText(t *testing.T) {
 		{"c1\u009b31m", `c1\u009b31m`},
 		{"rtl\u202eevil", `rtl\u202eevil`},
 		{"line\u2028sep", `line\u2028sep`},
+		{"lab\u200bpair", `lab\u200bpair`},
+		{"zw\u200c\u200dj", `zw\u200c\u200dj`},
+		{"word\u2060joiner", `word\u2060joiner`},
+		{"\ufeffbom", `\ufeffbom`},
+		{"\u200a hair space stays", "\u200a hair space stays"},
 	} {
 		if got := Text(c.in); got != c.want {
 			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
