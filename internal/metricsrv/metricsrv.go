@@ -1,5 +1,11 @@
 // Package metricsrv serves a Prometheus registry over HTTP until a context
 // ends: the one metrics endpoint of audit and fleet.
+//
+// The endpoint is bounded so that no local user can grow the (root) daemon
+// by holding connections open: at most maxConns at once (the next waits in
+// the listen backlog), a request's header within readHeaderTimeout, the
+// whole request within readTimeout, an idle keep-alive connection closed
+// after idleTimeout, and profiles of at most maxProfileSeconds.
 package metricsrv
 
 import (
@@ -9,25 +15,57 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
+
+// The endpoint's bounds (variables so that the tests can shorten them).
+var (
+	maxConns          = 32
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	idleTimeout       = 10 * time.Second
+	// writeTimeout covers the longest response: a profile of
+	// maxProfileSeconds, then its transfer.
+	writeTimeout = (maxProfileSeconds + 15) * time.Second
+)
+
+// maxProfileSeconds bounds the CPU profile and execution trace a request
+// may ask for (?seconds=N).
+const maxProfileSeconds = 30
 
 // Option adds handlers to the endpoint.
 type Option func(*http.ServeMux)
 
 // WithProfiles serves the Go runtime's profiles at /debug/pprof/ (heap,
-// goroutines, CPU): for diagnosing the daemon itself, on a loopback
-// address only (the caller checks).
+// goroutines, CPU, trace): for diagnosing the daemon itself, on a loopback
+// address only (the caller checks). The command line is not served (it
+// holds the daemon's flags), and a CPU profile or trace longer than
+// maxProfileSeconds is refused.
 func WithProfiles() Option {
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/cmdline", http.NotFound)
+		mux.HandleFunc("/debug/pprof/profile", bounded(pprof.Profile))
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/trace", bounded(pprof.Trace))
+	}
+}
+
+// bounded refuses a ?seconds= over maxProfileSeconds, or not a number.
+func bounded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s := r.URL.Query().Get("seconds"); s != "" {
+			if n, err := strconv.Atoi(s); err != nil || n < 1 || n > maxProfileSeconds {
+				http.Error(w, fmt.Sprintf("seconds must be 1..%d", maxProfileSeconds), http.StatusBadRequest)
+				return
+			}
+		}
+		h(w, r)
 	}
 }
 
@@ -47,9 +85,10 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry, banner st
 	for _, o := range opts {
 		o(mux)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: 16 << 10}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(netutil.LimitListener(ln, maxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			onErr(err)
 		}
 	}()
