@@ -75,6 +75,11 @@ func TestPackages(t *testing.T) {
 	if cf := run(t, nil, "rpm", "-qpc", rpm); !strings.Contains(cf, "/etc/default/apmwatch") {
 		t.Errorf("%s: /etc/default/apmwatch is not a config file: %q", filepath.Base(rpm), cf)
 	}
+	// The defaults file may hold flags with credentials: root:root 0640.
+	modes := run(t, nil, "rpm", "-qp", "--queryformat", "[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILENAMES}\n]", rpm)
+	if !strings.Contains(modes, "-rw-r----- root:root /etc/default/apmwatch\n") {
+		t.Errorf("%s: /etc/default/apmwatch is not root:root 0640:\n%s", filepath.Base(rpm), modes)
+	}
 
 	// dpkg installs the .deb into a scratch root.
 	root := t.TempDir()
@@ -97,6 +102,11 @@ func TestPackages(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("installed: %v", err)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "etc/default/apmwatch")); err != nil {
+		t.Errorf("installed /etc/default/apmwatch: %v", err)
+	} else if fi.Mode().Perm() != 0o640 {
+		t.Errorf("installed /etc/default/apmwatch: mode %v, want 0640", fi.Mode().Perm())
 	}
 	if v := run(t, nil, filepath.Join(root, "usr/bin/apmwatch"), "version"); !strings.HasPrefix(v, "apmwatch ") {
 		t.Errorf("installed apmwatch version: %q", v)
