@@ -37,6 +37,12 @@ func StartEmbedded(listen, dir string) (*Embedded, error) {
 	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("nats store: %w", err)
 	}
+	// The streams are what the fleet judges: a store another local user
+	// made first (the default falls back to a fixed path under the
+	// temporary directory) or can write to is refused.
+	if err := outfile.OwnDir(dir); err != nil {
+		return nil, fmt.Errorf("nats store: %w", err)
+	}
 	s, err := server.NewServer(&server.Options{ServerName: "apmwatch-fleet", Host: host, Port: port, JetStream: true,
 		StoreDir: dir, NoSigs: true, NoLog: true, MaxPayload: 1 << 20})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,4 +78,32 @@ func MkdirAll(path string) error {
 		return err
 	}
 	return os.Chmod(path, DirMode)
+}
+
+// OwnDir checks that path is a directory of this process's user that no
+// one else may write to: a state directory that another local user made
+// (or made writable) first, at a predictable path, would let them plant
+// what the daemon then trusts as its own.
+func OwnDir(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s %w", path, ErrSymlink)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory", path)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner to check", path)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is owned by uid %d, not by this user (uid %d): refusing it", path, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by others (mode %04o): refusing it", path, fi.Mode().Perm())
+	}
+	return nil
 }

@@ -107,3 +107,50 @@ func TestSymlinkRefused(t *testing.T) {
 		t.Fatalf("MkdirAll through a link: %v", err)
 	}
 }
+
+// A state directory must be this user's and writable by no one else.
+func TestOwnDir(t *testing.T) {
+	d := t.TempDir()
+	if err := OwnDir(d); err != nil {
+		t.Fatalf("own 0700 directory: %v", err)
+	}
+	shared := filepath.Join(d, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := OwnDir(shared); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("a world-writable directory: %v", err)
+	}
+	link := filepath.Join(d, "link")
+	if err := os.Symlink(d, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := OwnDir(link); !errors.Is(err, ErrSymlink) {
+		t.Errorf("a symbolic link: %v", err)
+	}
+	file := filepath.Join(d, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := OwnDir(file); err == nil {
+		t.Error("a file accepted as a directory")
+	}
+	// Another user's directory: needs root to make (make test runs as root).
+	if os.Geteuid() != 0 {
+		t.Log("not root: the other user's directory is not checked here (make test runs as root)")
+		return
+	}
+	theirs := filepath.Join(d, "theirs")
+	if err := os.Mkdir(theirs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := OwnDir(theirs); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("another user's directory: %v", err)
+	}
+}
