@@ -365,6 +365,7 @@ func TestIBFindingsFlapping(t *testing.T) {
 			waitIB(t, "ibsim0", q0, "ARMED again", Match("path_mig_state", "ARMED", "port", 3-port))
 			waitIB(t, "ibsim1", q1, "ARMED again", Match("path_mig_state", "ARMED", "port", 3-port))
 			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", fmt.Sprint(port), "up")
+			time.Sleep(2500 * time.Millisecond) // past the episode's linger: failures seconds apart
 		}
 		time.Sleep(settle)
 		wantSet(t, tr, ibFindings(t, tr), both("flapping", q0, q1)...)
