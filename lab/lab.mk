@@ -48,11 +48,11 @@ lab-run: export LAB_CMD = $(value CMD)
 lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERNEL=6.1|6.12 (exit powers off)
 	@$(LABVM) shell -kernel $(KERNEL) -extra "$(LAB_EXTRA)"
 
-# LAB_TIMEOUT above the tests' own 15m, so a hung test dies with its goroutine dump.
+# LAB_TIMEOUT above the tests' own 25m, so a hung test dies with its goroutine dump.
 lab-test: lab-guest-test ## the guest tests (guest.test) on both kernels
 	@failed=; for k in $(LAB_KERNELS); do \
-		LAB_TIMEOUT=$${LAB_TIMEOUT:-1080} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
-			CMD='guest.test -test.v -test.timeout 15m' || failed="$$failed $$k"; \
+		LAB_TIMEOUT=$${LAB_TIMEOUT:-1680} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
+			CMD='guest.test -test.v -test.timeout 25m' || failed="$$failed $$k"; \
 	done; \
 	[ -z "$$failed" ] || { echo "lab-test: guest tests FAILED on:$$failed" >&2; exit 1; }
 
