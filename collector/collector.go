@@ -16,6 +16,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/boottime"
+	"github.com/apmwatch/apmwatch/internal/portaddr"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -132,6 +133,7 @@ func Open(opts Options) (*Collector, error) {
 		meta: event.Meta{
 			Host: host, Kernel: kernelRelease(), BootOffset: offset,
 			Hooks: hooks, Version: version.Get().Version,
+			BootID: portaddr.BootID(), Ports: portaddr.Read(""),
 		},
 		loader:   l,
 		reader:   rd,

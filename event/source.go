@@ -32,7 +32,29 @@ type Meta struct {
 	BootOffset time.Duration `json:"boot_offset_ns"` // wall clock minus CLOCK_BOOTTIME
 	Hooks      []Hook        `json:"hooks"`
 	Version    string        `json:"version"`
+	// BootID is the kernel's boot identity (/proc/sys/kernel/random/boot_id):
+	// two streams of one host and boot share it ("" when unknown).
+	BootID string `json:"boot_id,omitempty"`
+	// Ports are the addresses of the host's RDMA ports when the stream
+	// started (sysfs), so that a path of another host can be shown to lead
+	// here ("nil" when unknown, as in older recordings).
+	Ports []PortAddr `json:"ports,omitempty"`
 }
+
+// PortAddr is one port's addresses: its LID (0 when it has none, as on
+// RoCE) and its GIDs in use.
+type PortAddr struct {
+	Device string     `json:"device"`
+	Port   uint32     `json:"port"`
+	LID    uint16     `json:"lid,omitempty"`
+	GIDs   [][16]byte `json:"gids,omitempty"`
+}
+
+// Bounds of Meta.Ports, so that a header stays small.
+const (
+	MaxPortAddrs = 256 // ports
+	MaxPortGIDs  = 8   // GIDs of one port
+)
 
 // Stats are the counters of a source.
 type Stats struct {

@@ -51,7 +51,54 @@ func appendHeader(b []byte, h *Header) []byte {
 		b = appendStr(b, string(k.Method))
 		b = appendStr(b, k.Reason)
 	}
+	// Appended fields: readers that predate them stop after the hooks.
+	b = appendStr(b, m.BootID)
+	ports := m.Ports
+	if len(ports) > event.MaxPortAddrs {
+		ports = ports[:event.MaxPortAddrs]
+	}
+	b = binary.AppendUvarint(b, uint64(len(ports)))
+	for _, p := range ports {
+		b = appendStr(b, p.Device)
+		b = binary.AppendUvarint(b, uint64(p.Port))
+		b = binary.AppendUvarint(b, uint64(p.LID))
+		gids := p.GIDs
+		if len(gids) > event.MaxPortGIDs {
+			gids = gids[:event.MaxPortGIDs]
+		}
+		b = binary.AppendUvarint(b, uint64(len(gids)))
+		for _, g := range gids {
+			b = append(b, g[:]...)
+		}
+	}
 	return b
+}
+
+// decodePorts reads the fields appended after the hooks, when present.
+func decodePorts(d *dec, m *event.Meta) {
+	if len(d.b) == 0 {
+		return // written before these fields existed
+	}
+	m.BootID = d.text()
+	n := d.uvarint()
+	if n > event.MaxPortAddrs || n > uint64(len(d.b))/4 {
+		d.fail(fmt.Errorf("%d port addresses", n))
+		return
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p := event.PortAddr{Device: d.text(), Port: d.u32(), LID: d.u16()}
+		g := d.uvarint()
+		if g > event.MaxPortGIDs {
+			d.fail(fmt.Errorf("port with %d gids", g))
+			return
+		}
+		for j := uint64(0); j < g && d.err == nil; j++ {
+			var gid [16]byte
+			copy(gid[:], d.bytes(16))
+			p.GIDs = append(p.GIDs, gid)
+		}
+		m.Ports = append(m.Ports, p)
+	}
 }
 
 func decodeHeader(body []byte) (*Header, error) {
@@ -86,6 +133,9 @@ func decodeHeader(body []byte) (*Header, error) {
 			Method: event.HookMethod(d.text()),
 			Reason: d.text(),
 		})
+	}
+	if d.err == nil {
+		decodePorts(&d, m)
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("header: %w", d.err)
