@@ -36,6 +36,15 @@ func connect(b *apmtest.Builder, qpn, dest uint32, dlid uint16) {
 	})
 }
 
+// ownLIDs proves the LIDs of the builder's device's ports (1, 2, ...)
+// as a recording does: the SLID of a CM MAD (a REQ) it sent from each.
+func ownLIDs(b *apmtest.Builder, lids ...uint16) {
+	for i, l := range lids {
+		b.Add(&event.Event{Kind: event.KindMAD, MAD: &event.MAD{Dir: event.MADSend, MgmtClass: event.MgmtClassCM,
+			Method: 3, AttrID: event.CMAttrREQ, TID: 0xC0DE0000 + uint64(l), SLID: l, DLID: 0xffff, Port: uint32(i + 1), MADQPN: 1}})
+	}
+}
+
 // cmMAD is a CM MAD as both ends see it on the wire: local is the
 // sender's comm id, remote the receiver's.
 func cmMAD(b *apmtest.Builder, dir event.MADDir, attr uint16, tid uint64, local, remote uint32) {
@@ -103,6 +112,9 @@ func twoHosts(t *testing.T, rearmA, rearmB bool, skew time.Duration, endA, endB 
 		b.LoadAlt(200, event.Path{Port: 1, DLID: 0x23})
 		b.Rearm(200)
 	}
+	// the CM's MADs prove each host's port LIDs (the other's paths lead there)
+	ownLIDs(a.After(time.Millisecond), 0x21, 0x22)
+	ownLIDs(b.After(time.Millisecond), 0x11, 0x12)
 	dir := t.TempDir()
 	pa := write(t, dir, "a.rec", "host-a", a, uint64(endA*float64(time.Second)))
 	pb := write(t, dir, "b.rec", "host-b", b, uint64(endB*float64(time.Second)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apmwatch/apmwatch/connid"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/output"
 )
@@ -21,6 +22,7 @@ type hist struct {
 	destQPN uint32
 	primary *event.Path
 	alt     *event.Path
+	dests   []connid.Addr // where every path it loaded leads (pairing identity)
 	first   uint64
 	last    uint64
 
@@ -130,10 +132,12 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 			if m.Primary != nil {
 				p := *m.Primary
 				h.primary = &p
+				h.dests = connid.Add(h.dests, pathAddr(&p), maxDests)
 			}
 			if m.Alt != nil {
 				p := *m.Alt
 				h.alt = &p
+				h.dests = connid.Add(h.dests, pathAddr(&p), maxDests)
 			}
 			if m.Has(event.AttrPathMigState) && m.MigState == event.MigRearm {
 				hs.step(&h.rearms, &h.nRearm, e.Boot)

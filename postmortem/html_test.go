@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,7 +25,8 @@ func renderHTML(t *testing.T, r *Report) string {
 
 // pagePair is the pair the page tests render: APMWATCH_HTML_PAIR="a.rec
 // b.rec" names any two recordings (an InfiniBand pair, say); by default
-// the lab's pair in examples/.
+// two hosts whose recordings prove their port addresses (the examples'
+// pairs do not: they hold no CM MAD).
 func pagePair(t *testing.T) []string {
 	if env := os.Getenv("APMWATCH_HTML_PAIR"); env != "" {
 		f := strings.Fields(env)
@@ -35,7 +35,8 @@ func pagePair(t *testing.T) []string {
 		}
 		return f
 	}
-	return []string{filepath.Join("..", "examples", "pair-rxe0.rec"), filepath.Join("..", "examples", "pair-rxe1.rec")}
+	pa, pb := twoHosts(t, true, false, 0, 10, 10)
+	return []string{pa, pb}
 }
 
 // pageJSON is the page's data block, decoded.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apmwatch/apmwatch/connid"
 	"github.com/apmwatch/apmwatch/recording"
 )
 
@@ -25,8 +26,9 @@ type stream struct {
 	h       histories
 	raw     []finding // the model's findings and resolutions, in order
 	mads    []mad
-	last    uint64 // Boot of the last event
-	endBoot uint64 // the model was advanced to here
+	ports   map[string][]connid.Addr // device -> addresses its MADs prove
+	last    uint64                   // Boot of the last event
+	endBoot uint64                   // the model was advanced to here
 	res     streamResult
 }
 

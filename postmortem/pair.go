@@ -53,52 +53,6 @@ type LAP struct {
 	Note     string     `json:"note"`
 }
 
-// pairUp pairs histories whose destination QPNs point at each other: a QP
-// loaded DEST_QPN = the other's QPN and the other did the same. Histories
-// on the same device of the same stream pair only when their QPNs differ
-// (loopback); lifetimes must overlap. The best overlap wins.
-func pairUp(ss []*stream) []*pairing {
-	byQPN := map[uint32][]*hist{}
-	var all []*hist
-	for _, s := range ss {
-		for _, h := range s.h.all {
-			if h.destQPN != 0 {
-				byQPN[h.qpn] = append(byQPN[h.qpn], h)
-				all = append(all, h)
-			}
-		}
-	}
-	var out []*pairing
-	for _, a := range all {
-		if a.peer != nil {
-			continue
-		}
-		var best *hist
-		var bestOv time.Duration
-		cands := byQPN[a.destQPN]
-		if len(cands) > maxPeerCandidates { // a QPN of thousands of generations: the latest ones
-			cands = cands[len(cands)-maxPeerCandidates:]
-		}
-		for _, b := range cands {
-			if b == a || b.peer != nil || b.destQPN != a.qpn || b.s == a.s && b.device == a.device && b.qpn == a.qpn {
-				continue
-			}
-			if ov := overlap(a, b); ov > -overlapSlack && (best == nil || ov > bestOv) {
-				best, bestOv = b, ov
-			}
-		}
-		if best != nil {
-			a.peer, best.peer = best, a
-			out = append(out, &pairing{a: a, b: best})
-		}
-	}
-	laps := indexLAPs(ss)
-	for _, p := range out {
-		p.laps = laps.of(p.a, p.b)
-	}
-	return out
-}
-
 func overlap(a, b *hist) time.Duration {
 	lo := max(a.s.wall(a.first).UnixNano(), b.s.wall(b.first).UnixNano())
 	hi := min(a.s.wall(a.last).UnixNano(), b.s.wall(b.last).UnixNano())

@@ -132,8 +132,10 @@ func TestClockWithoutExchanges(t *testing.T) {
 func TestSameHostTwoRecordings(t *testing.T) {
 	a, b := newHost(0), newHost(0)
 	a.Device, b.Device = "rxe0", "rxe1"
-	connect(a, 17, 17, 0)
-	connect(b, 17, 17, 0)
+	ownLIDs(a, 1, 2)
+	ownLIDs(b, 3, 4)
+	connect(a, 17, 17, 3)
+	connect(b, 17, 17, 1)
 	a.After(time.Second).PathMig(17)
 	b.After(time.Second).PathMig(17)
 	a.Rearm(17)
@@ -164,11 +166,13 @@ func TestSameHostTwoRecordings(t *testing.T) {
 func TestPairWithinOneRecording(t *testing.T) {
 	b := newHost(0)
 	b.Device = "rxe0"
-	connect(b, 17, 18, 0)
+	ownLIDs(b, 1, 2)
+	connect(b, 17, 18, 3)
 	b.Device = "rxe1"
-	connect(b, 18, 17, 0)
+	ownLIDs(b, 3, 4)
+	connect(b, 18, 17, 1)
 	b.Device = "rxe0"
-	connect(b, 19, 99, 0) // its peer is not recorded
+	connect(b, 19, 99, 3) // its peer is not recorded
 	r := run(t, Options{}, write(t, t.TempDir(), "one.rec", "lab", b, uint64(5*time.Second)))
 	if len(r.Pairs) != 1 || r.Pairs[0].A != "lab/rxe0/17#1" || r.Pairs[0].B != "lab/rxe1/18#2" {
 		t.Fatalf("pairs: %+v", r.Pairs)
@@ -180,8 +184,10 @@ func TestPairWithinOneRecording(t *testing.T) {
 func TestForcedMigrationAndItsEventAreOne(t *testing.T) {
 	a, b := newHost(0), newHost(0)
 	a.Device, b.Device = "rxe0", "rxe1"
-	connect(a, 21, 21, 0)
-	connect(b, 21, 21, 0)
+	ownLIDs(a, 1, 2)
+	ownLIDs(b, 3, 4)
+	connect(a, 21, 21, 3)
+	connect(b, 21, 21, 1)
 	a.After(time.Second).ForceMigrate(21)
 	mig := a.Now() - uint64(time.Microsecond)
 	a.After(500 * time.Microsecond).PathMig(21)

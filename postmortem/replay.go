@@ -91,6 +91,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 		s.last = max(s.last, e.Boot)
 		m.Handle(e)
 		h := s.h.observe(s, e)
+		s.portAddr(e)
 		if e.MAD != nil && e.MAD.MgmtClass == event.MgmtClassCM && len(s.mads) < maxMADs {
 			s.mads = append(s.mads, mad{boot: e.Boot, dir: e.MAD.Dir, attr: e.MAD.AttrID, tid: e.MAD.TID,
 				local: e.MAD.LocalID, remote: e.MAD.RemoteID, h: h})

@@ -38,6 +38,9 @@ type Report struct {
 	Findings   []Finding   `json:"findings"`
 	QPs        []QP        `json:"qps"`
 	Pairs      []Pair      `json:"pairs"`
+	// Unpaired lists the QPs whose QPNs point at each other but whose
+	// identity the evidence does not confirm (at most maxUnpaired).
+	Unpaired []Unpaired `json:"unpaired"`
 }
 
 // Recording describes one replayed stream (one writer session).
@@ -74,6 +77,7 @@ type Summary struct {
 	QPs        int            `json:"qps"`
 	Migrations int            `json:"migrations"` // PATH_MIG events: migration episodes of QPs
 	Pairs      int            `json:"pairs"`
+	Unpaired   int            `json:"unpaired"` // candidates not confirmed (Report.Unpaired)
 	Findings   map[string]int `json:"findings_by_kind"`
 	Resolved   int            `json:"resolved"`
 	Warnings   int            `json:"warnings"`
@@ -173,9 +177,10 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	}
 	p.done()
 	clocks := boundClocks(ss)
-	pairs := pairUp(ss)
+	pairs, unpaired, nUnpaired := pairUp(ss)
 	osr := oneSided(pairs, o.Config.RearmDeadline, ids)
 	rep := build(ss, clocks, pairs, osr, o)
+	rep.Unpaired, rep.Summary.Unpaired = append([]Unpaired{}, unpaired...), nUnpaired
 	rep.Summary.Warnings = len(seen)
 	if b.DroppedWarnings > 0 && o.Warn != nil {
 		o.Warn(fmt.Sprintf("warning: %d more warnings not shown", b.DroppedWarnings))

@@ -30,6 +30,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 	jsonList(ew, "findings", r.Findings)
 	jsonList(ew, "qps", r.QPs)
 	jsonList(ew, "pairs", r.Pairs)
+	jsonList(ew, "unpaired", r.Unpaired)
 	ew.f("\n}\n")
 	if ew.err != nil {
 		return ew.err
@@ -96,6 +97,7 @@ func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	writeSummary(ew, r)
 	writeFindings(ew, r)
+	writeUnpaired(ew, r)
 	shown := map[string]bool{}
 	byID := map[string]*QP{}
 	for i := range r.QPs {
@@ -115,6 +117,22 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	return ew.err
+}
+
+// writeUnpaired lists the QPs whose QPNs point at each other but whose
+// identity the recordings do not confirm: no two-sided finding is judged
+// on them.
+func writeUnpaired(w *errWriter, r *Report) {
+	if r.Summary.Unpaired == 0 {
+		return
+	}
+	w.f("\nunpaired: %d QP(s) whose QPNs point at each other are not taken for one connection (no two-sided finding judged)\n", r.Summary.Unpaired)
+	for _, u := range r.Unpaired {
+		w.f("  %s <-> %s: unpaired: %s\n", u.A, u.B, u.Why)
+	}
+	if n := r.Summary.Unpaired - len(r.Unpaired); n > 0 {
+		w.f("  (%d more not listed)\n", n)
+	}
 }
 
 type errWriter struct {
