@@ -62,11 +62,11 @@ func (p Policy) allows(device string, o Owner) (bool, string) {
 	if len(a.Cgroups) > 0 && !slices.ContainsFunc(a.Cgroups, func(c string) bool { return underCgroup(o.Cgroup, c) }) {
 		return false, fmt.Sprintf("cgroup %q not in or below allow.cgroups", o.Cgroup)
 	}
-	if len(a.Units) > 0 && !slices.ContainsFunc(a.Units, func(u string) bool { return inUnit(o.Cgroup, u) }) {
-		return false, fmt.Sprintf("cgroup %q not in a unit of allow.units", o.Cgroup)
+	if len(a.Units) > 0 && !slices.ContainsFunc(a.Units, func(u string) bool { return unitUnderSystemSlice(o.Cgroup, u) }) {
+		return false, fmt.Sprintf("cgroup %q not in a system unit of allow.units (under /system.slice)", o.Cgroup)
 	}
-	if len(a.Pods) > 0 && !slices.ContainsFunc(a.Pods, func(u string) bool { return inPod(o.Cgroup, u) }) {
-		return false, fmt.Sprintf("cgroup %q not in a pod of allow.pods", o.Cgroup)
+	if len(a.Pods) > 0 && !slices.ContainsFunc(a.Pods, func(u string) bool { return podUnderKubepods(o.Cgroup, u) }) {
+		return false, fmt.Sprintf("cgroup %q not in a pod of allow.pods (under the kubelet's /kubepods or /kubepods.slice)", o.Cgroup)
 	}
 	return true, ""
 }
@@ -77,21 +77,54 @@ func underCgroup(cg, dir string) bool {
 	return cg != "" && (cg == dir || dir == "" || strings.HasPrefix(cg, dir+"/"))
 }
 
-// inUnit: one component of cg is the unit.
-func inUnit(cg, unit string) bool {
-	return cg != "" && slices.Contains(strings.Split(cg, "/"), unit)
+// unitUnderSystemSlice: cg is the unit's cgroup, or below it, where
+// systemd (root) puts system units: right under /system.slice or under the
+// slices nested in it (/system.slice/system-getty.slice/getty@tty1.service).
+// A user can name a cgroup or a user unit anything under their own slice
+// (/user.slice/.../user@1000.service/app.slice/myapp.service), and a unit
+// with Delegate=yes anything below itself: neither is a system unit.
+func unitUnderSystemSlice(cg, unit string) bool {
+	c := strings.Split(cg, "/")
+	if len(c) < 3 || c[0] != "" || c[1] != "system.slice" {
+		return false
+	}
+	for _, s := range c[2:] {
+		if s == unit {
+			return true
+		}
+		if !strings.HasSuffix(s, ".slice") {
+			return false // inside another unit
+		}
+	}
+	return false
 }
 
-// inPod: one component of cg is the pod's cgroup, as the cgroupfs driver
-// ("pod<uid>") or the systemd driver ("kubepods-<qos>-pod<uid with _>.slice",
-// "kubepods-pod<uid with _>.slice") names it.
-func inPod(cg, uid string) bool {
+// podUnderKubepods: cg is the pod's cgroup, or below it, where the kubelet
+// makes it, from the root of the hierarchy: the cgroupfs driver's
+// /kubepods/[besteffort/|burstable/]pod<uid> or the systemd driver's
+// /kubepods.slice/[kubepods-<qos>.slice/]kubepods-[<qos>-]pod<uid with _>.slice.
+// The same names anywhere else are anyone's.
+func podUnderKubepods(cg, uid string) bool {
 	uid = strings.ToLower(uid)
-	under := strings.ReplaceAll(uid, "-", "_")
-	for _, c := range strings.Split(cg, "/") {
-		if c == "pod"+uid || c == "pod"+under ||
-			(strings.HasPrefix(c, "kubepods") && strings.HasSuffix(c, "-pod"+under+".slice")) {
+	c := strings.Split(cg, "/")
+	if len(c) < 3 || c[0] != "" {
+		return false
+	}
+	switch c[1] {
+	case "kubepods":
+		if c[2] == "besteffort" || c[2] == "burstable" {
+			c = c[1:]
+		}
+		return len(c) >= 3 && c[2] == "pod"+uid
+	case "kubepods.slice":
+		esc := strings.ReplaceAll(uid, "-", "_")
+		if c[2] == "kubepods-pod"+esc+".slice" {
 			return true
+		}
+		for _, qos := range []string{"besteffort", "burstable"} {
+			if c[2] == "kubepods-"+qos+".slice" {
+				return len(c) >= 4 && c[3] == "kubepods-"+qos+"-pod"+esc+".slice"
+			}
 		}
 	}
 	return false
