@@ -62,10 +62,19 @@ func (s *stream) portAddr(e *event.Event) {
 	}
 }
 
-// portsOf gathers the port addresses every recording proves, by device.
+// portsOf gathers the port addresses every recording proves, by device:
+// the ports its header lists (sysfs when it started) and those its CM MADs
+// show.
 func portsOf(ss []*stream) map[string][]connid.Addr {
 	out := map[string][]connid.Addr{}
 	for _, s := range ss {
+		for _, p := range s.hdr.Meta.Ports {
+			k := devKey(s, p.Device)
+			out[k] = connid.Add(out[k], connid.LIDAddr(p.LID), maxPortAddrs)
+			for _, g := range p.GIDs {
+				out[k] = connid.Add(out[k], connid.GIDAddr(g), maxPortAddrs)
+			}
+		}
 		for d, as := range s.ports {
 			k := devKey(s, d)
 			for _, a := range as {
@@ -89,7 +98,7 @@ func sameQP(a, b *hist) bool {
 // pairUp pairs the histories that are the two ends of one connection by
 // the identity rule (connid.Match): destination QPNs both ways and a path
 // of each leading to a port of the other's device, the ports' addresses
-// as the recordings prove them (CM MADs). Lifetimes must overlap; the best
+// as the recordings prove them (their headers, CM MADs). Lifetimes must overlap; the best
 // overlap wins. Candidates the evidence does not confirm are returned as
 // unpaired, with why, with the count of them all.
 func pairUp(ss []*stream) ([]*pairing, []Unpaired, int) {
