@@ -4,8 +4,9 @@
 // connection, its addresses and APM state) and publishes them with its
 // finding lines through a bounded on-disk queue (Queue, Publisher). A
 // `apmwatch fleet` instance consumes the records of its partitions, pairs
-// the two ends of each connection (Engine: the local address and QPN of
-// one are the remote address and QPN of the other) and judges the pair:
+// the two ends of each connection (Engine, by the connid identity rule:
+// the local address and QPN of one are the remote address and QPN of the
+// other, both ways) and judges the pair:
 // one-sided-rearm and unprotected-connection, with both hosts' evidence.
 //
 // Subjects (one stream each, created by whoever connects first):

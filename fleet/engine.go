@@ -137,7 +137,7 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 		e.mig = m + 1
 	}
 	if e.peer == nil && remote.Valid() {
-		if p := g.ends[remote]; p != nil && p.peer == nil && p.remote == local && p != e {
+		if p := g.ends[remote]; p != nil && p.peer == nil && g.pairs(e, p) {
 			e.peer, p.peer = p, e
 			g.counts[StateUnpaired] -= 2
 			e.state, p.state = StateNoAPM, StateNoAPM // evaluated below
