@@ -12,6 +12,7 @@
 // syscall, INFO_HANDLES, driver id probe), borrow.go (finding and borrowing
 // the owner's file), resolve.go (QPN -> handle), ops.go (query, load-alt,
 // rearm, migrate: check, act, verify, log), errors.go (error classes),
-// policy.go and enforcer.go (the audit --enforce policy). docs/actuator.md
-// is the user's view.
+// policy.go and enforcer.go (the audit --enforce policy), schedule.go
+// (grace periods, running actions side by side), queue.go and ratelimit.go
+// (the rate limit's queue). docs/actuator.md is the user's view.
 package actuator

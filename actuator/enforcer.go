@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ const (
 // EnforcerStats counts what the enforcer did. Dropped counts the pending
 // actions given up without a finding: their QP generation ended, or the
 // owner rearmed during the grace period. Deferred counts the times an
-// action waited for the rate limit.
+// action was sent to wait for its turn in the rate limit.
 type EnforcerStats struct {
 	Actuated, WouldActuate, Skipped, Failed, Dropped, Deferred uint64
 }
@@ -71,8 +72,12 @@ type Enforcer struct {
 	mu       sync.Mutex
 	handles  *Handles
 	qps      map[event.QPKey]*qpTrack
-	pending  []pendingAct
-	inflight map[event.QPKey]bool // QPs with an action running
+	pending  []pendingAct // waiting out their grace
+	queue    []pendingAct // waiting for their turn in the rate limit (queue.go)
+	seq      uint64
+	inflight map[event.QPKey]bool   // QPs with an action running
+	held     map[event.QPKey]string // of those, admitted by the limit and not past it yet: owner or ""
+	turn     *sync.Cond             // an action passed the limit (queue.go)
 	recent   []rateMark
 	stats    EnforcerStats
 	slots    chan struct{} // one per action running
@@ -142,9 +147,17 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	if t.acted {
 		return e.skip(src, "already actuated since its last migration (never twice in a row)")
 	}
+	e.inTurn(p)
+	if why := e.stale(p); why != "" || e.qps[key] != t { // while the owner was looked up
+		e.dropped(*p, cmp.Or(why, "the qp was destroyed while its owner was looked up"))
+		return apm.Finding{}, false
+	}
 	now := e.Now()
-	if why, next := e.rateLimited(now, own); why != "" {
-		e.deferAct(*p, next, why)
+	delete(e.held, key) // its own place is not someone else's
+	why, next, _ := e.limiter(now).check(own.id())
+	e.passedTurn(p)
+	if why != "" {
+		e.requeue(*p, own.id(), next, why)
 		return apm.Finding{}, false
 	}
 	alt, altFrom := e.pickAlternate(key.Device, t)

@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"sync"
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
@@ -30,13 +31,23 @@ type qpTrack struct {
 	rearmedAt uint64
 }
 
-// pendingAct is a missed-rearm waiting for its grace period, keyed by the
-// QP generation the model judged.
+// pendingAct is a missed-rearm waiting for its grace period, then for its
+// turn in the rate limit's queue, keyed by the QP generation the model
+// judged.
 type pendingAct struct {
 	key   apm.Key
 	f     apm.Finding
 	since uint64 // boot ns of the migration the finding is about
 	due   time.Time
+	// seq is its place in the queue (in the order the actions fell due).
+	seq uint64
+	// owner is the owner (Owner.id) its last lookup found, "" before one:
+	// the queue passes it over while that owner's limit is full.
+	owner  string
+	waited bool // counted in Deferred since it entered the queue
+	// batch and nth: the turn of the queue that started it, its place.
+	batch *batch
+	nth   int
 }
 
 func (e *Enforcer) init() {
@@ -44,6 +55,8 @@ func (e *Enforcer) init() {
 		e.qps = map[event.QPKey]*qpTrack{}
 		e.handles = NewHandles()
 		e.inflight = map[event.QPKey]bool{}
+		e.held = map[event.QPKey]string{}
+		e.turn = sync.NewCond(&e.mu)
 		n := e.Parallel
 		if n <= 0 {
 			n = DefaultParallel
@@ -129,15 +142,13 @@ func (e *Enforcer) rearmed(k event.QPKey, t *qpTrack, boot uint64) {
 // dropEnded drops the pending actions on QPN k about a migration before
 // boot: their generation ended, or their finding no longer holds.
 func (e *Enforcer) dropEnded(k event.QPKey, boot uint64, why string) {
-	keep := e.pending[:0]
-	for _, p := range e.pending {
+	e.keepWaiting(func(p pendingAct) bool {
 		if p.key.Device == k.Device && p.key.QPN == k.QPN && p.since < boot {
 			e.dropped(p, why)
-			continue
+			return false
 		}
-		keep = append(keep, p)
-	}
-	e.pending = keep
+		return true
+	})
 }
 
 // Resolve takes the model's resolutions: a missed-rearm resolved (the owner
@@ -148,33 +159,19 @@ func (e *Enforcer) Resolve(f apm.Finding) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	keep := e.pending[:0]
-	for _, p := range e.pending {
+	e.keepWaiting(func(p pendingAct) bool {
 		if p.f.ID == f.Resolves && p.key == f.QP {
 			e.dropped(p, "its finding was resolved")
-			continue
+			return false
 		}
-		keep = append(keep, p)
-	}
-	e.pending = keep
+		return true
+	})
 }
 
 func (e *Enforcer) dropped(p pendingAct, why string) {
 	e.stats.Dropped++
 	if e.Log != nil {
 		e.Log("pending action dropped", "qp", p.key.String(), "finding", p.f.ID, "why", why)
-	}
-}
-
-// deferAct puts p back to run when the rate limit admits it: a storm is
-// paced, never abandoned; every check runs again then (the owner may have
-// rearmed meanwhile, the QP may be gone).
-func (e *Enforcer) deferAct(p pendingAct, next time.Time, why string) {
-	e.stats.Deferred++
-	p.due = next
-	e.pending = append(e.pending, p)
-	if e.Log != nil && e.stats.Deferred&(e.stats.Deferred-1) == 0 { // 1, 2, 4, ...: a storm does not flood the log
-		e.Log("action deferred by the rate limit", "qp", p.key.String(), "finding", p.f.ID, "why", why, "until", next, "deferred", e.stats.Deferred)
 	}
 }
 

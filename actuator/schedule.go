@@ -30,21 +30,16 @@ func (e *Enforcer) Act(ctx context.Context, f apm.Finding) []apm.Finding {
 		e.mu.Unlock()
 		return nil
 	}
-	keep := e.pending[:0]
-	for _, q := range e.pending {
-		if q.key != p.key {
-			keep = append(keep, q)
-		}
-	}
-	e.pending = append(keep, p)
+	e.keepWaiting(func(q pendingAct) bool { return q.key != p.key })
+	e.pending = append(e.pending, p)
 	e.mu.Unlock()
 	return e.Tick(ctx, e.Now())
 }
 
-// NextDue is when the earliest action waiting out its grace period falls
-// due (ok false: none waits), so that audit runs Tick then rather than on
-// its next tick. An action whose QP has one running waits for it (it is
-// due again once that one is collected).
+// NextDue is when the earliest action falls due: its grace over, or its
+// turn in the rate limit's queue (ok false: none waits), so that audit
+// runs Tick then rather than on its next tick. An action whose QP has one
+// running waits for it (it is due again once that one is collected).
 func (e *Enforcer) NextDue() (due time.Time, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -56,55 +51,56 @@ func (e *Enforcer) NextDue() (due time.Time, ok bool) {
 			due, ok = p.due, true
 		}
 	}
+	if t, turn := e.nextTurn(); turn && (!ok || t.Before(due)) {
+		due, ok = t, true
+	}
 	return due, ok
 }
 
-// Tick starts the scheduled actions that are due, up to Parallel running
-// at once, never two on one QP. Without Background it returns once they
-// finished, with their findings in the order they fell due; with it, at
-// once (Collect has the findings later).
+// Tick starts the actions whose grace is over, in their turn in the rate
+// limit's queue, up to Parallel running at once, never two on one QP.
+// Without Background it returns once they finished, with their findings in
+// the order they started; with it, at once (Collect has the findings
+// later).
 func (e *Enforcer) Tick(ctx context.Context, now time.Time) []apm.Finding {
 	e.mu.Lock()
 	e.init()
-	var due []pendingAct
-	keep := e.pending[:0]
-	for _, p := range e.pending {
-		if now.Before(p.due) || e.inflight[qpOf(p)] {
-			keep = append(keep, p)
-		} else {
-			due = append(due, p)
-			e.inflight[qpOf(p)] = true
-		}
-	}
-	e.pending = keep
+	e.graceOver(now)
+	due := e.admitInTurn(now)
 	e.mu.Unlock()
 	found := make([]apm.Finding, len(due))
 	ok := make([]bool, len(due))
-	for i := range due {
-		e.running.Add(1)
-		go func() {
-			defer e.running.Done()
+	e.running.Add(len(due))
+	// The slots are taken in the queue's order: an action waiting for its
+	// turn to pass the rate limit (inTurn) holds one, and every action
+	// before it in the batch has had its own.
+	go func() {
+		for i := range due {
 			e.slots <- struct{}{}
-			defer func() { <-e.slots }()
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if ctx.Err() != nil {
-				e.dropped(due[i], "the enforcer is stopping") // waited for a slot until then
-			} else {
-				found[i], ok[i] = e.run(ctx, &due[i])
-			}
-			delete(e.inflight, qpOf(due[i]))
-			if e.Background {
-				if ok[i] {
-					e.done = append(e.done, found[i])
+			go func() {
+				defer e.running.Done()
+				defer func() { <-e.slots }()
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				if ctx.Err() != nil {
+					e.dropped(due[i], "the enforcer is stopping") // waited for a slot until then
+				} else {
+					found[i], ok[i] = e.run(ctx, &due[i])
 				}
-				select {
-				case e.doneC <- struct{}{}:
-				default:
+				e.passedTurn(&due[i])
+				delete(e.inflight, qpOf(due[i]))
+				if e.Background {
+					if ok[i] {
+						e.done = append(e.done, found[i])
+					}
+					select {
+					case e.doneC <- struct{}{}:
+					default:
+					}
 				}
-			}
-		}()
-	}
+			}()
+		}
+	}()
 	if e.Background {
 		return nil
 	}
