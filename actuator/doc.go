@@ -14,5 +14,6 @@
 // rearm, migrate: check, act, verify, log), errors.go (error classes),
 // policy.go and enforcer.go (the audit --enforce policy), schedule.go
 // (grace periods, running actions side by side), queue.go and ratelimit.go
-// (the rate limit's queue). docs/actuator.md is the user's view.
+// (the rate limit's queue), generation.go and loss.go (which QP an action
+// may touch). docs/actuator.md is the user's view.
 package actuator

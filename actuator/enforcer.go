@@ -1,7 +1,6 @@
 package actuator
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,11 +23,13 @@ const (
 )
 
 // EnforcerStats counts what the enforcer did. Dropped counts the pending
-// actions given up without a finding: their QP generation ended, or the
-// owner rearmed during the grace period. Deferred counts the times an
-// action was sent to wait for its turn in the rate limit.
+// actions given up without a finding: their QP generation ended, the owner
+// rearmed during the grace period, or (DroppedLost, counted in Dropped
+// too) the event stream lost records since their migration. Deferred
+// counts the times an action was sent to wait for its turn in the rate
+// limit.
 type EnforcerStats struct {
-	Actuated, WouldActuate, Skipped, Failed, Dropped, Deferred uint64
+	Actuated, WouldActuate, Skipped, Failed, Dropped, DroppedLost, Deferred uint64
 }
 
 // Enforcer is the audit daemon's actor (audit.Actor): on a missed-rearm
@@ -79,6 +80,7 @@ type Enforcer struct {
 	held     map[event.QPKey]string // of those, admitted by the limit and not past it yet: owner or ""
 	turn     *sync.Cond             // an action passed the limit (queue.go)
 	recent   []rateMark
+	lostAt   uint64 // boot ns by which the last records lost happened (loss.go)
 	stats    EnforcerStats
 	slots    chan struct{} // one per action running
 	running  sync.WaitGroup
@@ -120,8 +122,7 @@ func (e *Enforcer) skip(src apm.Finding, why string) (apm.Finding, bool) {
 func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	src := p.f
 	key := event.QPKey{Device: p.key.Device, QPN: p.key.QPN}
-	if why := e.stale(p); why != "" {
-		e.dropped(*p, why)
+	if e.gone(p) {
 		return apm.Finding{}, false
 	}
 	t := e.qps[key]
@@ -148,8 +149,11 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 		return e.skip(src, "already actuated since its last migration (never twice in a row)")
 	}
 	e.inTurn(p)
-	if why := e.stale(p); why != "" || e.qps[key] != t { // while the owner was looked up
-		e.dropped(*p, cmp.Or(why, "the qp was destroyed while its owner was looked up"))
+	if e.gone(p) { // while the owner was looked up
+		return apm.Finding{}, false
+	}
+	if e.qps[key] != t {
+		e.dropped(*p, "the qp was destroyed while its owner was looked up")
 		return apm.Finding{}, false
 	}
 	now := e.Now()

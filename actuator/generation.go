@@ -175,6 +175,20 @@ func (e *Enforcer) dropped(p pendingAct, why string) {
 	}
 }
 
+// gone drops p, and says so, when events were lost since its migration or
+// the generation it judged is no longer the one alive.
+func (e *Enforcer) gone(p *pendingAct) bool {
+	if why := e.lostSinceMigration(p); why != "" {
+		e.droppedLost(*p, why)
+		return true
+	}
+	if why := e.stale(p); why != "" {
+		e.dropped(*p, why)
+		return true
+	}
+	return false
+}
+
 // stale says why the generation p judged is no longer the one to act on
 // ("" when it still is): destroyed or gone, replaced by a new QP with the
 // same number, or rearmed after the migration.

@@ -25,8 +25,7 @@ func (e *Enforcer) Act(ctx context.Context, f apm.Finding) []apm.Finding {
 		since = f.Last
 	}
 	p := pendingAct{key: f.QP, f: f, since: since, due: e.Now().Add(time.Duration(e.Policy.Grace))}
-	if why := e.stale(&p); why != "" {
-		e.dropped(p, why)
+	if e.gone(&p) {
 		e.mu.Unlock()
 		return nil
 	}
