@@ -31,7 +31,9 @@ func newPubMetrics(q *Queue, nc *nats.Conn) pubMetrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "publish_queue_messages",
 			Help: "Messages waiting in the publish queue for NATS."}, func() float64 { return float64(q.Stats().Pending) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queue_lost_total",
-			Help: "Messages dropped from the publish queue past its bound (oldest first)."}, func() float64 { return float64(q.Stats().Dropped) }),
+			Help: "Messages dropped from the publish queue past its bound, all types."}, func() float64 { return float64(q.Stats().Dropped) }),
+		lostByType(q, "conn", func(st QueueStats) uint64 { return st.DroppedConn }),
+		lostByType(q, "finding", func(st QueueStats) uint64 { return st.DroppedFindings }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "nats_connected",
 			Help: "1 while connected to NATS."}, func() float64 {
 			if nc.IsConnected() {
@@ -41,6 +43,14 @@ func newPubMetrics(q *Queue, nc *nats.Conn) pubMetrics {
 		}),
 	}
 	return m
+}
+
+// lostByType is apmwatch_publish_queue_lost_by_type_total{type}: past
+// its bound the queue drops connection records before finding lines.
+func lostByType(q *Queue, typ string, n func(QueueStats) uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queue_lost_by_type_total",
+		Help:        "Messages dropped from the publish queue past its bound, by type (conn: replaced records first, then the oldest; finding: only when no record is left).",
+		ConstLabels: prometheus.Labels{"type": typ}}, func() float64 { return float64(n(q.Stats())) })
 }
 
 func (m *pubMetrics) all() []prometheus.Collector {

@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/apmwatch/apmwatch/internal/outfile"
 )
@@ -29,8 +32,8 @@ type Msg struct {
 
 // Queue is a bounded on-disk FIFO of messages: segment files of framed
 // records (length, CRC-32C, JSON) and a head file naming the first
-// message not yet acknowledged. Past its byte bound the oldest segment
-// goes, and its messages are counted as dropped. Safe for concurrent use.
+// message not yet acknowledged. Past its byte bound it drops connection
+// records before finding lines (evictLocked). Safe for concurrent use.
 type Queue struct {
 	dir     string
 	max     int64
@@ -39,16 +42,33 @@ type Queue struct {
 	w       *os.File
 	headSeg uint64 // the segment and offset of the first unacknowledged message
 	headOff int64
+	peekSeg uint64 // the end of what Peek handed out: nothing before it moves until Ack passes it
+	peekOff int64
 	r       *bufio.Reader // reads the head segment from headOff
 	rf      *os.File
-	dropped uint64
-	corrupt uint64
+	// latest is, per connection subject (hashed), where its newest
+	// queued record is: an older one of the same subject is replaced.
+	latest          map[uint64]recordRef
+	seed            maphash.Seed
+	dropped         uint64
+	droppedConn     uint64
+	droppedFindings uint64
+	corrupt         uint64
+	damaged         Pos // the last damaged place counted
 }
 
 type segment struct {
 	n     uint64
 	bytes int64
 	msgs  int
+	conn  int64 // bytes of connection records eviction may drop
+	stale int64 // of those, the bytes of records a newer one replaces
+}
+
+// recordRef is where a connection record is.
+type recordRef struct {
+	seg       uint64
+	off, size int64
 }
 
 // segmentBytes is where a segment is cut.
@@ -60,6 +80,10 @@ const MinQueueMax = 2 * segmentBytes
 // maxFrame bounds one message (a finding line with its evidence).
 const maxFrame = 1 << 20
 
+// segFileMax bounds a segment file: it is cut once past segmentBytes, so
+// its last frame starts before that.
+const segFileMax = segmentBytes + 8 + maxFrame
+
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenQueue opens (or creates) the queue in dir, bounded to max bytes.
@@ -70,7 +94,7 @@ func OpenQueue(dir string, max int64) (*Queue, error) {
 	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("publish queue: %w", err)
 	}
-	q := &Queue{dir: dir, max: max}
+	q := &Queue{dir: dir, max: max, latest: map[uint64]recordRef{}, seed: maphash.MakeSeed()}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("publish queue: %w", err)
@@ -84,11 +108,12 @@ func OpenQueue(dir string, max int64) (*Queue, error) {
 		if err != nil {
 			continue
 		}
-		s := &segment{n: n}
-		s.bytes, s.msgs = q.scan(n)
-		q.segs = append(q.segs, s)
+		q.segs = append(q.segs, &segment{n: n})
 	}
-	slices.SortFunc(q.segs, func(a, b *segment) int { return int(a.n - b.n) })
+	slices.SortFunc(q.segs, func(a, b *segment) int { return cmp.Compare(a.n, b.n) })
+	for _, s := range q.segs {
+		q.scan(s)
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "head")); err == nil {
 		fmt.Sscanf(string(b), "%d %d", &q.headSeg, &q.headOff)
 	}
@@ -102,6 +127,7 @@ func OpenQueue(dir string, max int64) (*Queue, error) {
 	if q.headSeg > last.n {
 		q.headSeg, q.headOff = last.n, last.bytes
 	}
+	q.peekSeg, q.peekOff = q.headSeg, q.headOff
 	if err := q.openWriter(last); err != nil {
 		return nil, err
 	}
@@ -111,24 +137,49 @@ func OpenQueue(dir string, max int64) (*Queue, error) {
 func (q *Queue) path(n uint64) string { return filepath.Join(q.dir, fmt.Sprintf("seg-%012d", n)) }
 
 // scan measures a segment's whole frames (a torn tail from a crash is cut
-// off when the segment is written again).
-func (q *Queue) scan(n uint64) (int64, int) {
-	f, err := os.Open(q.path(n))
+// off when the segment is written again) and notes its records.
+func (q *Queue) scan(s *segment) {
+	b, err := q.load(s.n)
 	if err != nil {
-		return 0, 0
+		return
+	}
+	for s.bytes < int64(len(b)) {
+		p, size, err := frameAt(b, s.bytes)
+		if err != nil {
+			return
+		}
+		q.noteLocked(s, p, s.bytes, size)
+		s.bytes += size
+		s.msgs++
+	}
+}
+
+// noteLocked counts a frame of s at off: a connection record replaces
+// the one of its subject queued before it.
+func (q *Queue) noteLocked(s *segment, payload []byte, off, size int64) {
+	subject, err := subjectOf(payload)
+	if err != nil || subjectKind(subject) != kindConn {
+		return
+	}
+	s.conn += size
+	h := maphash.String(q.seed, subject)
+	if prev, ok := q.latest[h]; ok {
+		if ps := q.segment(prev.seg); ps != nil {
+			ps.stale += prev.size
+		}
+	}
+	q.latest[h] = recordRef{s.n, off, size}
+}
+
+// load reads segment n whole (up to segFileMax bytes), never through a
+// symbolic link.
+func (q *Queue) load(n uint64) ([]byte, error) {
+	f, err := os.OpenFile(q.path(n), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
-	var off int64
-	msgs := 0
-	for {
-		size, err := readFrame(r, nil)
-		if err != nil {
-			return off, msgs
-		}
-		off += size
-		msgs++
-	}
+	return io.ReadAll(io.LimitReader(f, segFileMax+1))
 }
 
 func (q *Queue) openWriter(s *segment) error {
@@ -174,10 +225,42 @@ func readFrame(r *bufio.Reader, m *Msg) (int64, error) {
 	return int64(8 + n), nil
 }
 
+// frameAt returns the payload of the frame at b[off:] and the frame's
+// size: io.ErrUnexpectedEOF when it runs past the end of b.
+func frameAt(b []byte, off int64) ([]byte, int64, error) {
+	rest := b[off:]
+	if len(rest) < 8 {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	n := int64(binary.LittleEndian.Uint32(rest))
+	if n == 0 || n > maxFrame {
+		return nil, 0, errCorrupt
+	}
+	if int64(len(rest))-8 < n {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	p := rest[8 : 8+n]
+	if crc32.Checksum(p, crcTable) != binary.LittleEndian.Uint32(rest[4:]) {
+		return nil, 0, errCorrupt
+	}
+	return p, 8 + n, nil
+}
+
+// subjectOf decodes the subject of a frame's message.
+func subjectOf(payload []byte) (string, error) {
+	var m struct {
+		S string `json:"s"`
+	}
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return "", errCorrupt
+	}
+	return m.S, nil
+}
+
 var errCorrupt = errors.New("corrupt publish queue frame")
 
-// Append adds a message at the tail. Past the bound the oldest segment is
-// dropped (its messages counted).
+// Append adds a message at the tail; past the bound the queue evicts
+// (evictLocked).
 func (q *Queue) Append(m Msg) error {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -208,11 +291,10 @@ func (q *Queue) Append(m Msg) error {
 		q.w.Seek(last.bytes, io.SeekStart)
 		return fmt.Errorf("publish queue: %w", err)
 	}
+	q.noteLocked(last, b, last.bytes, int64(len(frame)))
 	last.bytes += int64(len(frame))
 	last.msgs++
-	for q.sizeLocked() > q.max && len(q.segs) > 1 {
-		q.dropOldestLocked()
-	}
+	q.evictLocked()
 	return nil
 }
 
@@ -222,23 +304,6 @@ func (q *Queue) sizeLocked() int64 {
 		n += s.bytes
 	}
 	return n
-}
-
-func (q *Queue) dropOldestLocked() {
-	s := q.segs[0]
-	lost := s.msgs
-	if q.headSeg == s.n {
-		lost = q.countFromLocked(s, q.headOff)
-	} else if q.headSeg > s.n {
-		lost = 0
-	}
-	q.dropped += uint64(lost)
-	os.Remove(q.path(s.n))
-	q.segs = q.segs[1:]
-	if q.headSeg <= s.n {
-		q.headSeg, q.headOff = q.segs[0].n, 0
-		q.closeReaderLocked()
-	}
 }
 
 // countFromLocked counts the messages of s from off.
@@ -274,55 +339,89 @@ type Pos struct {
 	off int64
 }
 
+func (p Pos) before(o Pos) bool { return p.seg < o.seg || p.seg == o.seg && p.off < o.off }
+
 // Peek returns up to n messages from the head, and the position after
-// each of them.
+// each of them. Until Ack passes them, eviction keeps them in place.
 func (q *Queue) Peek(n int) ([]Msg, []Pos) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	defer q.closeReaderLocked()
 	var msgs []Msg
 	var pos []Pos
 	seg, off := q.headSeg, q.headOff
-	for len(msgs) < n {
+	i := q.indexLocked(seg)
+loop:
+	for len(msgs) < n && i < len(q.segs) {
+		s := q.segs[i]
+		if s.n != seg { // the next segment (numbers have gaps where segments merged)
+			seg, off = s.n, 0
+		}
+		last := i == len(q.segs)-1
+		if off >= s.bytes && !last {
+			q.closeReaderLocked()
+			i++
+			continue
+		}
 		if q.r == nil {
-			f, err := os.Open(q.path(seg))
-			if err != nil {
-				return msgs, pos
+			f, err := os.OpenFile(q.path(seg), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+			if err == nil {
+				if _, err = f.Seek(off, io.SeekStart); err != nil {
+					f.Close()
+				}
 			}
-			if _, err := f.Seek(off, io.SeekStart); err != nil {
-				f.Close()
-				return msgs, pos
+			if err != nil {
+				if last {
+					break loop
+				}
+				i++
+				continue
 			}
 			q.rf, q.r = f, bufio.NewReader(f)
 		}
 		var m Msg
 		size, err := readFrame(q.r, &m)
 		if err != nil {
-			s := q.segment(seg)
-			if s != nil && off < s.bytes && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				q.corrupt++ // skip the rest of a damaged segment
-				off = s.bytes
-			}
-			if s == nil || seg == q.segs[len(q.segs)-1].n || off < s.bytes {
-				q.closeReaderLocked() // read again next time (appends come)
-				return msgs, pos
-			}
 			q.closeReaderLocked()
-			seg, off = seg+1, 0
+			if off < s.bytes { // a damaged frame: skip the rest of the segment
+				q.damagedLocked(Pos{seg, off})
+				off = s.bytes
+				continue
+			}
+			if last {
+				break loop // read again next time (appends come)
+			}
+			i++
 			continue
 		}
 		off += size
 		msgs = append(msgs, m)
 		pos = append(pos, Pos{seg, off})
 	}
-	q.closeReaderLocked()
+	if len(pos) > 0 && (Pos{q.peekSeg, q.peekOff}).before(pos[len(pos)-1]) {
+		q.peekSeg, q.peekOff = pos[len(pos)-1].seg, pos[len(pos)-1].off
+	}
 	return msgs, pos
 }
 
+// damagedLocked counts a damaged place of the queue once, however many
+// times Peek reads it before Ack passes it.
+func (q *Queue) damagedLocked(p Pos) {
+	if q.damaged.before(p) {
+		q.corrupt++
+		q.damaged = p
+	}
+}
+
+// indexLocked returns the index of the first segment numbered n or more.
+func (q *Queue) indexLocked(n uint64) int {
+	i, _ := slices.BinarySearchFunc(q.segs, n, func(s *segment, n uint64) int { return cmp.Compare(s.n, n) })
+	return i
+}
+
 func (q *Queue) segment(n uint64) *segment {
-	for _, s := range q.segs {
-		if s.n == n {
-			return s
-		}
+	if i := q.indexLocked(n); i < len(q.segs) && q.segs[i].n == n {
+		return q.segs[i]
 	}
 	return nil
 }
@@ -332,14 +431,16 @@ func (q *Queue) segment(n uint64) *segment {
 func (q *Queue) Ack(p Pos) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if p.seg < q.headSeg || p.seg == q.headSeg && p.off <= q.headOff {
+	if !(Pos{q.headSeg, q.headOff}).before(p) {
 		return nil
 	}
 	q.headSeg, q.headOff = p.seg, p.off
+	if (Pos{q.peekSeg, q.peekOff}).before(p) {
+		q.peekSeg, q.peekOff = p.seg, p.off
+	}
 	q.closeReaderLocked()
 	for len(q.segs) > 1 && q.segs[0].n < q.headSeg {
-		os.Remove(q.path(q.segs[0].n))
-		q.segs = q.segs[1:]
+		q.removeFirstLocked()
 	}
 	if err := outfile.WriteFile(filepath.Join(q.dir, "head.tmp"), fmt.Appendf(nil, "%d %d\n", q.headSeg, q.headOff)); err != nil {
 		return fmt.Errorf("publish queue head: %w", err)
@@ -350,19 +451,34 @@ func (q *Queue) Ack(p Pos) error {
 	return nil
 }
 
+// removeFirstLocked deletes the oldest segment and forgets its records.
+func (q *Queue) removeFirstLocked() {
+	s := q.segs[0]
+	os.Remove(q.path(s.n))
+	q.segs = q.segs[1:]
+	for h, r := range q.latest {
+		if r.seg == s.n {
+			delete(q.latest, h)
+		}
+	}
+}
+
 // QueueStats are the queue's counters.
 type QueueStats struct {
-	Bytes   int64  // on disk, acknowledged or not
-	Pending int    // messages not yet acknowledged
-	Dropped uint64 // lost past the bound
-	Corrupt uint64 // damaged segments skipped
+	Bytes           int64  // on disk, acknowledged or not
+	Pending         int    // messages not yet acknowledged
+	Dropped         uint64 // lost past the bound, all kinds
+	DroppedConn     uint64 // of those, connection records
+	DroppedFindings uint64 // of those, finding lines
+	Corrupt         uint64 // damaged segments skipped
 }
 
 // Stats returns the counters.
 func (q *Queue) Stats() QueueStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	st := QueueStats{Bytes: q.sizeLocked(), Dropped: q.dropped, Corrupt: q.corrupt}
+	st := QueueStats{Bytes: q.sizeLocked(), Dropped: q.dropped, DroppedConn: q.droppedConn,
+		DroppedFindings: q.droppedFindings, Corrupt: q.corrupt}
 	for _, s := range q.segs {
 		switch {
 		case s.n > q.headSeg:

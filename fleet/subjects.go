@@ -46,3 +46,24 @@ func HostFindingSubject(host string) string { return hostFindingPrefix + token(h
 
 // fleetFindingSubject is where an instance's findings on one partition go.
 func fleetFindingSubject(p int) string { return fmt.Sprintf("%s%d", fleetFindingPfx, p) }
+
+// msgKind is what a queued message is, told by its subject: past its
+// bound the publish queue drops connection records before finding lines.
+type msgKind uint8
+
+const (
+	kindOther msgKind = iota
+	kindConn
+	kindFinding
+)
+
+// subjectKind tells a message's kind by its subject.
+func subjectKind(subject string) msgKind {
+	switch {
+	case strings.HasPrefix(subject, connPrefix):
+		return kindConn
+	case strings.HasPrefix(subject, "apmwatch.finding."):
+		return kindFinding
+	}
+	return kindOther
+}
