@@ -69,6 +69,10 @@ type Finding struct {
 	Resolves    uint64        `json:"resolves,omitempty"`
 	Unprotected time.Duration `json:"unprotected_ns,omitempty"` // missed-rearm resolution, unprotected-failure: time without a valid armed alternate
 	Cause       uint64        `json:"cause,omitempty"`          // unprotected-failure: the finding that left the QP unprotected
+	// Uncertain, when set, says which missing records (events lost,
+	// damaged frames) overlap the finding's window: what they could have
+	// held is not known, and the finding claims no more than it saw.
+	Uncertain string `json:"uncertain,omitempty"`
 }
 
 // Duration is Last minus First.

@@ -261,7 +261,7 @@ func (c *Collector) Stats() event.Stats {
 		s.Events, s.DecodeErrs = c.seq.Load(), c.decErrs.Load()
 		return s
 	}
-	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load()}
+	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load(), At: boottime.Now()}
 	m := c.loader.shared["counters"]
 	var lost, unjoined []uint64
 	if m.Lookup(uint32(apmApmCounterAPM_CNT_LOST), &lost) == nil {

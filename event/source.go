@@ -63,6 +63,9 @@ type Stats struct {
 	LostPerCPU []uint64 `json:"lost_per_cpu"` // index = CPU
 	DecodeErrs uint64   `json:"decode_errors"`
 	Unjoined   uint64   `json:"unjoined"` // exits whose entry was never seen
+	// At is when the counters were read (CLOCK_BOOTTIME ns; 0: unknown),
+	// so that a loss can be placed in time.
+	At uint64 `json:"at_boot_ns,omitempty"`
 }
 
 // Source is the one stream API: the live collector and a recording reader both

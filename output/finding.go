@@ -35,6 +35,7 @@ type jsonFinding struct {
 	Resolves      uint64         `json:"resolves,omitempty"`
 	UnprotectedNS int64          `json:"unprotected_ns,omitempty"`
 	Cause         uint64         `json:"cause,omitempty"` // unprotected-failure: the finding that left the QP unprotected
+	Uncertain     string         `json:"uncertain,omitempty"`
 }
 
 func wallText(t time.Time) string {
@@ -51,7 +52,8 @@ func FindingJSON(f *apm.Finding) any {
 		Severity: f.Severity, PID: f.PID, Comm: f.Comm, Device: f.QP.Device, QPN: f.QP.QPN, Gen: f.QP.Gen,
 		FirstTime: wallText(f.FirstTime), FirstBootNS: f.First, Evidence: f.Evidence,
 		Explanation: f.Explanation, Remediation: f.Remediation, Errno: f.Errno, Resolved: f.Resolved,
-		Resolves: f.Resolves, UnprotectedNS: int64(f.Unprotected), Cause: f.Cause}
+		Resolves: f.Resolves, UnprotectedNS: int64(f.Unprotected), Cause: f.Cause,
+		Uncertain: f.Uncertain}
 	if f.Resolved {
 		j.Kind = "resolution"
 	}

@@ -56,6 +56,14 @@ func cmMAD(b *apmtest.Builder, dir event.MADDir, attr uint16, tid uint64, local,
 // sets the file's modification time to Boot `end` of that host.
 func write(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64) string {
 	t.Helper()
+	return writeStats(t, dir, name, host, b, end)
+}
+
+// writeStats is write with stats records placed among the events by their
+// At (each written before the first event after it); a stats record's
+// counters start at the one lost event write puts before the steps.
+func writeStats(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64, stats ...event.Stats) string {
+	t.Helper()
 	path := filepath.Join(dir, name)
 	meta := event.Meta{Host: host, Kernel: "6.12.0-test", BootOffset: time.Duration(b.Start.UnixNano()), Version: "test",
 		Hooks: []event.Hook{{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing}}}
@@ -63,14 +71,25 @@ func write(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// one event lost before the first (in time) of the steps: counted, and
+	// overlapping no finding's window
+	if err := w.WriteStats(event.Stats{Lost: 1, LostPerCPU: []uint64{1}, At: 1}); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range b.Steps {
+		for len(stats) > 0 && s.Ev != nil && stats[0].At <= s.Ev.Boot {
+			if err := w.WriteStats(stats[0]); err != nil {
+				t.Fatal(err)
+			}
+			stats = stats[1:]
+		}
 		if s.Ev != nil {
 			if err := w.Write(s.Ev); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := w.WriteStats(event.Stats{Events: uint64(len(b.Steps)), Lost: 1, LostPerCPU: []uint64{1}}); err != nil {
+	if err := w.WriteStats(event.Stats{Events: uint64(len(b.Steps)), Lost: 1, LostPerCPU: []uint64{1}, At: end}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -28,6 +28,7 @@ type hist struct {
 
 	migrations []uint64 // Boot of each migration kept: PATH_MIG, or a forced MIGRATED
 	rearms     []uint64 // Boot of each successful modify to REARM kept
+	armedReads []uint64 // Boot of each reading that turned to ARMED or REARM (a rearm, seen or not)
 	nMig       int      // migrations, kept or not
 	nRearm     int
 	forced     bool   // the last migration was forced and its PATH_MIG may follow
@@ -215,6 +216,10 @@ func (hs *histories) truth(e *event.Event) *hist {
 	}
 	h.reading = what
 	h.last = e.Boot
+	if t := e.Truth; t.Op == event.TruthRead && (t.Mig == event.MigArmed || t.Mig == event.MigRearm) {
+		var n int
+		hs.step(&h.armedReads, &n, e.Boot)
+	}
 	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: output.Detail(e)})
 	return h
 }

@@ -27,6 +27,7 @@ type stream struct {
 	raw     []finding // the model's findings and resolutions, in order
 	mads    []mad
 	ports   map[string][]connid.Addr // device -> addresses its MADs prove
+	losses  []recording.Loss         // stretches of missing records
 	last    uint64                   // Boot of the last event
 	endBoot uint64                   // the model was advanced to here
 	res     streamResult

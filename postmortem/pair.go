@@ -2,7 +2,6 @@ package postmortem
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
@@ -57,102 +56,6 @@ func overlap(a, b *hist) time.Duration {
 	lo := max(a.s.wall(a.first).UnixNano(), b.s.wall(b.first).UnixNano())
 	hi := min(a.s.wall(a.last).UnixNano(), b.s.wall(b.last).UnixNano())
 	return time.Duration(hi - lo)
-}
-
-// oneSided judges every migration episode of every pair and returns the
-// one-sided-rearm findings.
-func oneSided(ps []*pairing, deadline time.Duration, ids *apm.IDs) []finding {
-	var out []finding
-	for _, p := range ps {
-		type mig struct {
-			t    int64
-			side int
-		}
-		var migs []mig
-		for side, h := range []*hist{p.a, p.b} {
-			for _, b := range h.migrations {
-				migs = append(migs, mig{h.s.wall(b).UnixNano(), side})
-			}
-		}
-		sort.Slice(migs, func(i, j int) bool { return migs[i].t < migs[j].t })
-		for i := 0; i < len(migs); {
-			t0 := migs[i].t
-			start := [2]int64{t0, t0}
-			var migrated [2]bool
-			j := i
-			for ; j < len(migs) && migs[j].t <= t0+int64(deadline); j++ {
-				if s := migs[j].side; !migrated[s] {
-					migrated[s], start[s] = true, migs[j].t
-				}
-			}
-			i = j
-			ep := Episode{Start: time.Unix(0, t0).UTC()}
-			var rearmed [2]int64
-			var covered [2]bool
-			for side, h := range []*hist{p.a, p.b} {
-				end := start[side] + int64(deadline)
-				// the first rearm at or after the start (rearms are in Boot order)
-				k := sort.Search(len(h.rearms), func(k int) bool { return h.s.wall(h.rearms[k]).UnixNano() >= start[side] })
-				if k < len(h.rearms) {
-					if t := h.s.wall(h.rearms[k]).UnixNano(); t <= end {
-						rearmed[side] = t
-					}
-				}
-				covered[side] = rearmed[side] != 0 || h.s.wall(h.s.endBoot).UnixNano() >= end
-			}
-			ep.MigratedA, ep.MigratedB = tptr(migrated[0], start[0]), tptr(migrated[1], start[1])
-			ep.RearmedA, ep.RearmedB = tptr(rearmed[0] != 0, rearmed[0]), tptr(rearmed[1] != 0, rearmed[1])
-			hs := []*hist{p.a, p.b}
-			switch {
-			case rearmed[0] != 0 && rearmed[1] != 0:
-				ep.Verdict = "both rearmed"
-			case rearmed[0] == 0 && rearmed[1] == 0 && covered[0] && covered[1]:
-				ep.Verdict = "neither rearmed within the deadline"
-			case !covered[0] || !covered[1]:
-				ep.Verdict = "undecided: a recording ends before the rearm deadline"
-			default:
-				did := 0
-				if rearmed[1] != 0 {
-					did = 1
-				}
-				not := 1 - did
-				ep.Verdict = fmt.Sprintf("one-sided: %s rearmed, %s did not", hs[did].name(), hs[not].name())
-				out = append(out, oneSidedFinding(ids.Next(), hs[not], hs[did], start[not], rearmed[did], migrated[not], deadline))
-			}
-			p.episodes = append(p.episodes, ep)
-		}
-	}
-	return out
-}
-
-func tptr(ok bool, ns int64) *time.Time {
-	if !ok {
-		return nil
-	}
-	t := time.Unix(0, ns).UTC()
-	return &t
-}
-
-func oneSidedFinding(id uint64, not, did *hist, start, rearm int64, migrated bool, deadline time.Duration) finding {
-	s := not.s
-	boot := func(ns int64) uint64 { return uint64(ns - int64(s.offset) - int64(s.shift)) }
-	why := "after its peer migrated"
-	if migrated {
-		why = "after migrating"
-	}
-	return finding{s: s, Finding: apm.Finding{
-		ID: id, Kind: OneSidedRearm, Severity: apm.SevError,
-		QP:  apm.Key{Device: not.device, QPN: not.qpn, Gen: not.gen},
-		PID: not.pid, Comm: not.comm, First: boot(start), Last: boot(start + int64(deadline)),
-		Evidence: []apm.Evidence{
-			{Boot: boot(start), What: fmt.Sprintf("%s: migration episode starts", not.name())},
-			{Boot: boot(rearm), What: fmt.Sprintf("%s (peer) rearmed (time on this side's clock, aligned)", did.name())},
-			{Boot: boot(start + int64(deadline)), What: fmt.Sprintf("%s: no rearm within %v", not.name(), deadline)},
-		},
-		Explanation: fmt.Sprintf("%s rearmed but its peer %s did not within %v %s: the connection stays without failover (a QP becomes ARMED only when both sides rearmed and traffic flows)",
-			did.name(), not.name(), deadline, why),
-		Remediation: "rearm on both sides after every migration: on each side (1) send a LAP with the new alternate path, (2) load it with RTS->RTS IB_QP_ALT_PATH, (3) rearm with RTS->RTS IB_QP_PATH_MIG_STATE=REARM",
-	}}
 }
 
 // lapIndex holds each stream's CM LAP MADs by the QP history they were

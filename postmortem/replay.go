@@ -112,6 +112,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 	s.endBoot = s.judgedUntil()
 	m.Finish(s.endBoot)
 	s.res.Stats = r.Stats()
+	s.losses = r.Losses()
 	s.res.Model = m.Stats()
 	s.res.Elapsed = time.Since(start)
 	return nil

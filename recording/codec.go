@@ -351,6 +351,7 @@ func appendStats(b []byte, s *event.Stats) []byte {
 	for _, n := range s.LostPerCPU {
 		b = binary.AppendUvarint(b, n)
 	}
+	b = binary.AppendUvarint(b, s.At) // appended: older readers stop before it
 	return endLen(b, at)
 }
 
@@ -373,6 +374,9 @@ func decodeStats(body []byte) (event.Stats, error) {
 		for i := range s.LostPerCPU {
 			s.LostPerCPU[i] = d.uvarint()
 		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.At = d.uvarint()
 	}
 	return s, d.err
 }

@@ -44,6 +44,7 @@ type Reader struct {
 	base, now event.Stats // finished sessions, current session
 	replayErr uint64      // records this replay could not decode
 	closed    bool
+	loss      lossTrack
 }
 
 var _ event.Source = (*Reader)(nil)
@@ -256,6 +257,7 @@ func (r *Reader) Stats() event.Stats {
 		Lost:       r.base.Lost + r.now.Lost,
 		DecodeErrs: r.base.DecodeErrs + r.now.DecodeErrs + r.replayErr,
 		Unjoined:   r.base.Unjoined + r.now.Unjoined,
+		At:         r.now.At,
 		LostPerCPU: addPerCPU(nil, r.base.LostPerCPU),
 	}
 	s.LostPerCPU = addPerCPU(s.LostPerCPU, r.now.LostPerCPU)
@@ -322,20 +324,24 @@ func (r *Reader) Next(ctx context.Context) (*event.Event, error) {
 			e, err := decodeEvent(body, r.cur.bootOff, &r.in)
 			if err != nil {
 				r.replayErr++
+				r.loss.damaged()
 				r.warn(r.cur.name, off, fmt.Sprintf("event record does not decode (%v): skipped", err))
 				continue
 			}
 			r.cur.events++
+			r.loss.event(e.Boot)
 			return e, nil
 		case recStats:
 			s, err := decodeStats(body)
 			if err != nil {
 				r.replayErr++
+				r.loss.damaged()
 				r.warn(r.cur.name, off, fmt.Sprintf("stats record does not decode (%v): skipped", err))
 				continue
 			}
 			r.cur.stats++
 			r.now = s
+			r.loss.stats(s)
 		case recEnd:
 			end, err := decodeEnd(body)
 			if err != nil {
@@ -362,6 +368,7 @@ func (r *Reader) start(in *input) error {
 		r.base.Unjoined += r.now.Unjoined
 		r.base.LostPerCPU = addPerCPU(r.base.LostPerCPU, r.now.LostPerCPU)
 		r.now = event.Stats{}
+		r.loss.session()
 	}
 	r.started, r.session = true, in.hdr.Session
 	rc, sc, err := in.open()
@@ -369,7 +376,7 @@ func (r *Reader) start(in *input) error {
 		return fmt.Errorf("opening recording: %w", err)
 	}
 	name := in.name
-	sc.warn = func(off int64, msg string) { r.warn(name, off, msg) }
+	sc.warn = func(off int64, msg string) { r.loss.damaged(); r.warn(name, off, msg) }
 	sc.errs = &r.replayErr
 	r.cur = &part{
 		name:       name,
