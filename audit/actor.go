@@ -30,6 +30,15 @@ type Actor interface {
 	Tick(ctx context.Context, now time.Time) []apm.Finding
 }
 
+// LossTaker is an Actor that is told when the source lost events (its
+// counters grew, or the probes were re-attached and saw nothing between):
+// at is the CLOCK_BOOTTIME ns by which they were lost (0: now), so that it
+// can drop what it planned on evidence the lost events may contradict (a
+// QPN destroyed and reused unseen). Called from the loop goroutine.
+type LossTaker interface {
+	Lost(at uint64)
+}
+
 // Resolver is an Actor that also takes the model's resolutions (Resolved
 // set, Resolves naming the finding closed), for example to drop an action
 // it scheduled on a finding that no longer holds. Called from the loop

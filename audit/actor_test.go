@@ -155,3 +155,33 @@ func TestActorInBackground(t *testing.T) {
 		}
 	}
 }
+
+// lossActor records what it is told of lost events.
+type lossActor struct {
+	recordingActor
+	lost atomic.Int64
+}
+
+func (a *lossActor) Lost(uint64) { a.lost.Add(1) }
+
+// An actor that is a LossTaker is told once each time the source's lost
+// counter grows (before it acts on what it planned), and not while it
+// stays.
+func TestActorLossTakerToldOfLoss(t *testing.T) {
+	act := &lossActor{}
+	h := newHarness(t, func(c *Config) { c.Actor, c.RecorderDir = act, "" })
+	h.daemon()
+	time.Sleep(100 * time.Millisecond)
+	if n := act.lost.Load(); n != 0 {
+		t.Fatalf("told of %d losses before any", n)
+	}
+	h.src.lost.Store(3)
+	for deadline := time.Now().Add(10 * time.Second); act.lost.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // more ticks, the counter unchanged
+	h.stop()
+	if n := act.lost.Load(); n != 1 {
+		t.Fatalf("told of %d losses, want 1", n)
+	}
+}

@@ -206,6 +206,9 @@ func (d *daemon) tick() {
 	now := d.now()
 	d.model.Advance(d.deps.Boot())
 	d.publish()
+	if d.src != nil {
+		d.lossTo(d.src.Stats()) // before the actor runs what it planned
+	}
 	d.actorTick(now)
 	if d.src != nil {
 		s := d.src.Stats()
@@ -229,6 +232,14 @@ func (d *daemon) tick() {
 	if d.cfg.ModuleCheck > 0 && now.Sub(d.lastMods) >= d.cfg.ModuleCheck {
 		d.lastMods = now
 		d.checkModules()
+	}
+}
+
+// lossTo tells the actor of events lost since the counters were last
+// added (d.counts).
+func (d *daemon) lossTo(s event.Stats) {
+	if lt, ok := d.cfg.Actor.(LossTaker); ok && s.Lost > d.counts.lost {
+		lt.Lost(s.At)
 	}
 }
 

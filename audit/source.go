@@ -64,6 +64,9 @@ func (d *daemon) attach(reason string) error {
 		"tracepoint", attached[event.HookTracepoint], "missing", attached[event.HookMissing], "kernel", meta.Kernel)
 	if reason != "start" {
 		d.m.sourceRestarts.WithLabelValues(reason).Inc()
+		if lt, ok := d.cfg.Actor.(LossTaker); ok {
+			lt.Lost(d.deps.Boot()) // nothing was seen while the probes were off
+		}
 	}
 	if d.rec != nil {
 		d.rec.start(meta, d.now())
@@ -79,6 +82,7 @@ func (d *daemon) detach() {
 	}
 	d.src.Close()
 	d.lastStats = d.src.Stats()
+	d.lossTo(d.lastStats)
 	d.m.addStats(&d.counts, d.lastStats)
 	if d.rec != nil {
 		d.rec.writeStats(d.lastStats, d.now())
