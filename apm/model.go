@@ -26,22 +26,23 @@ type Stats struct {
 // Model is the per-QP APM model. It is not safe for concurrent use: one
 // goroutine feeds it.
 type Model struct {
-	cfg     Config
-	sink    func(Finding)
-	ids     *IDs
-	in      reorder
-	qps     *store
-	devs    *interner
-	comms   *interner
-	tm      timers
-	now     uint64 // model time: Boot of the last applied input or deadline
-	at      uint64 // the time the input or deadline being judged stands at
-	gen     uint32
-	wall    time.Duration      // wall clock minus Boot, from the last event that had both
-	cmIDs   map[uint64]cmBound // (device << 32 | local comm id) -> QP generation
-	portErr map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ERR
-	portUp  map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ACTIVE
-	stats   Stats
+	cfg         Config
+	sink        func(Finding)
+	ids         *IDs
+	in          reorder
+	qps         *store
+	devs        *interner
+	comms       *interner
+	tm          timers
+	now         uint64 // model time: Boot of the last applied input or deadline
+	at          uint64 // the time the input or deadline being judged stands at
+	gen         uint32
+	wall        time.Duration      // wall clock minus Boot, from the last event that had both
+	cmIDs       map[uint64]cmBound // (device << 32 | local comm id) -> QP generation
+	portErr     map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ERR
+	lastPortErr portErrAt          // the last PORT_ERR on any port
+	portUp      map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ACTIVE
+	stats       Stats
 
 	lastDev   string
 	lastDevID uint32

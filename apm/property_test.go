@@ -30,6 +30,9 @@ const (
 	migErr          fault = "the alternate fails (PATH_MIG_ERR, a firmware's way)"
 	deadAlt         fault = "the alternate is dead (PATH_MIG, then the QP dies on it)"
 	bareRearmFails  fault = "rearm without a new alternate, then the path fails"
+	// deaths that are not path failures, after a correct life: no finding
+	appErrDeath fault = "an application or local error kills the QP (QP_ACCESS_ERR, QP_REQ_ERR, QP_FATAL)"
+	peerGone    fault = "the peer goes away: the QP reads ERR with no port event"
 )
 
 // faultFindings is what each fault must give: exactly these findings and
@@ -48,10 +51,12 @@ var faultFindings = map[fault]struct{ want, resolved []apm.Kind }{
 	migErr:          {want: []apm.Kind{apm.MigrationError}},
 	deadAlt:         {want: []apm.Kind{apm.MigrationError}},
 	bareRearmFails:  {want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure}},
+	appErrDeath:     {},
+	peerGone:        {},
 }
 
 var allFaults = []fault{noFault, skipRearm, loadNoRearm, rearmBeforeLoad, loadOntoPrimary, bareRearm, lateRearm,
-	noNotify, lapUnanswered, lapBeforeNotify, migErr, deadAlt, bareRearmFails}
+	noNotify, lapUnanswered, lapBeforeNotify, migErr, deadAlt, bareRearmFails, appErrDeath, peerGone}
 
 // cmOnly faults need a CM-managed QP.
 var cmOnly = map[fault]bool{noNotify: true, lapUnanswered: true, lapBeforeNotify: true}
@@ -212,12 +217,23 @@ func story(seed uint64, f fault) *apmtest.Builder {
 		}
 	}
 	b.After(5 * time.Second)
+	switch f {
+	case appErrDeath:
+		b.QPEvent(qpn, []event.EventType{event.EvQPAccessErr, event.EvQPReqErr, event.EvQPFatal}[r.IntN(3)])
+		b.After(ms(100, 2000)).Truth(qpn, event.MigArmed, event.StateErr)
+	case peerGone:
+		b.After(portFailureWindowPast).Truth(qpn, event.MigArmed, event.StateErr)
+	}
 	if r.IntN(2) == 0 {
 		b.ToState(qpn, event.StateErr)
 	}
 	b.Destroy(qpn)
 	return b
 }
+
+// portFailureWindowPast is past the failure window of any PORT_ERR of the
+// story: a death then has no port event to show for it.
+var portFailureWindowPast = apm.DefaultConfig().PortFailureWindow + time.Second
 
 // A correct application never gets a finding, and each fault class gives
 // exactly its finding, in any arrival order the per-CPU ring buffers can

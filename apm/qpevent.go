@@ -47,9 +47,8 @@ func (m *Model) qpEvent(ev *event.Event) {
 	case event.EvPathMigErr:
 		m.migrationError(q, ev)
 	case event.EvQPFatal, event.EvQPReqErr, event.EvQPAccessErr:
-		if q.state != event.StateErr {
-			m.lost(q, refOf(ev), ev.QP.Type.String(), true)
-		}
+		// a local catastrophic error, or an application or protocol
+		// error: not a path failure (deathsNotPathFailures)
 		m.toState(q, event.StateErr)
 	}
 }

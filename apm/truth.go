@@ -72,8 +72,11 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		}
 		m.toState(q, t.State)
 	}
-	m.mismatchAfterMigration(slot, q, ev, start)
-	m.mismatchAfterRearm(slot, q, ev, start)
+	if !t.HasState || (t.State != event.StateErr && t.State != event.StateReset) {
+		// a dead QP's migration state says nothing of its rearms
+		m.mismatchAfterMigration(slot, q, ev, start)
+		m.mismatchAfterRearm(slot, q, ev, start)
+	}
 	m.stuckReading(q, ev)
 	if q.migAt <= start {
 		switch {

@@ -76,6 +76,21 @@ func (m *Model) portFailed(q *qp, at uint64) (uint64, bool) {
 	return t, ok && t <= at && at-t <= uint64(m.cfg.PortFailureWindow)
 }
 
+// portErrAt is the last PORT_ERR on any port of the host.
+type portErrAt struct {
+	boot  uint64
+	where string
+}
+
+// portFailedAnywhere returns the last PORT_ERR on any port of the host
+// within PortFailureWindow before at: the sign that a QP gone to ERR
+// by itself lost a path (a link failure between the hosts takes a port
+// down at one end at least; the peer's end is another host's).
+func (m *Model) portFailedAnywhere(at uint64) (portErrAt, bool) {
+	t := m.lastPortErr
+	return t, t.boot != 0 && t.boot <= at && at-t.boot <= uint64(m.cfg.PortFailureWindow)
+}
+
 // portDown returns the Boot of a PORT_ERR on r's port within
 // PortFailureWindow before at with no PORT_ACTIVE since: the port was down
 // at at as far as the events tell. 0: not down, or no path.
@@ -95,17 +110,16 @@ func (m *Model) portDown(q *qp, r route, at uint64) uint64 {
 }
 
 // lost judges the end of a QP's connection at r, before the model moves it
-// to ERR or forgets it. strong: by the hardware's hand (a reading in ERR, a
-// QP error event; the completion with RETRY_EXC_ERR itself is not seen);
-// otherwise by its owner (a modify to ERR or RESET, a destroy), which is a
-// loss only after a sign that its path failed: a PORT_ERR on its primary
-// port, or a PATH_MIG onto the path that had failed.
+// to ERR or forgets it. It is a path failure only with a sign that a path
+// failed: a PORT_ERR on its primary port, or a PATH_MIG onto the path that
+// had failed; or, when strong (by the hardware's hand: a reading in ERR
+// with no modify to ERR seen, as after RETRY_EXC_ERR), a PORT_ERR on any
+// port of the host. Otherwise (the owner's modify to ERR or RESET, a
+// destroy, a peer that went away) it is no path failure. QP error events
+// (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) never come here: they are local or
+// application errors (deathsNotPathFailures).
 func (m *Model) lost(q *qp, r ref, what string, strong bool) {
 	if m.migrationDied(q, r, what, strong) {
-		return
-	}
-	if strong {
-		m.failed(q, r, what)
 		return
 	}
 	if t, ok := m.portFailed(q, r.boot); ok {
@@ -114,6 +128,13 @@ func (m *Model) lost(q *qp, r ref, what string, strong bool) {
 	}
 	if l := q.lastMig(); l != nil && l.same && !l.forced && r.boot >= l.at.boot && r.boot-l.at.boot <= uint64(m.cfg.PortFailureWindow) {
 		m.failed(q, r, fmt.Sprintf("%s %v after a PATH_MIG onto the path that had failed", what, since(l.at.boot, r.boot)))
+		return
+	}
+	// ERR by the hardware's hand, cause unread: a path failure only with
+	// a port failure on the host to show for it (a peer that went away
+	// leaves none)
+	if t, ok := m.portFailedAnywhere(r.boot); ok && strong {
+		m.failed(q, r, fmt.Sprintf("%s %v after a PORT_ERR on %s", what, since(t.boot, r.boot), t.where))
 	}
 }
 
@@ -145,6 +166,7 @@ func (m *Model) portEvent(ev *event.Event) {
 	k := uint64(m.devID(ev.Device))<<32 | uint64(ev.Port.Port)
 	if ev.Port.Type == event.EvPortErr {
 		m.portErr[k] = ev.Boot
+		m.lastPortErr = portErrAt{boot: ev.Boot, where: fmt.Sprintf("%s port %d", ev.Device, ev.Port.Port)}
 	} else {
 		m.portUp[k] = ev.Boot
 	}

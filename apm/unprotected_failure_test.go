@@ -28,7 +28,9 @@ func TestUnprotectedFailure(t *testing.T) {
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				b.PathMig(qpn) // now on B
-				b.After(3*time.Minute).Truth(qpn, event.MigMigrated, event.StateErr)
+				b.After(3 * time.Minute)
+				portErr(b, apmtest.PathB.Port)
+				b.After(4*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
 			},
 			want: []apm.Kind{apm.MissedRearm, apm.UnprotectedFailure},
 		},
@@ -44,15 +46,17 @@ func TestUnprotectedFailure(t *testing.T) {
 			want: []apm.Kind{apm.MissedRearm, apm.UnprotectedFailure},
 		},
 		{
-			name: "a stuck rearm, then a fatal QP event",
+			name: "a stuck rearm, then a PORT_ERR and the QP reads ERR",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)
 				for range 12 {
 					b.After(time.Second).Truth(qpn, event.MigRearm, event.StateRTS)
 				}
-				b.QPEvent(qpn, event.EvQPFatal)
+				portErr(b, apmtest.PathA.Port)
+				b.After(2*time.Second).Truth(qpn, event.MigRearm, event.StateErr)
 			},
-			want: []apm.Kind{apm.StuckRearm, apm.UnprotectedFailure},
+			want:     []apm.Kind{apm.StuckRearm, apm.UnprotectedFailure},
+			resolved: []apm.Kind{apm.StuckRearm}, // it left RTS
 		},
 		{
 			name: "rearmed without a new alternate, then the QP reads ERR; once per generation",
@@ -60,7 +64,9 @@ func TestUnprotectedFailure(t *testing.T) {
 				armedQP(b)
 				b.PathMig(qpn)
 				b.Rearm(qpn)
-				b.After(3*time.Minute).Truth(qpn, event.MigArmed, event.StateErr)
+				b.After(3 * time.Minute)
+				portErr(b, apmtest.PathB.Port)
+				b.After(time.Second).Truth(qpn, event.MigArmed, event.StateErr)
 				b.QPEvent(qpn, event.EvQPFatal)
 			},
 			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
@@ -117,12 +123,78 @@ func TestUnprotectedFailure(t *testing.T) {
 	})
 }
 
+// Deaths that are not path failures: a QP error event (a local
+// catastrophic error, an application or protocol error) and a QP gone to
+// ERR with no port failure anywhere on the host (the peer went away) are
+// no unprotected-failure, however unprotected the QP was; readings in ERR
+// are no mig-state mismatch.
+func TestDeathsNotPathFailures(t *testing.T) {
+	unprotectedThen := func(death func(b *apmtest.Builder)) func(b *apmtest.Builder) {
+		return func(b *apmtest.Builder) {
+			armedQP(b)
+			b.PathMig(qpn) // missed rearm: unprotected from here
+			b.After(3 * time.Minute)
+			death(b)
+		}
+	}
+	var rows []scenario
+	for _, ev := range []event.EventType{event.EvQPFatal, event.EvQPReqErr, event.EvQPAccessErr} {
+		rows = append(rows, scenario{
+			name:  "negative: " + ev.String() + " on an unprotected QP",
+			story: unprotectedThen(func(b *apmtest.Builder) { b.QPEvent(qpn, ev) }),
+			want:  []apm.Kind{apm.MissedRearm},
+		}, scenario{
+			name: "negative: " + ev.String() + " after a PORT_ERR on the QP's port, read ERR later",
+			story: unprotectedThen(func(b *apmtest.Builder) {
+				portErr(b, apmtest.PathB.Port)
+				b.After(time.Second).QPEvent(qpn, ev)
+				b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			}),
+			want: []apm.Kind{apm.MissedRearm},
+		})
+	}
+	rows = append(rows, scenario{
+		name: "negative: reads ERR with no port event anywhere (the peer went away)",
+		story: unprotectedThen(func(b *apmtest.Builder) {
+			b.Truth(qpn, event.MigMigrated, event.StateErr)
+		}),
+		want: []apm.Kind{apm.MissedRearm},
+	}, scenario{
+		name: "negative: reads ERR after a PORT_ERR older than the failure window",
+		story: unprotectedThen(func(b *apmtest.Builder) {
+			portErr(b, apmtest.PathA.Port)
+			b.After(apm.DefaultConfig().PortFailureWindow + time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+		}),
+		want: []apm.Kind{apm.MissedRearm},
+	}, scenario{
+		name: "reads ERR after a PORT_ERR on another port of the host",
+		story: unprotectedThen(func(b *apmtest.Builder) {
+			portErr(b, 7)
+			b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+		}),
+		want: []apm.Kind{apm.MissedRearm, apm.UnprotectedFailure},
+	}, scenario{
+		name: "negative: a rearmed QP that reads MIGRATED in ERR is no mig-state mismatch",
+		story: func(b *apmtest.Builder) {
+			armedQP(b)
+			b.PathMig(qpn)
+			b.ThreeSteps(qpn, apmtest.PathC, 0)
+			b.After(2*time.Second).Truth(qpn, event.MigArmed, event.StateRTS) // proven: traffic flows
+			b.After(5*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			b.After(5*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+		},
+	})
+	runScenarios(t, rows)
+}
+
 // The finding names its cause and the time without protection.
 func TestUnprotectedFailureNamesItsCause(t *testing.T) {
 	b := apmtest.New()
 	armedQP(b)
 	mig := b.PathMig(qpn)
-	b.After(3*time.Minute).Truth(qpn, event.MigMigrated, event.StateErr)
+	b.After(3 * time.Minute)
+	portErr(b, apmtest.PathB.Port)
+	b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
 	got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Second)
 	if err != nil {
 		t.Fatal(err)
