@@ -34,6 +34,8 @@ func newPubMetrics(q *Queue, nc *nats.Conn) pubMetrics {
 			Help: "Messages dropped from the publish queue past its bound, all types."}, func() float64 { return float64(q.Stats().Dropped) }),
 		lostByType(q, "conn", func(st QueueStats) uint64 { return st.DroppedConn }),
 		lostByType(q, "finding", func(st QueueStats) uint64 { return st.DroppedFindings }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queue_corrupt_total",
+			Help: "Damaged stretches of the publish queue skipped (a crash's torn frame, a page not written)."}, func() float64 { return float64(q.Stats().Corrupt) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "nats_connected",
 			Help: "1 while connected to NATS."}, func() float64 {
 			if nc.IsConnected() {

@@ -13,10 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/apmwatch/apmwatch/internal/outfile"
 )
@@ -33,7 +32,9 @@ type Msg struct {
 // Queue is a bounded on-disk FIFO of messages: segment files of framed
 // records (length, CRC-32C, JSON) and a head file naming the first
 // message not yet acknowledged. Past its byte bound it drops connection
-// records before finding lines (evictLocked). Safe for concurrent use.
+// records before finding lines (evictLocked); it reaches the disk at
+// most once a second (syncLocked) and recovers what a crash left when it
+// opens (recoverLocked). Safe for concurrent use.
 type Queue struct {
 	dir     string
 	max     int64
@@ -55,6 +56,14 @@ type Queue struct {
 	droppedFindings uint64
 	corrupt         uint64
 	damaged         Pos // the last damaged place counted
+	// What syncLocked writes through, at most once a second.
+	lastSync            time.Time
+	timer               *time.Timer
+	dataDirty, dirDirty bool
+	headDirty           bool
+	unsynced            []*os.File // segments cut since, to sync and close
+	syncErr             error
+	closed              bool
 }
 
 type segment struct {
@@ -86,7 +95,8 @@ const segFileMax = segmentBytes + 8 + maxFrame
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// OpenQueue opens (or creates) the queue in dir, bounded to max bytes.
+// OpenQueue opens (or creates) the queue in dir, bounded to max bytes,
+// recovering what a crash left (recoverLocked).
 func OpenQueue(dir string, max int64) (*Queue, error) {
 	if max < MinQueueMax {
 		return nil, fmt.Errorf("publish queue bound must be at least %d bytes: %d", MinQueueMax, max)
@@ -94,65 +104,16 @@ func OpenQueue(dir string, max int64) (*Queue, error) {
 	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("publish queue: %w", err)
 	}
-	q := &Queue{dir: dir, max: max, latest: map[uint64]recordRef{}, seed: maphash.MakeSeed()}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("publish queue: %w", err)
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, "seg-") {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimPrefix(name, "seg-"), 10, 64)
-		if err != nil {
-			continue
-		}
-		q.segs = append(q.segs, &segment{n: n})
-	}
-	slices.SortFunc(q.segs, func(a, b *segment) int { return cmp.Compare(a.n, b.n) })
-	for _, s := range q.segs {
-		q.scan(s)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "head")); err == nil {
-		fmt.Sscanf(string(b), "%d %d", &q.headSeg, &q.headOff)
-	}
-	if len(q.segs) == 0 {
-		q.segs = append(q.segs, &segment{n: 1})
-	}
-	if q.headSeg < q.segs[0].n {
-		q.headSeg, q.headOff = q.segs[0].n, 0
-	}
-	last := q.segs[len(q.segs)-1]
-	if q.headSeg > last.n {
-		q.headSeg, q.headOff = last.n, last.bytes
-	}
-	q.peekSeg, q.peekOff = q.headSeg, q.headOff
-	if err := q.openWriter(last); err != nil {
+	q := &Queue{dir: dir, max: max, latest: map[uint64]recordRef{}, seed: maphash.MakeSeed(), lastSync: time.Now()}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.recoverLocked(); err != nil {
 		return nil, err
 	}
 	return q, nil
 }
 
 func (q *Queue) path(n uint64) string { return filepath.Join(q.dir, fmt.Sprintf("seg-%012d", n)) }
-
-// scan measures a segment's whole frames (a torn tail from a crash is cut
-// off when the segment is written again) and notes its records.
-func (q *Queue) scan(s *segment) {
-	b, err := q.load(s.n)
-	if err != nil {
-		return
-	}
-	for s.bytes < int64(len(b)) {
-		p, size, err := frameAt(b, s.bytes)
-		if err != nil {
-			return
-		}
-		q.noteLocked(s, p, s.bytes, size)
-		s.bytes += size
-		s.msgs++
-	}
-}
 
 // noteLocked counts a frame of s at off: a connection record replaces
 // the one of its subject queued before it.
@@ -277,9 +238,8 @@ func (q *Queue) Append(m Msg) error {
 	defer q.mu.Unlock()
 	last := q.segs[len(q.segs)-1]
 	if last.bytes >= segmentBytes {
-		if err := q.w.Close(); err != nil {
-			return fmt.Errorf("publish queue: %w", err)
-		}
+		q.unsynced = append(q.unsynced, q.w) // synced, then closed, by syncLocked
+		q.w = nil
 		last = &segment{n: last.n + 1}
 		q.segs = append(q.segs, last)
 		if err := q.openWriter(last); err != nil {
@@ -294,7 +254,9 @@ func (q *Queue) Append(m Msg) error {
 	q.noteLocked(last, b, last.bytes, int64(len(frame)))
 	last.bytes += int64(len(frame))
 	last.msgs++
+	q.dataDirty = true
 	q.evictLocked()
+	q.scheduleSyncLocked()
 	return nil
 }
 
@@ -426,8 +388,9 @@ func (q *Queue) segment(n uint64) *segment {
 	return nil
 }
 
-// Ack moves the head to p (messages before it were stored by NATS),
-// deletes the segments wholly before it and records the head on disk.
+// Ack moves the head to p (messages before it were stored by NATS) and
+// deletes the segments wholly before it; the head reaches the disk with
+// the next sync. It returns the last sync's error, if any.
 func (q *Queue) Ack(p Pos) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -442,19 +405,18 @@ func (q *Queue) Ack(p Pos) error {
 	for len(q.segs) > 1 && q.segs[0].n < q.headSeg {
 		q.removeFirstLocked()
 	}
-	if err := outfile.WriteFile(filepath.Join(q.dir, "head.tmp"), fmt.Appendf(nil, "%d %d\n", q.headSeg, q.headOff)); err != nil {
-		return fmt.Errorf("publish queue head: %w", err)
-	}
-	if err := os.Rename(filepath.Join(q.dir, "head.tmp"), filepath.Join(q.dir, "head")); err != nil {
-		return fmt.Errorf("publish queue head: %w", err)
-	}
-	return nil
+	q.headDirty = true
+	q.scheduleSyncLocked()
+	err := q.syncErr // the last sync's, reported once
+	q.syncErr = nil
+	return err
 }
 
 // removeFirstLocked deletes the oldest segment and forgets its records.
 func (q *Queue) removeFirstLocked() {
 	s := q.segs[0]
 	os.Remove(q.path(s.n))
+	q.dirDirty = true
 	q.segs = q.segs[1:]
 	for h, r := range q.latest {
 		if r.seg == s.n {
@@ -470,7 +432,7 @@ type QueueStats struct {
 	Dropped         uint64 // lost past the bound, all kinds
 	DroppedConn     uint64 // of those, connection records
 	DroppedFindings uint64 // of those, finding lines
-	Corrupt         uint64 // damaged segments skipped
+	Corrupt         uint64 // damaged stretches skipped (a crash's torn frame, a damaged page)
 }
 
 // Stats returns the counters.
@@ -490,15 +452,26 @@ func (q *Queue) Stats() QueueStats {
 	return st
 }
 
-// Close closes the files.
+// Close writes the queue and its head through to the disk and closes
+// the files.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.closeReaderLocked()
-	if q.w != nil {
-		err := q.w.Close()
-		q.w = nil
-		return err
+	if q.closed {
+		return nil
 	}
-	return nil
+	q.closed = true
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+	q.closeReaderLocked()
+	err := q.syncLocked()
+	if q.w != nil {
+		if cerr := q.w.Close(); err == nil {
+			err = cerr
+		}
+		q.w = nil
+	}
+	return err
 }

@@ -162,35 +162,45 @@ func (q *Queue) rewriteLocked(s *segment, what int) error {
 	return nil
 }
 
-// replaceLocked writes b as segment s: a new file, synced, renamed over
-// the old one (a crash leaves one or the other).
+// replaceLocked writes b as segment s (writeSegment); the writer
+// follows the new file.
 func (q *Queue) replaceLocked(s *segment, b []byte) error {
-	tmp := q.path(s.n) + ".tmp"
+	if err := q.writeSegment(s.n, b); err != nil {
+		return err
+	}
+	q.dirDirty = true
+	q.closeReaderLocked()
+	if q.w != nil && s == q.segs[len(q.segs)-1] {
+		q.w.Close()
+		s.bytes = int64(len(b))
+		if err := q.openWriter(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSegment writes b as segment n: a new file, synced, renamed over
+// the old one (a crash leaves one or the other).
+func (q *Queue) writeSegment(n uint64, b []byte) error {
+	tmp := q.path(n) + ".tmp"
 	f, err := outfile.Create(tmp, os.O_TRUNC)
 	if err != nil {
 		return fmt.Errorf("publish queue: %w", err)
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, q.path(s.n))
+		err = os.Rename(tmp, q.path(n))
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("publish queue: %w", err)
-	}
-	q.closeReaderLocked()
-	if s == q.segs[len(q.segs)-1] { // the writer follows the new file
-		q.w.Close()
-		s.bytes = int64(len(b))
-		if err := q.openWriter(s); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -228,7 +238,7 @@ func (q *Queue) appendSegmentLocked(s, t *segment) error {
 		_, err = f.Write(b)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if err != nil {
 		f.Truncate(s.bytes)
@@ -237,6 +247,7 @@ func (q *Queue) appendSegmentLocked(s, t *segment) error {
 	}
 	f.Close()
 	os.Remove(q.path(t.n))
+	q.dirDirty = true
 	for h, r := range q.latest {
 		if r.seg == t.n {
 			q.latest[h] = recordRef{s.n, s.bytes + r.off, r.size}
