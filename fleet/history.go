@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,7 @@ type History struct {
 	Judged      []Line            `json:"judged"` // the replay's findings
 	Connections []HistConn        `json:"connections"`
 	Truncated   bool              `json:"truncated,omitempty"` // bounds reached: not everything is listed
+	lineBytes   int               // of Lines
 }
 
 // HistConn is one connection's records in the range.
@@ -57,9 +59,14 @@ type HistEntry struct {
 
 // Bounds of a history (the stream may hold millions of records).
 const (
-	maxHistLines   = 100000
-	maxHistConns   = 10000
-	maxHistPerConn = 200
+	maxHistLines     = 100000
+	maxHistLineBytes = 64 << 20 // of the lines kept, all together
+	maxHistConns     = 10000
+	maxHistPerConn   = 200
+	// maxLineDepth bounds the nesting of a line kept (a finding line's is
+	// 3): the JSON report indents each level, so a deep line would grow
+	// quadratically there.
+	maxLineDepth = 8
 )
 
 // ReadHistory reads the range.
@@ -84,15 +91,7 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	h := &History{NATS: o.NATS.URL, Since: o.Since.UTC(), Until: o.Until.UTC(), Lines: []json.RawMessage{}, Judged: []Line{}}
-	err = readRange(ctx, js, FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) {
-		if len(h.Lines) >= maxHistLines {
-			h.Truncated = true
-			return
-		}
-		if json.Valid(m.Data()) {
-			h.Lines = append(h.Lines, json.RawMessage(m.Data()))
-		}
-	})
+	err = readRange(ctx, js, FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) { h.addLine(m.Data()) })
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", FindingsStream, err)
 	}
@@ -112,52 +111,127 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 			return nil, err
 		}
 	}
-	for _, hc := range byConn {
-		if hc.State == "" {
-			hc.State = StateUnpaired.String()
-		}
-		h.Connections = append(h.Connections, *hc)
-	}
-	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
+	h.finish(byConn)
 	return h, nil
 }
 
 func (h *History) replay(ctx context.Context, js jetstream.JetStream, stream string, filters []string, o HistoryOptions, byConn map[string]*HistConn) error {
 	g := NewEngine(EngineConfig{Deadline: o.Deadline}, func(l Line) { h.Judged = append(h.Judged, l) })
-	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) {
-		var c Conn
-		if json.Unmarshal(m.Data(), &c) != nil {
-			return
-		}
-		h.Records++
-		g.Advance(ts)
-		g.Apply(&c, ts)
-		l, r := c.Keys()
-		a, b := l, r
-		if less(b, a) {
-			a, b = b, a
-		}
-		name := a.String() + " <-> " + b.String()
-		hc := byConn[name]
-		if hc == nil {
-			if len(byConn) >= maxHistConns {
-				h.Truncated = true
-				return
-			}
-			hc = &HistConn{Connection: name}
-			byConn[name] = hc
-		}
-		if len(hc.Records) >= maxHistPerConn {
-			h.Truncated = true
-			return
-		}
-		hc.Records = append(hc.Records, HistEntry{At: c.At, Host: c.Host, Device: c.Device, QPN: c.Local.QPN, Armed: c.Armed,
-			Mig: c.Mig, Episode: c.Episode.N, Gone: c.Gone})
-	})
+	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) { h.addRecord(g, byConn, m.Data(), ts) })
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", stream, err)
 	}
-	g.Advance(o.Until)
+	endReplay(g, o.Until, byConn)
+	return nil
+}
+
+// addLine takes one finding line as published. Lines that are not JSON,
+// or nested deeper than a finding line can be, are skipped; the others
+// are kept as published, their strings' terminal controls and invalid
+// UTF-8 written as JSON escapes (jsonText).
+func (h *History) addLine(b []byte) {
+	if len(h.Lines) >= maxHistLines || h.lineBytes+len(b) > maxHistLineBytes {
+		h.Truncated = true
+		return
+	}
+	if json.Valid(b) && jsonDepth(b) <= maxLineDepth {
+		h.Lines = append(h.Lines, json.RawMessage(jsonText(b)))
+		h.lineBytes += len(b)
+	}
+}
+
+// jsonDepth returns the nesting depth of valid JSON b.
+func jsonDepth(b []byte) int {
+	depth, most, str := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case str && c == '\\':
+			i++
+		case c == '"':
+			str = !str
+		case str:
+		case c == '[' || c == '{':
+			depth++
+			most = max(most, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return most
+}
+
+// jsonText returns valid JSON b with every character escape.Text would
+// escape (DEL, C1 controls, line separators, bidirectional and zero-width
+// characters) written as a JSON \u escape, and every byte that is not
+// UTF-8 as \ufffd (what a JSON decoder reads it as): the same value, and
+// nothing in it a terminal would act on. (Valid JSON has no raw C0
+// control inside a string, and no byte above ASCII outside one.) Clean
+// text is returned as is.
+func jsonText(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] >= 0x20 && b[i] < 0x7f {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)+16), b[:i]...)
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			out = append(out, `\ufffd`...)
+		case r < 0x80 && r != 0x7f || escape.Text(string(r)) == string(r):
+			out = append(out, b[i:i+n]...)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += n
+	}
+	return out
+}
+
+// addRecord replays one connection record, stored at ts, through the
+// pairing engine g and lists it under its connection.
+func (h *History) addRecord(g *Engine, byConn map[string]*HistConn, b []byte, ts time.Time) {
+	var c Conn
+	if json.Unmarshal(b, &c) != nil {
+		return
+	}
+	h.Records++
+	g.Advance(ts)
+	g.Apply(&c, ts)
+	l, r := c.Keys()
+	a, bk := l, r
+	if less(bk, a) {
+		a, bk = bk, a
+	}
+	name := a.String() + " <-> " + bk.String()
+	hc := byConn[name]
+	if hc == nil {
+		if len(byConn) >= maxHistConns {
+			h.Truncated = true
+			return
+		}
+		hc = &HistConn{Connection: name}
+		byConn[name] = hc
+	}
+	if len(hc.Records) >= maxHistPerConn {
+		h.Truncated = true
+		return
+	}
+	hc.Records = append(hc.Records, HistEntry{At: c.At, Host: clip(c.Host), Device: clip(c.Device), QPN: c.Local.QPN, Armed: c.Armed,
+		Mig: clip(c.Mig), Episode: c.Episode.N, Gone: c.Gone})
+}
+
+// clip bounds a name from a record kept in a history, as the engine
+// bounds the names it keeps.
+func clip(s string) string { return s[:min(len(s), maxNameLen)] }
+
+// endReplay judges what is due by until and notes each connection's
+// state then.
+func endReplay(g *Engine, until time.Time, byConn map[string]*HistConn) {
+	g.Advance(until)
 	for k, e := range g.ends {
 		if e.peer == nil || less(e.peer.key, k) {
 			continue
@@ -166,7 +240,17 @@ func (h *History) replay(ctx context.Context, js jetstream.JetStream, stream str
 			hc.State = e.state.String()
 		}
 	}
-	return nil
+}
+
+// finish lists the connections, in order.
+func (h *History) finish(byConn map[string]*HistConn) {
+	for _, hc := range byConn {
+		if hc.State == "" {
+			hc.State = StateUnpaired.String()
+		}
+		h.Connections = append(h.Connections, *hc)
+	}
+	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
 }
 
 // readRange delivers a stream's messages stored in [since, until].
