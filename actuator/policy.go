@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // Policy says when `apmwatch audit` may change a QP. It is plain data (a
@@ -140,7 +142,12 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"30s\": %s", b)
+		// b is the value as written: maybe several lines, maybe long
+		v := string(b[:min(len(b), 40)])
+		if len(b) > len(v) {
+			v += "..."
+		}
+		return fmt.Errorf("a duration is a string such as \"30s\": %s", escape.Text(v))
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {

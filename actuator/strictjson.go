@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
 // maxJSONDepth bounds the nesting of a policy file.
@@ -64,11 +66,11 @@ func strictJSON(b []byte) error {
 				return fmt.Errorf("nested deeper than %d", maxJSONDepth)
 			}
 			p := "the policy"
-			switch {
+			switch { // keys escaped: the path is printed in errors
 			case top != nil && top.obj && top.path == "the policy":
-				p = top.lastKey
+				p = escape.Text(top.lastKey)
 			case top != nil && top.obj:
-				p = top.path + "." + top.lastKey
+				p = top.path + "." + escape.Text(top.lastKey)
 			case top != nil:
 				p = top.path + "[]"
 			}
