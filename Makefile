@@ -51,3 +51,5 @@ include audit/audit.mk
 include deploy/prometheus/prometheus.mk
 include deploy/package/package.mk
 include deploy/deploy.mk
+include fleet/fleet.mk
+include actuator/actuator.mk
