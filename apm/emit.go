@@ -27,6 +27,7 @@ func (m *Model) emit(q *qp, f Finding) uint64 {
 		f.Last = m.at
 	}
 	f.Last = max(f.Last, f.First)
+	m.uncertain(&f)
 	if m.wall != 0 {
 		f.FirstTime = time.Unix(0, int64(f.First)+int64(m.wall))
 		f.LastTime = time.Unix(0, int64(f.Last)+int64(m.wall))

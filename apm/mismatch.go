@@ -56,6 +56,10 @@ func (m *Model) checkMismatch(q *qp, ep *episode, at uint64) uint64 {
 	if ep.rearm.ok() && ep.rearm.boot <= p.read {
 		return 0 // the rearm the reading shows came late
 	}
+	if t := m.lossText(ep.mig.boot, p.read); t != "" {
+		m.rearmedUnseen(q, ep, p, t)
+		return 0
+	}
 	ep.done |= dMismatch
 	evs := []Evidence{evd(ep.mig, migWhat(ep))}
 	if ep.stray.ok() {
@@ -114,6 +118,9 @@ func (m *Model) checkRearmTruth(q *qp, at uint64) uint64 {
 	x.pendTruth = 0
 	if x.last.at.boot > r.boot {
 		return 0 // a migration came and explains the reading
+	}
+	if m.lossText(r.boot, read) != "" {
+		return 0 // the PATH_MIG that explains it may be among the lost records
 	}
 	m.emit(q, Finding{Kind: MigStateMismatch, Remediation: remedyMismatch, Last: read,
 		Evidence:    []Evidence{evd(r, "rearm"), evd(ref{boot: read}, "ground truth reads MIGRATED")},

@@ -21,6 +21,7 @@ type Stats struct {
 	Pending      int    // inputs waiting in the reorder stage
 	Findings     map[Kind]uint64
 	Resolutions  uint64
+	LossSpans    uint64 // stretches of missing records the model was told of (Lost)
 }
 
 // Model is the per-QP APM model. It is not safe for concurrent use: one
@@ -42,6 +43,7 @@ type Model struct {
 	portErr     map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ERR
 	lastPortErr portErrAt          // the last PORT_ERR on any port
 	portUp      map[uint64]uint64  // (device << 32 | port) -> Boot of its last PORT_ACTIVE
+	losses      []lossSpan         // stretches with missing records (Lost)
 	stats       Stats
 
 	lastDev   string
@@ -79,6 +81,8 @@ func (m *Model) fresh() {
 	m.cmIDs = make(map[uint64]cmBound)
 	m.portErr = make(map[uint64]uint64)
 	m.portUp = make(map[uint64]uint64)
+	m.lastPortErr = portErrAt{}
+	m.losses = nil
 	m.tm = nil
 	m.in = reorder{window: uint64(m.cfg.ReorderWindow)}
 	m.now, m.at = 0, 0

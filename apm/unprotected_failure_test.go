@@ -163,7 +163,7 @@ func TestDeathsNotPathFailures(t *testing.T) {
 		name: "negative: reads ERR after a PORT_ERR older than the failure window",
 		story: unprotectedThen(func(b *apmtest.Builder) {
 			portErr(b, apmtest.PathA.Port)
-			b.After(apm.DefaultConfig().PortFailureWindow + time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			b.After(apm.DefaultConfig().PortFailureWindow+time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
 		}),
 		want: []apm.Kind{apm.MissedRearm},
 	}, scenario{

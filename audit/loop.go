@@ -35,6 +35,7 @@ type daemon struct {
 	ctx  context.Context
 
 	src          event.Source
+	losses       apm.LossWatch // tells the model of the source's losses
 	epoch        int
 	events       chan item
 	meta         event.Meta
@@ -204,11 +205,11 @@ func (d *daemon) handle(e *event.Event) {
 
 func (d *daemon) tick() {
 	now := d.now()
+	if d.src != nil {
+		d.lossTo(d.src.Stats()) // before the model judges and the actor runs what it planned
+	}
 	d.model.Advance(d.deps.Boot())
 	d.publish()
-	if d.src != nil {
-		d.lossTo(d.src.Stats()) // before the actor runs what it planned
-	}
 	d.actorTick(now)
 	if d.src != nil {
 		s := d.src.Stats()
@@ -238,6 +239,7 @@ func (d *daemon) tick() {
 // lossTo tells the actor of events lost since the counters were last
 // added (d.counts).
 func (d *daemon) lossTo(s event.Stats) {
+	d.losses.Check(d.model, s)
 	if lt, ok := d.cfg.Actor.(LossTaker); ok && s.Lost > d.counts.lost {
 		lt.Lost(s.At)
 	}

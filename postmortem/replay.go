@@ -52,7 +52,13 @@ type streamResult struct {
 func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, b *budget, warn func(recording.Warning), tick func(*stream, time.Time)) error {
 	start := time.Now()
 	s.h = newHistories(maxEntries, cfg.MaxQPs, b)
-	r, err := recording.OpenWith(recording.ReadOptions{OnWarning: func(w recording.Warning) {
+	var m *apm.Model
+	onLoss := func(l recording.Loss) {
+		if m != nil { // the model judges nothing the missing records could change
+			m.Lost(l.From, l.To, l.Lost, l.Damaged)
+		}
+	}
+	r, err := recording.OpenWith(recording.ReadOptions{OnLoss: onLoss, OnWarning: func(w recording.Warning) {
 		if len(s.res.Warnings) < maxWarnings {
 			s.res.Warnings = append(s.res.Warnings, w.String())
 		} else {
@@ -69,7 +75,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 	if cfg.MaxPending == 0 || cfg.MaxPending > maxInWindow {
 		cfg.MaxPending = maxInWindow
 	}
-	m, err := apm.New(cfg, func(f apm.Finding) {
+	m, err = apm.New(cfg, func(f apm.Finding) {
 		if !take(&b.findings) {
 			b.DroppedFindings++
 			return

@@ -31,7 +31,7 @@ type lossTrack struct {
 	prevAt    uint64 // when the previous stats record's counters were read (or the last event before it)
 	prevLost  uint64
 	damage    *Loss // open: ends at the next event read
-	sessionAt bool  // a stats record has been read in this session
+	on        func(Loss)
 }
 
 // event notes an event read: it closes an open damaged stretch.
@@ -87,6 +87,9 @@ func (t *lossTrack) end() {
 }
 
 func (t *lossTrack) add(l Loss) {
+	if t.on != nil {
+		t.on(l)
+	}
 	if n := len(t.spans); n >= maxLosses {
 		last := &t.spans[n-1]
 		last.To = max(last.To, l.To)

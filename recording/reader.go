@@ -19,6 +19,9 @@ type ReadOptions struct {
 	// OnWarning, when set, is called with every warning as it happens
 	// (Reader.Warnings keeps the first thousand).
 	OnWarning func(Warning)
+	// OnLoss, when set, is called with each stretch of missing records as
+	// the replay finds it (Reader.Losses keeps them all).
+	OnLoss func(Loss)
 }
 
 // Reader replays recordings as an event.Source: Meta comes from the header,
@@ -71,7 +74,7 @@ func OpenWith(opts ReadOptions, paths ...string) (*Reader, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no recording to open")
 	}
-	r := &Reader{opts: opts}
+	r := &Reader{opts: opts, loss: lossTrack{on: opts.OnLoss}}
 	var firstErr error
 	for _, p := range paths {
 		h, err := readFileHeader(p)
@@ -103,7 +106,7 @@ func OpenWith(opts ReadOptions, paths ...string) (*Reader, error) {
 // NewReader replays one recording read from rd (standard input, a pipe).
 // The name is used in warnings and errors.
 func NewReader(rd io.Reader, name string, opts ReadOptions) (*Reader, error) {
-	r := &Reader{opts: opts}
+	r := &Reader{opts: opts, loss: lossTrack{on: opts.OnLoss}}
 	sc := newScanner(rd, nil)
 	h, err := readHeader(sc)
 	if err != nil {

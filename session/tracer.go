@@ -24,6 +24,8 @@ type tracer struct {
 	counts output.Counts
 	err    error     // the first error writing a finding
 	since  time.Time // when output began to wait in w's buffer; zero: none waits
+	src    event.Source
+	losses apm.LossWatch
 }
 
 // flushDelay is the longest a line waits in the output buffer while the
@@ -55,6 +57,7 @@ func (t *tracer) pump(ctx context.Context, src event.Source, live bool) error {
 }
 
 func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
+	t.src = src
 	clock := live && t.model != nil && t.boot != nil
 	tick := time.Now().Add(advanceEvery)
 	var dl deadline.Reuse // one timer per tick or flush, not per event
@@ -84,6 +87,7 @@ func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
 		}
 		now := time.Now()
 		if clock && !now.Before(tick) {
+			t.losses.Check(t.model, src.Stats()) // before judging what lost events could change
 			t.model.Advance(t.boot())
 			tick = now.Add(advanceEvery)
 		}
@@ -134,6 +138,9 @@ func (t *tracer) finish() error {
 	end := t.model.Now()
 	if t.boot != nil {
 		end = t.boot()
+	}
+	if t.src != nil {
+		t.losses.Check(t.model, t.src.Stats())
 	}
 	t.model.Finish(end)
 	t.counts.Model = t.model.Stats()

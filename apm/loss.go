@@ -1,0 +1,121 @@
+package apm
+
+import (
+	"fmt"
+
+	"github.com/apmwatch/apmwatch/event"
+)
+
+// Lost records the source cannot give: events its ring buffer dropped,
+// records of a recording that are damaged. The model is told of them
+// (Model.Lost) and claims nothing they could have changed
+// (TestFindingsUnderLoss):
+//   - a finding whose window overlaps a loss says so (Finding.Uncertain,
+//     and its explanation);
+//   - a reading that shows a migrated QP rearmed when a loss overlaps the
+//     time since its migration ends the episode as rearmed (the rearm was
+//     among the lost records), never as a missed rearm nor a mismatch;
+//   - a reading of MIGRATED after a rearm, with a loss since the rearm, is
+//     no mismatch: the PATH_MIG may be among the lost records.
+
+// lossSpan is a stretch of Boot time with missing records.
+type lossSpan struct {
+	from, to      uint64
+	lost, damaged uint64
+}
+
+// maxLossSpans bounds the spans kept; past it the two oldest merge.
+const maxLossSpans = 64
+
+// Lost tells the model that records are missing between Boot from and to
+// (to 0: up to now): lost events the source counted, damaged records the
+// reader skipped.
+func (m *Model) Lost(from, to, lost, damaged uint64) {
+	if lost == 0 && damaged == 0 {
+		return
+	}
+	if to == 0 || to < from {
+		to = ^uint64(0)
+	}
+	if len(m.losses) >= maxLossSpans {
+		a, b := m.losses[0], m.losses[1]
+		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged}
+		m.losses = m.losses[1:]
+	}
+	m.losses = append(m.losses, lossSpan{from: from, to: to, lost: lost, damaged: damaged})
+	m.stats.LossSpans++
+}
+
+// lossIn sums the missing records that overlap [from, to].
+func (m *Model) lossIn(from, to uint64) (lost, damaged uint64) {
+	for _, l := range m.losses {
+		if l.to >= from && l.from <= to {
+			lost += l.lost
+			damaged += l.damaged
+		}
+	}
+	return lost, damaged
+}
+
+// lossText describes the missing records overlapping [from, to] ("":
+// none).
+func (m *Model) lossText(from, to uint64) string {
+	lost, damaged := m.lossIn(from, to)
+	switch {
+	case lost > 0 && damaged > 0:
+		return fmt.Sprintf("%d events lost and %d damaged records in this window", lost, damaged)
+	case lost > 0:
+		return fmt.Sprintf("%d events lost in this window", lost)
+	case damaged > 0:
+		return fmt.Sprintf("%d damaged records in this window", damaged)
+	}
+	return ""
+}
+
+// uncertain marks a finding whose window overlaps missing records.
+func (m *Model) uncertain(f *Finding) {
+	if f.Resolved || len(m.losses) == 0 {
+		return
+	}
+	if t := m.lossText(f.First, f.Last); t != "" {
+		f.Uncertain = t
+		f.Explanation += " (uncertain: " + t + "; what they held is not known)"
+	}
+}
+
+// rearmedUnseen ends a migration's episode that a reading shows rearmed
+// (REARM or ARMED) while records since the migration are missing: the
+// rearm was among them. A missed-rearm already raised is resolved, one
+// still pending will not be.
+func (m *Model) rearmedUnseen(q *qp, ep *episode, p *pendingMismatch, loss string) {
+	ep.rearm = ref{boot: p.read}
+	if ep.done&dMissed != 0 && ep.missedID != 0 {
+		m.emit(q, Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
+			First: ep.mig.boot, Last: p.read,
+			Evidence: []Evidence{evd(ep.mig, migWhat(ep)), evd(ref{boot: p.read}, p.truth.Source+" reads "+p.truth.Mig.String())},
+			Explanation: fmt.Sprintf("migration %d was rearmed: %s reads %s (the rearm was not seen: %s), so the missed rearm is not known to have happened",
+				ep.n, p.truth.Source, p.truth.Mig, loss),
+			Remediation: remedyRearm})
+		m.protected(q, MissedRearm)
+	}
+	ep.done |= dMissed | dMismatch
+}
+
+// LossWatch tells a model of the losses a live source's counters show:
+// give it each Stats snapshot; a Lost counter that grew is a loss between
+// the previous snapshot and this one.
+type LossWatch struct{ lost, at uint64 }
+
+// Check compares s with the previous snapshot.
+func (w *LossWatch) Check(m *Model, s event.Stats) {
+	if s.Lost < w.lost { // a new source: its counters start afresh
+		w.lost = 0
+	}
+	if s.Lost > w.lost && m != nil {
+		m.Lost(w.at, s.At, s.Lost-w.lost, 0)
+	}
+	w.lost = s.Lost
+	if s.At != 0 {
+		w.at = s.At
+	}
+}
