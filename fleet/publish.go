@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -78,7 +79,7 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	q, err := OpenQueue(cfg.QueueDir, cfg.QueueMax)
+	q, err := OpenQueue(cfg.QueueDir, cfg.Host, cfg.QueueMax)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,10 @@ func (p *Publisher) put(subject string, data []byte, what string) {
 func (p *Publisher) intake() {
 	defer p.wg.Done()
 	for m := range p.in {
-		if err := p.q.Append(m); err != nil {
+		if err := p.q.Append(m); errors.Is(err, errNotOwnSubject) {
+			p.log.Warn("publish queue: not queued", "err", err) // counted as corrupt
+			continue
+		} else if err != nil {
 			p.m.dropped.WithLabelValues("disk-error").Inc()
 			p.log.Warn("publish queue: cannot write", "err", err)
 			continue

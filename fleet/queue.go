@@ -37,6 +37,7 @@ type Msg struct {
 // opens (recoverLocked). Safe for concurrent use.
 type Queue struct {
 	dir     string
+	host    string // the subjects it holds are this host's (ownSubject)
 	max     int64
 	mu      sync.Mutex
 	segs    []*segment // oldest first; the last one takes appends
@@ -95,16 +96,22 @@ const segFileMax = segmentBytes + 8 + maxFrame
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// OpenQueue opens (or creates) the queue in dir, bounded to max bytes,
-// recovering what a crash left (recoverLocked).
-func OpenQueue(dir string, max int64) (*Queue, error) {
+// OpenQueue opens (or creates) the queue in dir of the messages of the
+// host named host, bounded to max bytes, recovering what a crash left
+// (recoverLocked). What the queue holds is sent in the host's name: dir
+// must be this user's and writable by no one else (outfile.OwnDir), and
+// only the host's own subjects go in or come out (ownSubject).
+func OpenQueue(dir, host string, max int64) (*Queue, error) {
 	if max < MinQueueMax {
 		return nil, fmt.Errorf("publish queue bound must be at least %d bytes: %d", MinQueueMax, max)
 	}
 	if err := outfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("publish queue: %w", err)
 	}
-	q := &Queue{dir: dir, max: max, latest: map[uint64]recordRef{}, seed: maphash.MakeSeed(), lastSync: time.Now()}
+	if err := outfile.OwnDir(dir); err != nil {
+		return nil, fmt.Errorf("publish queue: %w", err)
+	}
+	q := &Queue{dir: dir, host: host, max: max, latest: map[uint64]recordRef{}, seed: maphash.MakeSeed(), lastSync: time.Now()}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.recoverLocked(); err != nil {
@@ -118,8 +125,8 @@ func (q *Queue) path(n uint64) string { return filepath.Join(q.dir, fmt.Sprintf(
 // noteLocked counts a frame of s at off: a connection record replaces
 // the one of its subject queued before it.
 func (q *Queue) noteLocked(s *segment, payload []byte, off, size int64) {
-	subject, err := subjectOf(payload)
-	if err != nil || subjectKind(subject) != kindConn {
+	kind, subject := q.kindOf(payload)
+	if kind != kindConn {
 		return
 	}
 	s.conn += size
@@ -207,22 +214,34 @@ func frameAt(b []byte, off int64) ([]byte, int64, error) {
 	return p, 8 + n, nil
 }
 
-// subjectOf decodes the subject of a frame's message.
-func subjectOf(payload []byte) (string, error) {
+// kindOf decodes the subject of a frame's message and tells its kind (0:
+// not a message of this host's).
+func (q *Queue) kindOf(payload []byte) (msgKind, string) {
 	var m struct {
 		S string `json:"s"`
 	}
 	if err := json.Unmarshal(payload, &m); err != nil {
-		return "", errCorrupt
+		return 0, ""
 	}
-	return m.S, nil
+	kind, _ := ownSubject(m.S, q.host)
+	return kind, m.S
 }
 
 var errCorrupt = errors.New("corrupt publish queue frame")
 
+// errNotOwnSubject refuses a message on a subject that is not this host's.
+var errNotOwnSubject = errors.New("not a subject of this host")
+
 // Append adds a message at the tail; past the bound the queue evicts
-// (evictLocked).
+// (evictLocked). A message on a subject that is not this host's is
+// refused and counted as corrupt.
 func (q *Queue) Append(m Msg) error {
+	if _, ok := ownSubject(m.Subject, q.host); !ok {
+		q.mu.Lock()
+		q.corrupt++
+		q.mu.Unlock()
+		return fmt.Errorf("publish queue: %q: %w", m.Subject, errNotOwnSubject)
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("publish queue: %w", err)
@@ -339,7 +358,7 @@ loop:
 				i++
 				continue
 			}
-			q.rf, q.r = f, bufio.NewReader(f)
+			q.rf, q.r = f, bufio.NewReader(io.LimitReader(f, max(0, s.bytes-off))) // what the queue wrote, nothing after
 		}
 		var m Msg
 		size, err := readFrame(q.r, &m)
@@ -348,6 +367,9 @@ loop:
 			if off < s.bytes { // a damaged frame: skip the rest of the segment
 				q.damagedLocked(Pos{seg, off})
 				off = s.bytes
+				if len(msgs) == 0 {
+					q.passLocked(Pos{seg, off})
+				}
 				continue
 			}
 			if last {
@@ -356,7 +378,15 @@ loop:
 			i++
 			continue
 		}
+		at := Pos{seg, off}
 		off += size
+		if _, ok := ownSubject(m.Subject, q.host); !ok { // never sent
+			q.damagedLocked(at)
+			if len(msgs) == 0 {
+				q.passLocked(Pos{seg, off})
+			}
+			continue
+		}
 		msgs = append(msgs, m)
 		pos = append(pos, Pos{seg, off})
 	}
@@ -373,6 +403,20 @@ func (q *Queue) damagedLocked(p Pos) {
 		q.corrupt++
 		q.damaged = p
 	}
+}
+
+// passLocked moves the head past what Peek skipped at the head (nothing
+// there is ever sent).
+func (q *Queue) passLocked(p Pos) {
+	if !(Pos{q.headSeg, q.headOff}).before(p) {
+		return
+	}
+	q.headSeg, q.headOff = p.seg, p.off
+	if (Pos{q.peekSeg, q.peekOff}).before(p) {
+		q.peekSeg, q.peekOff = p.seg, p.off
+	}
+	q.headDirty = true
+	q.scheduleSyncLocked()
 }
 
 // indexLocked returns the index of the first segment numbered n or more.
@@ -432,7 +476,7 @@ type QueueStats struct {
 	Dropped         uint64 // lost past the bound, all kinds
 	DroppedConn     uint64 // of those, connection records
 	DroppedFindings uint64 // of those, finding lines
-	Corrupt         uint64 // damaged stretches skipped (a crash's torn frame, a damaged page)
+	Corrupt         uint64 // damaged stretches skipped (a crash's torn frame, a damaged page), and messages not on this host's subjects
 }
 
 // Stats returns the counters.

@@ -118,8 +118,8 @@ func (q *Queue) rewriteLocked(s *segment, what int) error {
 			out = append(out, b[off:]...) // left to Peek, which skips it
 			break
 		}
-		subject, err := subjectOf(p)
-		if err != nil || subjectKind(subject) != kindConn {
+		kind, subject := q.kindOf(p)
+		if kind != kindConn {
 			out = append(out, b[off:off+size]...)
 			msgs++
 			off += size
@@ -297,7 +297,7 @@ func (q *Queue) tallyLocked(s *segment, off int64) (conn, other uint64) {
 		if err != nil {
 			break
 		}
-		if subject, err := subjectOf(p); err == nil && subjectKind(subject) == kindConn {
+		if kind, _ := q.kindOf(p); kind == kindConn {
 			conn++
 		} else {
 			other++

@@ -49,7 +49,7 @@ func queued(t *testing.T, q *Queue, order map[string]int) []string {
 // storm) drops the records a newer one replaces first, then the oldest
 // records; the finding lines stay.
 func TestQueueEvictsReplacedRecordsThenRecordsNeverFindings(t *testing.T) {
-	q, err := OpenQueue(t.TempDir(), MinQueueMax)
+	q, err := OpenQueue(t.TempDir(), "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestQueueEvictsReplacedRecordsThenRecordsNeverFindings(t *testing.T) {
 // With no record replaced, the oldest records go, still before any
 // finding line.
 func TestQueueEvictsTheOldestRecordsBeforeFindings(t *testing.T) {
-	q, err := OpenQueue(t.TempDir(), MinQueueMax)
+	q, err := OpenQueue(t.TempDir(), "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestQueueEvictsTheOldestRecordsBeforeFindings(t *testing.T) {
 // What Peek handed out stays where it is while an eviction rewrites the
 // segments: the Ack that follows moves the head exactly past it.
 func TestQueueEvictsNothingPeekHandedOut(t *testing.T) {
-	q, err := OpenQueue(t.TempDir(), MinQueueMax)
+	q, err := OpenQueue(t.TempDir(), "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ import (
 )
 
 // recoverLocked reads the queue a crash (or anything) left in q.dir and
-// makes it whole: segments wholly before the head were acknowledged and
+// makes it whole: messages not on this host's subjects are cut and
+// counted as corrupt; segments wholly before the head were acknowledged and
 // go; a head naming a missing segment resumes at the next one; a head
 // past its segment's end resumes at the end, one within a frame at the
 // next frame, one that does not parse at the oldest message (sent again:
@@ -145,7 +146,7 @@ func (q *Queue) recoverSegment(s *segment, from int64) (int64, error) {
 	budget := int64(resyncBudget)
 	for off := from; off < int64(len(b)); {
 		p, size, err := frameAt(b, off)
-		if err == nil && !wellFormed(p) {
+		if err == nil && !q.wellFormed(p) {
 			err = errCorrupt
 		}
 		if err != nil {
@@ -168,11 +169,15 @@ func (q *Queue) recoverSegment(s *segment, from int64) (int64, error) {
 	return from, nil
 }
 
-// wellFormed reports whether a frame's payload is a message Peek can
-// hand out.
-func wellFormed(p []byte) bool {
+// wellFormed reports whether a frame's payload is a message Peek hands
+// out: one that decodes, on a subject of this host's.
+func (q *Queue) wellFormed(p []byte) bool {
 	var m Msg
-	return json.Unmarshal(p, &m) == nil
+	if json.Unmarshal(p, &m) != nil {
+		return false
+	}
+	_, ok := ownSubject(m.Subject, q.host)
+	return ok
 }
 
 // nextFrame returns where the next whole frame at or after off starts in

@@ -18,7 +18,7 @@ import (
 
 func openQ(t *testing.T, dir string, max int64) *Queue {
 	t.Helper()
-	q, err := OpenQueue(dir, max)
+	q, err := OpenQueue(dir, "hostA", max)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 func fill(t *testing.T, q *Queue, from, n, size int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
-		if err := q.Append(Msg{Subject: "s", ID: fmt.Sprint(i), Data: []byte(strings.Repeat("x", size))}); err != nil {
+		if err := q.Append(Msg{Subject: HostFindingSubject("hostA"), ID: fmt.Sprint(i), Data: []byte(strings.Repeat("x", size))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -19,7 +19,7 @@ func fill(t *testing.T, q *Queue, from, n, size int) {
 
 func TestQueueResumesAfterReopenFromTheHead(t *testing.T) {
 	dir := t.TempDir()
-	q, err := OpenQueue(dir, MinQueueMax)
+	q, err := OpenQueue(dir, "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestQueueResumesAfterReopenFromTheHead(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(dir, "seg-000000000001"), os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte{200, 0, 0})
 	f.Close()
-	q, err = OpenQueue(dir, MinQueueMax)
+	q, err = OpenQueue(dir, "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestQueueResumesAfterReopenFromTheHead(t *testing.T) {
 }
 
 func TestQueueDropsTheOldestPastItsBoundAndCountsThem(t *testing.T) {
-	q, err := OpenQueue(t.TempDir(), MinQueueMax)
+	q, err := OpenQueue(t.TempDir(), "hostA", MinQueueMax)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -52,18 +53,46 @@ func fleetFindingSubject(p int) string { return fmt.Sprintf("%s%d", fleetFinding
 type msgKind uint8
 
 const (
-	kindOther msgKind = iota
-	kindConn
+	kindConn msgKind = iota + 1
 	kindFinding
 )
 
-// subjectKind tells a message's kind by its subject.
-func subjectKind(subject string) msgKind {
-	switch {
-	case strings.HasPrefix(subject, connPrefix):
-		return kindConn
-	case strings.HasPrefix(subject, "apmwatch.finding."):
-		return kindFinding
+// ownSubject reports whether subject is one that the host named host
+// publishes, exactly as ConnSubject and HostFindingSubject write them,
+// and its kind:
+//
+//	apmwatch.conn.<partition>.<host>.<device>.<qpn>
+//	apmwatch.finding.host.<host>
+//
+// with <host> this host's token, <partition> below Partitions, <device>
+// a token and <qpn> a 32-bit number (decimal, no leading zero). Anything
+// else (another host's name, the fleet's findings, JetStream's API, a
+// wildcard) is not this host's to send, whatever a queue file says.
+func ownSubject(subject, host string) (msgKind, bool) {
+	if rest, ok := strings.CutPrefix(subject, hostFindingPrefix); ok && rest == token(host) {
+		return kindFinding, true
 	}
-	return kindOther
+	rest, ok := strings.CutPrefix(subject, connPrefix)
+	if !ok {
+		return 0, false
+	}
+	f := strings.Split(rest, ".")
+	if len(f) != 4 || f[1] != token(host) || !isToken(f[2]) {
+		return 0, false
+	}
+	p, ok1 := decimal(f[0])
+	_, ok2 := decimal(f[3])
+	if !ok1 || !ok2 || p >= Partitions {
+		return 0, false
+	}
+	return kindConn, true
+}
+
+// isToken reports whether s is what token makes of a name.
+func isToken(s string) bool { return s != "" && len(s) <= 64 && token(s) == s }
+
+// decimal parses a 32-bit number as %d writes it.
+func decimal(s string) (uint64, bool) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return n, err == nil && strconv.FormatUint(n, 10) == s
 }
