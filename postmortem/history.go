@@ -26,10 +26,12 @@ type hist struct {
 	first   uint64
 	last    uint64
 
-	migrations []uint64 // Boot of each migration kept: PATH_MIG, or a forced MIGRATED
-	rearms     []uint64 // Boot of each successful modify to REARM kept
-	armedReads []uint64 // Boot of each reading that turned to ARMED or REARM (a rearm, seen or not)
-	nMig       int      // migrations, kept or not
+	migrations []uint64       // Boot of each migration kept: PATH_MIG, or a forced MIGRATED
+	rearms     []uint64       // Boot of each successful modify to REARM kept
+	armedReads []uint64       // Boot of each reading that turned from MIGRATED to ARMED or REARM (a rearm, seen or not)
+	readMig    event.MigState // the last reading's migration state
+	readAt     uint64         // and its Boot (0: no reading yet)
+	nMig       int            // migrations, kept or not
 	nRearm     int
 	forced     bool   // the last migration was forced and its PATH_MIG may follow
 	reading    string // the last ground-truth reading's label
@@ -216,9 +218,16 @@ func (hs *histories) truth(e *event.Event) *hist {
 	}
 	h.reading = what
 	h.last = e.Boot
-	if t := e.Truth; t.Op == event.TruthRead && (t.Mig == event.MigArmed || t.Mig == event.MigRearm) {
-		var n int
-		hs.step(&h.armedReads, &n, e.Boot)
+	if t := e.Truth; t.Op == event.TruthRead {
+		// a rearm, seen or not: a reading of REARM or ARMED after one of
+		// MIGRATED (straight after a PATH_MIG either may be a QP that
+		// never migrated)
+		readMigrated := h.readAt != 0 && h.readMig == event.MigMigrated
+		if (t.Mig == event.MigRearm || t.Mig == event.MigArmed) && readMigrated {
+			var n int
+			hs.step(&h.armedReads, &n, e.Boot)
+		}
+		h.readMig, h.readAt = t.Mig, e.Boot
 	}
 	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: output.Detail(e)})
 	return h

@@ -98,6 +98,9 @@ func (p *pairing) judge(e episode, deadline time.Duration, ids *apm.IDs) []findi
 	var sd [2]side
 	for i, h := range hs {
 		sd[i] = h.sideIn(e.at[i], e.at[i]+int64(deadline))
+		if !e.migrated[i] {
+			sd[i].read = 0 // ARMED all along: it never moved, so no rearm
+		}
 	}
 	ep := Episode{Start: time.Unix(0, e.start).UTC(),
 		MigratedA: tptr(e.migrated[0], e.at[0]), MigratedB: tptr(e.migrated[1], e.at[1]),

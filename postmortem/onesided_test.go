@@ -49,9 +49,16 @@ func TestOneSidedRearmPeerEvidence(t *testing.T) {
 		{name: "the peer's reading turns ARMED within the window, its rearm unseen: none",
 			peer: func(b *apmtest.Builder) {
 				b.PathMig(200)
-				b.After(time.Second).Truth(200, event.MigArmed, event.StateRTS)
+				b.After(time.Second/2).Truth(200, event.MigMigrated, event.StateRTS)
+				b.After(time.Second/2).Truth(200, event.MigArmed, event.StateRTS)
 			},
 			verdict: "both rearmed (host-b"},
+		{name: "the peer reads ARMED straight after its PATH_MIG (it may never have migrated): one-sided",
+			peer: func(b *apmtest.Builder) {
+				b.PathMig(200)
+				b.After(time.Second).Truth(200, event.MigArmed, event.StateRTS)
+			},
+			want: 1, severity: apm.SevError, verdict: "one-sided:"},
 		{name: "events lost in the peer's window: unconfirmed, a warning naming the loss",
 			peer:  func(b *apmtest.Builder) { b.PathMig(200); b.After(3 * time.Second).CommEst(200) },
 			stats: []event.Stats{{Lost: 1, At: 2 * sec}, {Lost: 4, At: 3 * sec}},
