@@ -46,12 +46,6 @@ type Config struct {
 	// DuplicateWindow is how far apart the two copies of one QP event may
 	// be: the driver's (QPN only) and ib_core's or ib_uverbs' (typed).
 	DuplicateWindow time.Duration
-	// RebootGap: an input whose Boot is behind the model's clock by more
-	// than this, or a source clock that goes back by more than the reorder
-	// window, means the source's CLOCK_BOOTTIME restarted (a new boot): the
-	// model starts afresh. Inputs behind by less are late (Stats.Late) and
-	// judged at their own stamp.
-	RebootGap time.Duration
 	// PortFailureWindow is how long a dead path may take to kill a QP: the
 	// retries on an outstanding request running out, (retry_cnt+1) x
 	// 4.096 us x 2^timeout, up to about a minute with the CM's timeouts,
@@ -88,7 +82,6 @@ func DefaultConfig() Config {
 		TruthGrace:     1 * time.Second,
 
 		DuplicateWindow: 500 * time.Millisecond,
-		RebootGap:       30 * time.Second,
 
 		PortFailureWindow: 2 * time.Minute,
 		MaxPending:        1 << 16,
@@ -119,9 +112,6 @@ func (c Config) Validate() error {
 	neg("truth grace", c.TruthGrace)
 	neg("duplicate window", c.DuplicateWindow)
 	neg("port failure window", c.PortFailureWindow)
-	if c.RebootGap <= c.ReorderWindow {
-		errs = append(errs, fmt.Errorf("reboot gap must exceed the reorder window: %v <= %v", c.RebootGap, c.ReorderWindow))
-	}
 	if c.FlapCount < 2 || c.FlapCount > 64 {
 		errs = append(errs, fmt.Errorf("flap count must be in 2..64: %d", c.FlapCount))
 	}

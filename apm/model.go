@@ -105,9 +105,9 @@ func (m *Model) Handle(ev *event.Event) {
 	if ev == nil {
 		return
 	}
-	if m.in.max > uint64(m.cfg.RebootGap) && ev.Boot < m.in.max-uint64(m.cfg.RebootGap) {
-		m.NewBoot()
-	}
+	// A record far behind the clock is late, not a new boot: a firmware
+	// command can block for a minute and its record is stamped at entry.
+	// New boots come from the source's boot identity (NewBoot).
 	if !ev.Time.IsZero() {
 		m.wall = time.Duration(ev.Time.UnixNano() - int64(ev.Boot))
 	}

@@ -92,7 +92,7 @@ func TestLateInputAtItsOwnStamp(t *testing.T) {
 // A source clock that restarts (a new boot) starts the model afresh: the old
 // boot's QPs are gone and nothing of them is judged against the new clock.
 func TestNewBootStartsAfresh(t *testing.T) {
-	t.Run("an input far behind the clock", func(t *testing.T) {
+	t.Run("the source's boot identity changed", func(t *testing.T) {
 		b := apmtest.New()
 		b.After(time.Hour)
 		armedQP(b)
@@ -108,6 +108,7 @@ func TestNewBootStartsAfresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		apmtest.Feed(m, b.Steps[:old])
+		m.NewBoot()
 		apmtest.Feed(m, b2.Steps)
 		m.Finish(b2.Now() + uint64(time.Minute))
 		s := m.Stats()
@@ -118,6 +119,27 @@ func TestNewBootStartsAfresh(t *testing.T) {
 			if f.Kind != apm.MissedRearm || f.First < uint64(time.Hour) {
 				t.Errorf("finding of the new boot, or judged on the wrong clock: %s", f.String())
 			}
+		}
+	})
+	t.Run("a record far behind the clock is late, not a new boot", func(t *testing.T) {
+		b := apmtest.New()
+		b.After(time.Hour)
+		armedQP(b)
+		steps := b.Steps
+		late := apmtest.New() // a firmware command blocked 60 s: its record, stamped at entry, comes last
+		late.After(time.Hour + 500*time.Millisecond)
+		late.Create(qpn + 1)
+		n := len(steps)
+		b.After(60 * time.Second).Create(qpn + 2)
+		b.After(10 * time.Second).Create(qpn + 3) // releases the one before
+		m, err := apm.New(apm.DefaultConfig(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apmtest.Feed(m, append(b.Steps[:n+2:n+2], late.Steps[0]))
+		m.Finish(b.Now() + uint64(time.Second))
+		if s := m.Stats(); s.Reboots != 0 || s.Late != 1 || s.QPs != 4 {
+			t.Errorf("stats %+v: want no reboot, one late record, every QP kept", s)
 		}
 	})
 	t.Run("the source clock goes back", func(t *testing.T) {

@@ -229,9 +229,18 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 		id uint64
 	}
 	index := map[fkey]int{}
+	once := map[onceKey]int{} // one finding of one boot, from two recordings of it
 	var fs []Finding
 	var owners []*hist
 	for _, f := range all {
+		if !f.Resolved {
+			k := onceKey{boot: bootKey(f.s), dev: f.QP.Device, qpn: f.QP.QPN, kind: f.Kind, first: f.First}
+			if i, ok := once[k]; ok {
+				index[fkey{f.s, f.ID}] = i // its resolution folds into the one kept
+				continue
+			}
+			once[k] = len(fs)
+		}
 		if f.Resolved {
 			rep.Summary.Resolved++
 			if i, ok := index[fkey{f.s, f.Resolves}]; ok {

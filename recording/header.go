@@ -142,3 +142,4 @@ func decodeHeader(body []byte) (*Header, error) {
 	}
 	return h, nil
 }
+
