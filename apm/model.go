@@ -344,7 +344,8 @@ type QPView struct {
 	PID       uint32
 	Comm      string
 	State     event.QPState
-	Mig       event.MigState // believed
+	Mig       event.MigState // believed (meaningful when MigKnown)
+	MigKnown  bool           // a create, modify or reading showed it; a QP first seen mid-stream has it unknown
 	CM        bool
 	HasAlt    bool // an alternate that leads another way than the primary
 	InEpisode bool
@@ -359,7 +360,7 @@ func (m *Model) Lookup(device string, qpn uint32) (QPView, bool) {
 	}
 	v := QPView{
 		Key: m.keyView(q), PID: q.pid, Comm: m.comms.name(q.comm),
-		State: q.state, Mig: q.mig, CM: q.flags&fCM != 0, HasAlt: q.alt.valid() && !q.alt.same(q.primary),
+		State: q.state, Mig: q.mig, MigKnown: q.flags&fMigKnown != 0, CM: q.flags&fCM != 0, HasAlt: q.alt.valid() && !q.alt.same(q.primary),
 	}
 	if q.x != nil {
 		v.Episodes = q.x.prev.n

@@ -21,7 +21,8 @@ func (m *Model) armWatch(slot int32, q *qp) {
 }
 
 func unarmed(q *qp) bool {
-	return q.state == event.StateRTS && q.alt.valid() && q.mig == event.MigMigrated && q.episode() == nil
+	// a QP first seen mid-stream has an unknown migration state, not MIGRATED
+	return q.state == event.StateRTS && q.alt.valid() && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated && q.episode() == nil
 }
 
 // checkNeverArmed judges the arm deadline at at.

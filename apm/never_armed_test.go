@@ -44,6 +44,17 @@ func TestNeverArmed(t *testing.T) {
 			},
 		},
 		{
+			name: "negative: first seen mid-stream (no create), its migration state unknown",
+			story: func(b *apmtest.Builder) {
+				// SQD->RTS loading an alternate: the QP was armed or not
+				// before the tool started; nothing says it is MIGRATED
+				b.Modify(qpn, event.AttrState|event.AttrAltPath, func(m *event.Modify) {
+					m.State, m.Alt = event.StateRTS, &apmtest.PathB
+				})
+				b.After(time.Minute).Create(qpn + 1)
+			},
+		},
+		{
 			name: "negative: destroyed before the deadline",
 			story: func(b *apmtest.Builder) {
 				b.Connect(qpn, apmtest.PathA, nil)
