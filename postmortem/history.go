@@ -47,6 +47,23 @@ type hist struct {
 // is taken as that migration's event rather than a new migration.
 const forcedEventWithin = time.Second
 
+// copyWithin is how far apart two copies of one QP event may come (the
+// model's DuplicateWindow).
+const copyWithin = 500 * time.Millisecond
+
+// copyOfLast reports whether a PATH_MIG at boot is a second copy of the
+// last migration: within copyWithin of it, with no rearm in between.
+func (h *hist) copyOfLast(boot uint64) bool {
+	if len(h.migrations) == 0 {
+		return false
+	}
+	last := h.migrations[len(h.migrations)-1]
+	if boot < last || boot-last > uint64(copyWithin) {
+		return false
+	}
+	return len(h.rearms) == 0 || h.rearms[len(h.rearms)-1] < last
+}
+
 // entry is one point of a timeline.
 type entry struct {
 	Boot   uint64
@@ -153,8 +170,10 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 		}
 	case e.QP != nil:
 		if e.QP.Type == event.EvPathMig {
-			// the event of a forced migration is the same migration
-			if !h.forced || len(h.migrations) == 0 || e.Boot-h.migrations[len(h.migrations)-1] > uint64(forcedEventWithin) {
+			// the event of a forced migration is the same migration, and
+			// so is the second copy of one event (the driver's hook and
+			// ib_core's both saw it): a QP migrates again only once rearmed
+			if !h.forced && !h.copyOfLast(e.Boot) || len(h.migrations) == 0 || e.Boot-h.migrations[len(h.migrations)-1] > uint64(forcedEventWithin) {
 				hs.step(&h.migrations, &h.nMig, e.Boot)
 			}
 			h.forced = false

@@ -75,7 +75,7 @@ type Summary struct {
 	Events     uint64         `json:"events"`
 	Lost       uint64         `json:"lost_events"`
 	QPs        int            `json:"qps"`
-	Migrations int            `json:"migrations"` // PATH_MIG events: migration episodes of QPs
+	Migrations int            `json:"migrations"` // migrations of QPs (a PATH_MIG seen by two hooks counts once)
 	Pairs      int            `json:"pairs"`
 	Unpaired   int            `json:"unpaired"` // candidates not confirmed (Report.Unpaired)
 	Findings   map[string]int `json:"findings_by_kind"`
