@@ -10,12 +10,20 @@ func evd(r ref, what string) Evidence { return Evidence{Seq: r.seq, Boot: r.boot
 // emit fills the common fields of f and hands it to the sink. Last defaults
 // to the time being judged (the input's own stamp, or the deadline's), and
 // is never before First.
-func (m *Model) emit(q *qp, f Finding) uint64 {
+func (m *Model) emit(q *qp, f Finding) uint64 { return m.emitSev(q, f, false) }
+
+// emitInfo emits f at info severity, below its kind's.
+func (m *Model) emitInfo(q *qp, f Finding) uint64 {
+	f.Severity = SevInfo
+	return m.emitSev(q, f, true)
+}
+
+func (m *Model) emitSev(q *qp, f Finding, keep bool) uint64 {
 	f.ID = m.ids.Next()
 	f.QP = m.keyView(q)
 	f.PID = q.pid
 	f.Comm = m.comms.name(q.comm)
-	if f.Severity == 0 && !f.Resolved {
+	if f.Severity == 0 && !f.Resolved && !keep {
 		if e, ok := Info(f.Kind); ok {
 			f.Severity = e.Severity
 		}

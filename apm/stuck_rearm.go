@@ -10,7 +10,11 @@ import (
 // from the peer, so a QP that keeps reading REARM for StuckRearm has a peer
 // that never rearmed, or no traffic. The clock starts at the rearm (or the
 // first REARM reading) and restarts at every migration and rearm; a QP in
-// ERR or RESET is never stuck. A reading of anything else resolves it.
+// ERR or RESET is never stuck. A reading of anything else resolves it. An
+// idle connection that rearmed correctly also reads REARM until its first
+// packet, so the finding is a warning only when traffic is known to flow
+// (the HCA migrated the QP: requests were outstanding), else information
+// (TestStuckRearmSeverity).
 
 const remedyStuck = "REARM becomes ARMED only when a packet with MigReq=0 arrives: make sure the peer did its three steps (LAP, load new alternate, rearm) and that traffic flows"
 
@@ -59,9 +63,17 @@ func (m *Model) stuckReading(q *qp, ev *event.Event) {
 	if q.rearm.ok() && q.rearm.boot == x.rearmSince {
 		evs = append([]Evidence{evd(q.rearm, "rearm")}, evs...)
 	}
-	x.stuckID = m.emit(q, Finding{Kind: StuckRearm, Remediation: remedyStuck,
+	f := Finding{Kind: StuckRearm, Remediation: remedyStuck,
 		First: x.rearmSince, Last: ev.Boot, Evidence: evs,
-		Explanation: fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: the peer has not rearmed or no traffic flows", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)})
+		Explanation: fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: the peer has not rearmed, though traffic flowed (the HCA migrated it)", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)}
+	if l := q.lastMig(); l == nil || l.forced {
+		// An idle connection that rearmed correctly reads REARM until its
+		// first packet: without a sign of traffic, only information.
+		f.Explanation = fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: either the peer has not rearmed, or no packet has come since the rearm (an idle connection stays REARM until its first packet; nothing shows traffic on this QP)", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)
+		x.stuckID = m.emitInfo(q, f)
+	} else {
+		x.stuckID = m.emit(q, f)
+	}
 	m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
 }
 

@@ -108,3 +108,46 @@ func TestStuckRearmClock(t *testing.T) {
 		},
 	})
 }
+
+// An idle connection that rearmed correctly reads REARM until its first
+// packet: stuck-rearm is a warning only when traffic is known to flow (the
+// HCA migrated the QP), else information.
+func TestStuckRearmSeverity(t *testing.T) {
+	rearmFor := func(b *apmtest.Builder) {
+		for range 12 {
+			b.After(time.Second).Truth(qpn, event.MigRearm, event.StateRTS)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		story func(b *apmtest.Builder)
+		want  apm.Severity
+	}{
+		{"idle after connecting: information", func(b *apmtest.Builder) { armedQP(b); rearmFor(b) }, apm.SevInfo},
+		{"after the HCA migrated it and the three steps: a warning", func(b *apmtest.Builder) {
+			armedQP(b)
+			b.After(time.Second).PathMig(qpn)
+			b.ThreeSteps(qpn, apmtest.PathC, 0)
+			rearmFor(b)
+		}, apm.SevWarning},
+		{"after a software-forced migration (no traffic shown): information", func(b *apmtest.Builder) {
+			armedQP(b)
+			b.After(time.Second).ForceMigrate(qpn)
+			b.ThreeSteps(qpn, apmtest.PathC, 0)
+			rearmFor(b)
+		}, apm.SevInfo},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			tc.story(b)
+			got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findOne(t, got, apm.StuckRearm, false)
+			if f.Severity != tc.want {
+				t.Fatalf("severity %s, want %s: %s", f.Severity, tc.want, f.Explanation)
+			}
+		})
+	}
+}
