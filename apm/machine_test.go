@@ -105,6 +105,28 @@ func TestDriverEventAmbiguous(t *testing.T) {
 	}
 }
 
+// A driver copy (QPN only, no device) is held until its typed twin claims
+// it: with identical QPNs on two rails, the typed copy names the device,
+// even when the model knew the QPN only on the other one
+// (apm/qpevent.go).
+func TestDriverEventHeldForTypedTwin(t *testing.T) {
+	b := apmtest.New()
+	armedQP(b) // mlx5_0's QP
+	driverCopy(b, qpn, event.EvPathMig)
+	b.Device = "mlx5_1" // a QP the model has not seen, same QPN
+	b.After(20 * time.Microsecond).PathMig(qpn)
+	got, m, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Kind != apm.MissedRearm || got[0].QP.Device != "mlx5_1" {
+		t.Fatalf("findings %v: want one missed-rearm, on mlx5_1", got)
+	}
+	if s := m.Stats(); s.Duplicates != 1 {
+		t.Errorf("stats %+v: want the driver copy counted as the typed one's duplicate", s)
+	}
+}
+
 // Only QP types with a path-migration state get histories: RC, UC and XRC.
 func TestOnlyAPMTypesHaveHistories(t *testing.T) {
 	for _, tc := range []struct {

@@ -19,6 +19,12 @@ func (m *Model) qpEvent(ev *event.Event) {
 	var q *qp
 	switch {
 	case untyped && ev.Device == "":
+		// a driver's copy names no device: its typed twin, when one comes,
+		// says which QP it is about (TestDriverEventHeldForTypedTwin)
+		if m.in.typedTwin(ev.QPN, ev.QP.Type, ev.Boot, uint64(m.cfg.DuplicateWindow)) || m.typedSeen(ev) {
+			m.stats.Duplicates++
+			return
+		}
 		if slot, q = m.byQPN(ev.QPN); q == nil {
 			m.stats.Unattributed++
 			return
@@ -51,6 +57,24 @@ func (m *Model) qpEvent(ev *event.Event) {
 		// error: not a path failure (deathsNotPathFailures)
 		m.toState(q, event.StateErr)
 	}
+}
+
+// typedSeen reports whether a typed copy of the driver's event ev was
+// applied to a QP with its QPN on any device within DuplicateWindow.
+func (m *Model) typedSeen(ev *event.Event) bool {
+	seen := false
+	m.devs.each(func(id uint32, _ string) {
+		if slot, ok := m.qps.lookup(uint64(id)<<32 | uint64(ev.QPN)); ok {
+			q := m.qps.at(slot)
+			if q == nil || q.x == nil {
+				return
+			}
+			l := q.x.lastEv
+			d := max(l.boot, ev.Boot) - min(l.boot, ev.Boot)
+			seen = seen || l.boot != 0 && !l.untyped && l.typ == ev.QP.Type && d <= uint64(m.cfg.DuplicateWindow)
+		}
+	})
+	return seen
 }
 
 // duplicate reports whether ev is the second copy of the QP's last event:

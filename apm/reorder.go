@@ -68,6 +68,21 @@ func (r *reorder) pop(limit uint64) (*event.Event, bool) {
 
 func (r *reorder) len() int { return len(r.buf) - r.head }
 
+// typedTwin reports whether the events held include, stamped at most
+// within after boot, a typed copy (ib_core's or ib_uverbs', with its
+// device) of the QP event typ on qpn.
+func (r *reorder) typedTwin(qpn uint32, typ event.EventType, boot, within uint64) bool {
+	for _, ev := range r.buf[r.head:] {
+		if ev.Boot > boot+within {
+			return false
+		}
+		if ev.QP != nil && ev.QPN == qpn && ev.QP.Type == typ && !ev.QP.Untyped(ev) {
+			return true
+		}
+	}
+	return false
+}
+
 // oldest is the Boot of the oldest event held.
 func (r *reorder) oldest() (uint64, bool) {
 	if r.head == len(r.buf) {
