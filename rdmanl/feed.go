@@ -20,13 +20,66 @@ type qpKey struct {
 // is missing from this one, and for every QP the probes saw (Saw) before
 // the snapshot that it does not list (a destroy the probes did not see).
 type Feeder struct {
-	prev map[qpKey]struct{}
-	saw  map[qpKey]uint64 // QPs the probes saw, with the Boot of the first event
+	prev  map[qpKey]struct{}
+	saw   map[qpKey]uint64 // QPs the probes saw, with the Boot of the first event
+	cmFor map[cmKey]cmBind // each cm_id seen bound, and to which QP generation
+}
+
+// cmKey names one rdma_cm id (its restrack id on its device).
+type cmKey struct {
+	dev string
+	id  uint32
+}
+
+// cmBind is the QP a cm_id was first seen bound to; stale once that QP
+// was destroyed or gone (rdma_destroy_qp leaves the cm_id's qp_num set,
+// so a later QP reusing the QPN would otherwise look CM-driven).
+type cmBind struct {
+	qpn   uint32
+	stale bool
 }
 
 // NewFeeder returns a feeder.
 func NewFeeder() *Feeder {
-	return &Feeder{prev: map[qpKey]struct{}{}, saw: map[qpKey]uint64{}}
+	return &Feeder{prev: map[qpKey]struct{}{}, saw: map[qpKey]uint64{}, cmFor: map[cmKey]cmBind{}}
+}
+
+// qpEnded marks stale the cm_ids bound to k's generation that ended.
+func (f *Feeder) qpEnded(k qpKey) {
+	for ck, b := range f.cmFor {
+		if ck.dev == k.dev && b.qpn == k.qpn {
+			b.stale = true
+			f.cmFor[ck] = b
+		}
+	}
+}
+
+// cmBound reports which QPs the snapshot's cm_ids drive: a cm_id marks
+// only the QP generation it was first seen with (TestFeederCMIDOutlivesQP).
+func (f *Feeder) cmBound(ids []CMID) map[qpKey]bool {
+	cm := make(map[qpKey]bool, len(ids))
+	seen := make(map[cmKey]bool, len(ids))
+	for _, c := range ids {
+		if c.LQPN == 0 {
+			continue
+		}
+		ck := cmKey{c.Device, c.ID}
+		seen[ck] = true
+		b, ok := f.cmFor[ck]
+		if !ok || b.qpn != c.LQPN {
+			b = cmBind{qpn: c.LQPN} // new, or bound anew (rdma_create_qp on the id again)
+			f.cmFor[ck] = b
+		}
+		if !b.stale {
+			cm[qpKey{c.Device, c.LQPN}] = true
+		}
+	}
+	for ck := range f.cmFor {
+		if !seen[ck] {
+			delete(f.cmFor, ck) // the cm_id is gone: bounded by the table
+		}
+	}
+	return cm
 }
 
 // Saw notes the QP an event from the probes is about, so that the next
@@ -39,6 +92,7 @@ func (f *Feeder) Saw(e *event.Event) {
 	k := qpKey{e.Device, e.QPN}
 	if e.Kind == event.KindQPDestroy && (e.Life == nil || e.Life.Ret == 0) {
 		delete(f.saw, k)
+		f.qpEnded(k)
 		return
 	}
 	if _, ok := f.saw[k]; !ok {
@@ -53,12 +107,7 @@ func (f *Feeder) Saw(e *event.Event) {
 // Span): its row stands for some instant in between. A QP missing from the
 // table was gone by the end.
 func (f *Feeder) Events(s Snapshot) []*event.Event {
-	cm := make(map[qpKey]bool, len(s.CMIDs))
-	for _, c := range s.CMIDs {
-		if c.LQPN != 0 {
-			cm[qpKey{c.Device, c.LQPN}] = true
-		}
-	}
+	cm := f.cmBound(s.CMIDs)
 	end := max(s.End, s.Boot)
 	var out []*event.Event
 	cur := make(map[qpKey]struct{}, len(f.prev))
@@ -84,6 +133,7 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 		out = append(out, &event.Event{Kind: event.KindTruth, Boot: end, Device: k.dev, QPN: k.qpn,
 			Truth: &event.Truth{Op: event.TruthGone, Source: "netlink"}})
 		delete(f.saw, k)
+		f.qpEnded(k)
 	}
 	for k := range f.prev {
 		if _, ok := cur[k]; !ok {

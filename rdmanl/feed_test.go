@@ -104,3 +104,48 @@ func TestFeederGoneForQPsTheProbesSaw(t *testing.T) {
 		t.Fatalf("third snapshot %+v: nothing left to report", evs)
 	}
 }
+
+// An rdma_cm id that outlives its QP (rdma_destroy_qp leaves its qp_num)
+// marks only that QP generation as CM-driven: a later QP reusing the QPN is
+// not, unless a cm_id binds it anew.
+func TestFeederCMIDOutlivesQP(t *testing.T) {
+	cmOf := func(evs []*event.Event, qpn uint32) bool {
+		for _, e := range evs {
+			if e.Truth != nil && e.Truth.Op == event.TruthRead && e.QPN == qpn {
+				return e.Truth.CM
+			}
+		}
+		t.Fatalf("no reading of qp %d", qpn)
+		return false
+	}
+	row := rdmanl.QP{Device: "mlx5_0", LQPN: 17, Type: event.QPTypeRC, HasPathMig: true, State: event.StateRTS}
+	old := rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17}
+	for _, tc := range []struct {
+		name  string
+		ended func(f *rdmanl.Feeder)
+		ids   []rdmanl.CMID
+		want  bool
+	}{
+		{"the QP lives on: still CM", func(*rdmanl.Feeder) {}, []rdmanl.CMID{old}, true},
+		{"destroyed and the QPN reused: the old cm_id's row does not mark it", func(f *rdmanl.Feeder) {
+			f.Saw(&event.Event{Kind: event.KindQPDestroy, Device: "mlx5_0", QPN: 17, Life: &event.QPLife{}})
+		}, []rdmanl.CMID{old}, false},
+		{"destroyed, reused, and a new cm_id binds it: CM", func(f *rdmanl.Feeder) {
+			f.Saw(&event.Event{Kind: event.KindQPDestroy, Device: "mlx5_0", QPN: 17, Life: &event.QPLife{}})
+		}, []rdmanl.CMID{old, {Device: "mlx5_0", ID: 6, LQPN: 17}}, true},
+		{"gone between snapshots, then listed again: not CM by the old row", func(f *rdmanl.Feeder) {
+			f.Events(rdmanl.Snapshot{Boot: 150, CMIDs: []rdmanl.CMID{old}})
+		}, []rdmanl.CMID{old}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rdmanl.NewFeeder()
+			if !cmOf(f.Events(rdmanl.Snapshot{Boot: 100, QPs: []rdmanl.QP{row}, CMIDs: []rdmanl.CMID{old}}), 17) {
+				t.Fatal("the first generation is not CM")
+			}
+			tc.ended(f)
+			if got := cmOf(f.Events(rdmanl.Snapshot{Boot: 200, QPs: []rdmanl.QP{row}, CMIDs: tc.ids}), 17); got != tc.want {
+				t.Fatalf("cm %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
