@@ -187,9 +187,15 @@ func TestQueueSyncsAtMostOnceASecondAndOnClose(t *testing.T) {
 	}
 	waitFor(t, 3*time.Second, "the segment synced", func() bool { return count("seg-000000000001") == 1 })
 	ackAll(t, q)
-	waitFor(t, 3*time.Second, "the head synced", func() bool { return count("head") == 1 })
-	if b, _ := os.ReadFile(filepath.Join(dir, "head")); string(b) != fmt.Sprintf("%d %d\n", q.headSeg, q.headOff) {
-		t.Fatalf("head file %q, head %d %d", b, q.headSeg, q.headOff)
+	q.mu.Lock()
+	want := fmt.Sprintf("%d %d\n", q.headSeg, q.headOff)
+	q.mu.Unlock()
+	waitFor(t, 3*time.Second, "the head on disk", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "head"))
+		return string(b) == want
+	})
+	if count("head") != 1 {
+		t.Fatalf("head synced %d times", count("head"))
 	}
 	time.Sleep(1200 * time.Millisecond) // nothing new: nothing synced
 	if count("seg-000000000001") != 1 || count("head") != 1 {
