@@ -5,6 +5,7 @@ FUZZTIME ?= 20s
 fuzz-fleet: ## bounded fuzz runs of what the fleet reads from NATS: connection records, finding lines (FUZZTIME=20s each)
 	$(GO) test -run '^$$' -fuzz '^FuzzConnRecord$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fleet
 	$(GO) test -run '^$$' -fuzz '^FuzzFindingLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fleet
+	$(GO) test -run '^$$' -fuzz '^FuzzQueueSegment$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fleet
 
 # `make test` runs the bounded fuzz runs too.
 test: fuzz-fleet
