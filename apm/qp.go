@@ -116,6 +116,7 @@ type aux struct {
 	truthRearm ref    // rearm judged by the last mismatch check
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
+	lastRead   uint64 // the previous reading, for readings without a span (older recorders)
 
 	lastEv      qpEvCopy     // the last QP event applied, to drop its second copy
 	unprot      *unprotected // why the QP has no valid armed alternate, when it has none

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
 )
 
@@ -41,5 +42,32 @@ func TestTruthEvents(t *testing.T) {
 	}
 	if s := m.Stats(); s.Truths != 12 || s.Events != 25 {
 		t.Errorf("stats %+v: want 12 readings applied of 25 inputs", s)
+	}
+}
+
+// Readings from older recorders carry no span: such a row may have been
+// read anywhere since the previous reading, so it cannot show a state
+// after an event in between; a reading with its span can.
+func TestReadingWithoutSpan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		span uint64
+		want []apm.Kind
+	}{
+		{"with its span: ARMED after the PATH_MIG is a mismatch", uint64(time.Microsecond), []apm.Kind{apm.MissedRearm, apm.MigStateMismatch}},
+		{"without a span (an older recorder): it may predate the PATH_MIG", 0, []apm.Kind{apm.MissedRearm}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			armedQP(b)
+			b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS).Truth.Span = tc.span
+			b.After(time.Second).PathMig(qpn)
+			b.After(500*time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS).Truth.Span = tc.span
+			got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, settle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKinds(t, got, tc.want, nil)
+		})
 	}
 }

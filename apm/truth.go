@@ -51,6 +51,13 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		q.pid, q.comm = ev.PID, m.comms.id(ev.Comm)
 	}
 	start := ev.Boot - min(t.Span, ev.Boot)
+	if t.Span == 0 {
+		// An older recorder did not say how long its dump ran: the row
+		// may have been read anywhere since the previous reading
+		// (TestReadingWithoutSpan).
+		x := q.ax()
+		start, x.lastRead = x.lastRead, ev.Boot
+	}
 	if t.HasState && t.State == event.StateErr && q.state != event.StateErr && q.flags&fStateKnown != 0 {
 		m.lost(q, ref{boot: ev.Boot}, t.Source+" reads ERR", true)
 	}

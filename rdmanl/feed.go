@@ -126,7 +126,7 @@ func (f *Feeder) Events(s Snapshot) []*event.Event {
 		out = append(out, &event.Event{Kind: event.KindTruth, Boot: end, PID: q.PID, Comm: q.Comm,
 			Device: q.Device, QPN: q.LQPN, Truth: &event.Truth{Op: event.TruthRead, Source: "netlink",
 				QPType: q.Type, Origin: origin, State: q.State, HasState: true, Mig: q.PathMig, RQPN: q.RQPN, CM: cm[k],
-				Span: end - s.Boot}})
+				Span: max(end-s.Boot, 1)}}) // 0 is kept for "unknown" (older recorders)
 	}
 	reads := len(out)
 	gone := func(k qpKey) {

@@ -61,7 +61,7 @@ func TestFeederEvents(t *testing.T) {
 	}
 	e := evs[0]
 	want := event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC, Origin: event.OriginUser,
-		State: event.StateRTS, HasState: true, Mig: event.MigArmed, RQPN: 18}
+		State: event.StateRTS, HasState: true, Mig: event.MigArmed, RQPN: 18, Span: 1} // a dump of no measured length: 1 ns (0 means unknown)
 	if e.Kind != event.KindTruth || e.Boot != 100 || e.Seq != 0 || e.PID != 207 || e.Comm != "lab-pair" ||
 		e.Device != "rxe0" || e.QPN != 17 || *e.Truth != want {
 		t.Errorf("reading %+v %+v, want %+v", e, e.Truth, want)

@@ -218,7 +218,7 @@ func (b *Builder) ThreeSteps(qpn uint32, alt event.Path, ours uint32) {
 func (b *Builder) Truth(qpn uint32, mig event.MigState, st event.QPState) *event.Event {
 	ev := &event.Event{Kind: event.KindTruth, Boot: b.now, Device: b.Device, QPN: qpn,
 		Truth: &event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC,
-			State: st, HasState: true, Mig: mig}}
+			State: st, HasState: true, Mig: mig, Span: uint64(time.Microsecond)}}
 	b.Steps = append(b.Steps, Step{Ev: ev})
 	b.now += uint64(time.Microsecond)
 	return ev
