@@ -256,14 +256,21 @@ func (q *Queue) Append(m Msg) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	last := q.segs[len(q.segs)-1]
-	if last.bytes >= segmentBytes {
-		q.unsynced = append(q.unsynced, q.w) // synced, then closed, by syncLocked
-		q.w = nil
-		last = &segment{n: last.n + 1}
-		q.segs = append(q.segs, last)
+	if q.w == nil { // a rewrite could not open it again
 		if err := q.openWriter(last); err != nil {
 			return err
 		}
+	}
+	if last.bytes >= segmentBytes {
+		cut := q.w
+		next := &segment{n: last.n + 1}
+		if err := q.openWriter(next); err != nil {
+			return err
+		}
+		q.unsynced = append(q.unsynced, cut) // synced, then closed, by syncLocked
+		q.segs = append(q.segs, next)
+		q.dirDirty = true
+		last = next
 	}
 	if _, err := q.w.Write(frame); err != nil {
 		q.w.Truncate(last.bytes) // whole frames only

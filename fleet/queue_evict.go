@@ -171,7 +171,8 @@ func (q *Queue) replaceLocked(s *segment, b []byte) error {
 	q.dirDirty = true
 	q.closeReaderLocked()
 	if q.w != nil && s == q.segs[len(q.segs)-1] {
-		q.w.Close()
+		q.w.Close() // the file renamed over: Append opens the new one
+		q.w = nil
 		s.bytes = int64(len(b))
 		if err := q.openWriter(s); err != nil {
 			return err

@@ -234,3 +234,41 @@ apmwatch_publish_queue_corrupt_total 1
 		t.Fatal(err)
 	}
 }
+
+// A segment cut is synced once the next one takes the appends, and the
+// directory that names the new one with it.
+func TestQueueSyncsACutSegmentAndItsDirectory(t *testing.T) {
+	var mu sync.Mutex
+	synced := map[string]int{}
+	old := syncFile
+	syncFile = func(f *os.File) error {
+		mu.Lock()
+		synced[f.Name()]++
+		mu.Unlock()
+		return old(f)
+	}
+	defer func() { syncFile = old }()
+	count := func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return synced[name]
+	}
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "seg-000000000001"), filepath.Join(dir, "seg-000000000002")
+	q := openQ(t, dir, MinQueueMax)
+	defer q.Close()
+	appendAll(t, q, findingMsg(0, 100))
+	waitFor(t, 3*time.Second, "the first sync", func() bool { return count(first) == 1 && count(dir) == 1 })
+	for i := 1; ; i++ {
+		appendAll(t, q, findingMsg(i, 10<<10))
+		if _, err := os.Stat(second); err == nil {
+			break
+		}
+	}
+	waitFor(t, 3*time.Second, "the new segment synced", func() bool { return count(second) == 1 })
+	q.mu.Lock() // the rest of that sync, which holds the lock
+	q.mu.Unlock()
+	if count(first) != 2 || count(dir) != 2 {
+		t.Fatalf("synced: %v", synced)
+	}
+}
