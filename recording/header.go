@@ -142,4 +142,3 @@ func decodeHeader(body []byte) (*Header, error) {
 	}
 	return h, nil
 }
-

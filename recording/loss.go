@@ -26,12 +26,12 @@ const lossSlack = uint64(1e9)
 // lossTrack follows, within one writer run (session), the events read and
 // the stats records, to place each loss between two points in time.
 type lossTrack struct {
-	spans     []Loss
-	lastBoot  uint64 // Boot of the last event read
-	prevAt    uint64 // when the previous stats record's counters were read (or the last event before it)
-	prevLost  uint64
-	damage    *Loss // open: ends at the next event read
-	on        func(Loss)
+	spans    []Loss
+	lastBoot uint64 // Boot of the last event read
+	prevAt   uint64 // when the previous stats record's counters were read (or the last event before it)
+	prevLost uint64
+	damage   *Loss // open: ends at the next event read
+	on       func(Loss)
 }
 
 // event notes an event read: it closes an open damaged stretch.
