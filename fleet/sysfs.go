@@ -1,12 +1,13 @@
 package fleet
 
 import (
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/apmwatch/apmwatch/internal/portaddr"
 )
 
 // portAddrs reads a port's LID and GIDs from sysfs
@@ -63,33 +64,10 @@ func (p *portAddrs) lookup(dev string, port uint32, gidIndex uint8, now time.Tim
 		clear(p.cache)
 	}
 	dir := filepath.Join(p.root, dev, "ports", strconv.FormatUint(uint64(port), 10))
-	a := portAddr{read: now}
-	if b, err := readSmall(filepath.Join(dir, "lid")); err == nil {
-		s := strings.TrimPrefix(strings.TrimSpace(string(b)), "0x")
-		if v, err := strconv.ParseUint(s, 16, 16); err == nil {
-			a.lid = uint16(v)
-		}
-	}
-	if b, err := readSmall(filepath.Join(dir, "gids", strconv.Itoa(int(gidIndex)))); err == nil {
-		if ip, err := netip.ParseAddr(strings.TrimSpace(string(b))); err == nil && ip.Is6() && !ip.IsUnspecified() {
-			a.gid = ip.String()
-		}
+	a := portAddr{read: now, lid: portaddr.LID(dir)}
+	if ip, ok, _ := portaddr.GID(dir, int(gidIndex)); ok {
+		a.gid = ip.String()
 	}
 	p.cache[k] = a
 	return a.gid, a.lid, port
-}
-
-// readSmall reads at most 256 bytes of a sysfs attribute.
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, 256)
-	n, err := f.Read(b)
-	if n == 0 && err != nil {
-		return nil, err
-	}
-	return b[:n], nil
 }

@@ -61,25 +61,45 @@ func Read(root string) []event.PortAddr {
 }
 
 func readPort(dir, dev string, port uint32) event.PortAddr {
-	a := event.PortAddr{Device: dev, Port: port}
-	if b, err := readSmall(filepath.Join(dir, "lid")); err == nil {
-		s := strings.TrimPrefix(strings.TrimSpace(string(b)), "0x")
-		if v, err := strconv.ParseUint(s, 16, 16); err == nil {
-			a.LID = uint16(v)
-		}
-	}
+	a := event.PortAddr{Device: dev, Port: port, LID: LID(dir)}
 	for i := 0; i < maxGIDIndex && len(a.GIDs) < event.MaxPortGIDs; i++ {
-		b, err := readSmall(filepath.Join(dir, "gids", strconv.Itoa(i)))
+		ip, ok, err := GID(dir, i)
 		if err != nil {
 			break
 		}
-		ip, err := netip.ParseAddr(strings.TrimSpace(string(b)))
-		if err != nil || !ip.Is6() || ip.IsUnspecified() {
-			continue
+		if ok {
+			a.GIDs = append(a.GIDs, ip.As16())
 		}
-		a.GIDs = append(a.GIDs, ip.As16())
 	}
 	return a
+}
+
+// LID reads the LID of the port directory dir (0 when it has none or it
+// cannot be read).
+func LID(dir string) uint16 {
+	b, err := readSmall(filepath.Join(dir, "lid"))
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(v)
+}
+
+// GID reads entry i of the port directory dir's GID table: ok is false for
+// an unused (zero) or unparsable entry, err set when there is no such entry.
+func GID(dir string, i int) (netip.Addr, bool, error) {
+	b, err := readSmall(filepath.Join(dir, "gids", strconv.Itoa(i)))
+	if err != nil {
+		return netip.Addr{}, false, err
+	}
+	ip, err := netip.ParseAddr(strings.TrimSpace(string(b)))
+	if err != nil || !ip.Is6() || ip.IsUnspecified() {
+		return netip.Addr{}, false, nil
+	}
+	return ip, true, nil
 }
 
 // BootID is the kernel's boot identity ("" when it cannot be read).
