@@ -47,6 +47,28 @@ func kindsOf(fs []apm.Finding) (open, resolved []string) {
 	return open, resolved
 }
 
+// readsArmed: a migration nobody is seen rearming, then readings of ARMED.
+func readsArmed(b *apmtest.Builder) uint64 {
+	armedQP(b)
+	mig := b.PathMig(qpn).Boot
+	for range 5 {
+		b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
+	}
+	return mig
+}
+
+// readsMigratedAfterRearm: a migration rearmed, then readings of MIGRATED
+// with no further PATH_MIG seen.
+func readsMigratedAfterRearm(b *apmtest.Builder) uint64 {
+	armedQP(b)
+	mig := b.PathMig(qpn).Boot
+	b.ThreeSteps(qpn, apmtest.PathC, 0)
+	b.After(2*time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
+	b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
+	b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
+	return mig
+}
+
 // The model claims nothing the records it was told are missing could
 // change.
 func TestFindingsUnderLoss(t *testing.T) {
@@ -69,46 +91,16 @@ func TestFindingsUnderLoss(t *testing.T) {
 			},
 			from: -9 * sec, to: -8 * sec, lost: 4, open: "missed-rearm"},
 		{name: "a reading shows the migration rearmed, a loss since it: rearmed unseen, no mismatch",
-			story: func(b *apmtest.Builder) uint64 {
-				armedQP(b)
-				mig := b.PathMig(qpn).Boot
-				for range 5 {
-					b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
-				}
-				return mig
-			},
+			story: readsArmed,
 			from: sec / 4, to: sec / 2, lost: 2, open: "missed-rearm", resolved: "missed-rearm", uncertain: true},
 		{name: "the same reading with nothing lost is a mismatch",
-			story: func(b *apmtest.Builder) uint64 {
-				armedQP(b)
-				mig := b.PathMig(qpn).Boot
-				for range 5 {
-					b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
-				}
-				return mig
-			},
+			story: readsArmed,
 			open: "missed-rearm,mig-state-mismatch"},
 		{name: "rearmed, then reads MIGRATED with a loss since the rearm: the PATH_MIG may be lost, no mismatch",
-			story: func(b *apmtest.Builder) uint64 {
-				armedQP(b)
-				mig := b.PathMig(qpn).Boot
-				b.ThreeSteps(qpn, apmtest.PathC, 0)
-				b.After(2*time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
-				b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
-				b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
-				return mig
-			},
+			story: readsMigratedAfterRearm,
 			from: 3 * sec, to: 4 * sec, lost: 1},
 		{name: "the same MIGRATED reading with nothing lost is a mismatch",
-			story: func(b *apmtest.Builder) uint64 {
-				armedQP(b)
-				mig := b.PathMig(qpn).Boot
-				b.ThreeSteps(qpn, apmtest.PathC, 0)
-				b.After(2*time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
-				b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
-				b.After(2*time.Second).Truth(qpn, event.MigMigrated, event.StateRTS)
-				return mig
-			},
+			story: readsMigratedAfterRearm,
 			open: "mig-state-mismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
