@@ -92,16 +92,16 @@ func TestFindingsUnderLoss(t *testing.T) {
 			from: -9 * sec, to: -8 * sec, lost: 4, open: "missed-rearm"},
 		{name: "a reading shows the migration rearmed, a loss since it: rearmed unseen, no mismatch",
 			story: readsArmed,
-			from: sec / 4, to: sec / 2, lost: 2, open: "missed-rearm", resolved: "missed-rearm", uncertain: true},
+			from:  sec / 4, to: sec / 2, lost: 2, open: "missed-rearm", resolved: "missed-rearm", uncertain: true},
 		{name: "the same reading with nothing lost is a mismatch",
 			story: readsArmed,
-			open: "missed-rearm,mig-state-mismatch"},
+			open:  "missed-rearm,mig-state-mismatch"},
 		{name: "rearmed, then reads MIGRATED with a loss since the rearm: the PATH_MIG may be lost, no mismatch",
 			story: readsMigratedAfterRearm,
-			from: 3 * sec, to: 4 * sec, lost: 1},
+			from:  3 * sec, to: 4 * sec, lost: 1},
 		{name: "the same MIGRATED reading with nothing lost is a mismatch",
 			story: readsMigratedAfterRearm,
-			open: "mig-state-mismatch"},
+			open:  "mig-state-mismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := apmtest.New()
