@@ -35,7 +35,7 @@ func (m *Model) emitSev(q *qp, f Finding, keep bool) uint64 {
 		f.Last = m.at
 	}
 	f.Last = max(f.Last, f.First)
-	m.uncertain(&f)
+	m.uncertain(q, &f)
 	if m.wall != 0 {
 		f.FirstTime = time.Unix(0, int64(f.First)+int64(m.wall))
 		f.LastTime = time.Unix(0, int64(f.Last)+int64(m.wall))

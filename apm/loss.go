@@ -10,8 +10,8 @@ import (
 // records of a recording that are damaged. The model is told of them
 // (Model.Lost) and claims nothing they could have changed
 // (TestFindingsUnderLoss):
-//   - a finding whose window overlaps a loss says so (Finding.Uncertain,
-//     and its explanation);
+//   - a finding whose window, or its QP generation's history before it,
+//     overlaps a loss says so (Finding.Uncertain, and its explanation);
 //   - a reading that shows a migrated QP rearmed when a loss overlaps the
 //     time since its migration ends the episode as rearmed (the rearm was
 //     among the lost records), never as a missed rearm nor a mismatch;
@@ -63,21 +63,24 @@ func (m *Model) lossText(from, to uint64) string {
 	lost, damaged := m.lossIn(from, to)
 	switch {
 	case lost > 0 && damaged > 0:
-		return fmt.Sprintf("%d events lost and %d damaged records in this window", lost, damaged)
+		return fmt.Sprintf("%d events lost and %d damaged records in the QP's history", lost, damaged)
 	case lost > 0:
-		return fmt.Sprintf("%d events lost in this window", lost)
+		return fmt.Sprintf("%d events lost in the QP's history", lost)
 	case damaged > 0:
-		return fmt.Sprintf("%d damaged records in this window", damaged)
+		return fmt.Sprintf("%d damaged records in the QP's history", damaged)
 	}
 	return ""
 }
 
-// uncertain marks a finding whose window overlaps missing records.
-func (m *Model) uncertain(f *Finding) {
+// uncertain marks a finding of q whose window overlaps missing records,
+// or whose QP's history before it does: the model's belief of its paths
+// and states stands on every record of its generation.
+func (m *Model) uncertain(q *qp, f *Finding) {
 	if f.Resolved || len(m.losses) == 0 {
 		return
 	}
-	if t := m.lossText(f.First, f.Last); t != "" {
+	from := min(f.First, uint64(q.born)*1e9)
+	if t := m.lossText(from, f.Last); t != "" {
 		f.Uncertain = t
 		f.Explanation += " (uncertain: " + t + "; what they held is not known)"
 	}

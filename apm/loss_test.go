@@ -81,13 +81,20 @@ func TestFindingsUnderLoss(t *testing.T) {
 		open, resolved string
 		uncertain      bool
 	}{
-		{name: "a missed rearm whose window overlaps a loss says so",
-			story: func(b *apmtest.Builder) uint64 { armedQP(b); return b.PathMig(qpn).Boot },
-			from:  sec / 2, to: sec, lost: 3, open: "missed-rearm", uncertain: true},
-		{name: "a missed rearm with a loss before its window is certain",
+		{name: "a missed rearm with a loss earlier in its QP's life says so",
 			story: func(b *apmtest.Builder) uint64 {
 				armedQP(b)
 				return b.After(10 * time.Second).PathMig(qpn).Boot
+			},
+			from: -9 * sec, to: -8 * sec, lost: 4, open: "missed-rearm", uncertain: true},
+		{name: "a missed rearm whose window overlaps a loss says so",
+			story: func(b *apmtest.Builder) uint64 { armedQP(b); return b.PathMig(qpn).Boot },
+			from:  sec / 2, to: sec, lost: 3, open: "missed-rearm", uncertain: true},
+		{name: "a missed rearm of a QP created after a loss is certain",
+			story: func(b *apmtest.Builder) uint64 {
+				b.After(10 * time.Second)
+				armedQP(b)
+				return b.PathMig(qpn).Boot
 			},
 			from: -9 * sec, to: -8 * sec, lost: 4, open: "missed-rearm"},
 		{name: "a reading shows the migration rearmed, a loss since it: rearmed unseen, no mismatch",
@@ -121,7 +128,7 @@ func TestFindingsUnderLoss(t *testing.T) {
 					}
 					continue
 				}
-				if (f.Uncertain != "") != tc.uncertain || tc.uncertain && !strings.Contains(f.Explanation, "events lost in this window") {
+				if (f.Uncertain != "") != tc.uncertain || tc.uncertain && !strings.Contains(f.Explanation, "events lost in the QP") {
 					t.Errorf("%s: uncertain %q (want %v), explanation %q", f.Kind, f.Uncertain, tc.uncertain, f.Explanation)
 				}
 			}

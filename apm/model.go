@@ -300,7 +300,7 @@ func (m *Model) get(key uint64, create bool) (int32, *qp) {
 	slot := m.qps.alloc(key)
 	q := m.qps.at(slot)
 	m.gen++
-	*q = qp{key: key, gen: m.gen, mig: event.MigMigrated}
+	*q = qp{key: key, gen: m.gen, mig: event.MigMigrated, born: uint32(m.at / 1e9)}
 	return slot, q
 }
 

@@ -289,3 +289,58 @@ func kindsDiff(got []apm.Finding, want, resolved []apm.Kind) string {
 	}
 	return ""
 }
+
+// A correct application's life, with a burst of records lost somewhere
+// (the model told where, as the sources tell it) and an unrelated record
+// delivered a minute late (a firmware command that blocked): no certain
+// finding; whatever the lost records could have changed is said uncertain,
+// and the late record is late, never a new boot.
+func TestPropertyHealthyUnderLossAndLateRecords(t *testing.T) {
+	runs := 1000
+	if testing.Short() {
+		runs = 200
+	}
+	cfg := apm.DefaultConfig()
+	for seed := range uint64(runs) {
+		b := story(seed, noFault)
+		r := rand.New(rand.NewPCG(seed, 0x1055))
+		steps := b.Steps
+		from := 1 + r.IntN(len(steps)-1)
+		to := min(len(steps), from+1+r.IntN(5))
+		var got []apm.Finding
+		m, err := apm.New(cfg, func(f apm.Finding) { got = append(got, f) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := &event.Event{Kind: event.KindQPCreate, Boot: steps[0].Boot() + uint64(time.Millisecond), QPN: 7, Device: "mlx5_1", Life: &event.QPLife{QPType: event.QPTypeRC}}
+		lateAt := len(steps) / 2
+		for i, s := range steps {
+			if i == lateAt && s.Boot() > late.Boot+uint64(time.Minute) {
+				m.Handle(late)
+				late = nil
+			}
+			if i >= from && i < to {
+				continue // lost in the ring buffer
+			}
+			if i == to {
+				m.Lost(steps[from-1].Boot(), s.Boot(), uint64(to-from), 0)
+			}
+			m.Handle(s.Ev)
+		}
+		if to == len(steps) {
+			m.Lost(steps[from-1].Boot(), 0, uint64(to-from), 0)
+		}
+		if late != nil {
+			m.Handle(late)
+		}
+		m.Finish(steps[len(steps)-1].Boot() + uint64(settle))
+		for _, f := range got {
+			if !f.Resolved && f.Uncertain == "" {
+				t.Errorf("seed %d (steps %d-%d of %d lost): a certain %s", seed, from, to, len(steps), f.String())
+			}
+		}
+		if s := m.Stats(); s.Reboots != 0 {
+			t.Errorf("seed %d: a late record made %d new boots", seed, s.Reboots)
+		}
+	}
+}

@@ -78,6 +78,7 @@ type qp struct {
 	mig     event.MigState // believed path-migration state
 	flags   uint8
 	qpType  event.QPType
+	born    uint32 // Boot second of this generation's first record (what lost records may have changed)
 	primary route
 	alt     route
 	altLoad ref    // last successful alternate-path load
