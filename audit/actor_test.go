@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -183,5 +184,21 @@ func TestActorLossTakerToldOfLoss(t *testing.T) {
 	h.stop()
 	if n := act.lost.Load(); n != 1 {
 		t.Fatalf("told of %d losses, want 1", n)
+	}
+}
+
+// --pprof on a loopback address serves the profiles with a clear warning
+// in the log that a local user can read them.
+func TestProfilesWarn(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Profiles, c.MetricsAddr, c.RecorderDir = true, "127.0.0.1:0", "" })
+	h.daemon()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.stderr.String(), "serving Go runtime profiles"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning for --pprof:\n%s", h.stderr.String())
+		}
+	}
+	h.stop()
+	if !strings.Contains(h.stderr.String(), "any local user can read") {
+		t.Fatalf("the warning does not say who can read the profiles:\n%s", h.stderr.String())
 	}
 }

@@ -109,6 +109,10 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		if err := d.m.serve(mctx, cfg.MetricsAddr, cfg.Profiles, func(err error) { d.log.Error("metrics server stopped", "err", err) }); err != nil {
 			return err
 		}
+		if cfg.Profiles {
+			d.log.Warn("serving Go runtime profiles: any local user can read the daemon's heap and goroutines; turn --pprof off when the diagnosis is done",
+				"addr", "http://"+cfg.MetricsAddr+"/debug/pprof/")
+		}
 	}
 	if err := d.attach("start"); err != nil {
 		return err
