@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,8 +17,10 @@ import (
 // from the nats CLI: a credentials file (JWT and NKey seed), and TLS with
 // a CA and a client certificate.
 type NATSOptions struct {
-	URL     string
-	Creds   string // --nats-creds
+	URL          string
+	Creds        string // --nats-creds
+	User         string // --nats-user
+	PasswordFile string // --nats-password-file: the password, never in the URL or a flag
 	TLSCA   string // --nats-tls-ca
 	TLSCert string // --nats-tls-cert
 	TLSKey  string // --nats-tls-key
@@ -27,7 +32,43 @@ func (o NATSOptions) Validate() error {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return errors.New("--nats-tls-cert and --nats-tls-key go together")
 	}
+	if (o.User == "") != (o.PasswordFile == "") {
+		return errors.New("--nats-user and --nats-password-file go together")
+	}
 	return nil
+}
+
+// maxPasswordFile bounds a password file.
+const maxPasswordFile = 4096
+
+// password reads the password file: one line, at most 4 KiB, readable by
+// its owner only (like an ssh key), so that the password is in no URL,
+// flag, log or ready file.
+func (o NATSOptions) password() (string, error) {
+	f, err := os.Open(o.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the nats password file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("reading the nats password file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("nats password file %s is readable or writable by others (%v): chmod 600 it", o.PasswordFile, fi.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the nats password file: %w", err)
+	}
+	if len(b) > maxPasswordFile {
+		return "", fmt.Errorf("nats password file %s is longer than %d bytes", o.PasswordFile, maxPasswordFile)
+	}
+	pw := strings.TrimRight(string(b), "\r\n")
+	if pw == "" || strings.ContainsAny(pw, "\r\n") {
+		return "", fmt.Errorf("nats password file %s must hold one non-empty line", o.PasswordFile)
+	}
+	return pw, nil
 }
 
 // connect dials NATS. With retry it returns at once even when NATS is
@@ -39,6 +80,13 @@ func (o NATSOptions) connect(retry bool) (*nats.Conn, error) {
 	}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.User != "" {
+		pw, err := o.password()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.UserInfo(o.User, pw))
 	}
 	if o.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(o.TLSCA))

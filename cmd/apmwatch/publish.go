@@ -17,6 +17,8 @@ import (
 // natsFlags are the NATS client options, named as the nats CLI names them.
 func addNATSFlags(fl *pflag.FlagSet, o *fleet.NATSOptions) {
 	fl.StringVar(&o.Creds, "nats-creds", "", "NATS credentials file (user JWT and NKey seed)")
+	fl.StringVar(&o.User, "nats-user", "", "NATS user name (with --nats-password-file)")
+	fl.StringVar(&o.PasswordFile, "nats-password-file", "", "file holding the NATS user's password on one line, mode 0600 (never put it in the URL)")
 	fl.StringVar(&o.TLSCA, "nats-tls-ca", "", "CA certificates to verify the NATS server with")
 	fl.StringVar(&o.TLSCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
 	fl.StringVar(&o.TLSKey, "nats-tls-key", "", "client certificate's key")
