@@ -21,10 +21,10 @@ type NATSOptions struct {
 	Creds        string // --nats-creds
 	User         string // --nats-user
 	PasswordFile string // --nats-password-file: the password, never in the URL or a flag
-	TLSCA   string // --nats-tls-ca
-	TLSCert string // --nats-tls-cert
-	TLSKey  string // --nats-tls-key
-	Name    string // the connection's name, shown by the server
+	TLSCA        string // --nats-tls-ca
+	TLSCert      string // --nats-tls-cert
+	TLSKey       string // --nats-tls-key
+	Name         string // the connection's name, shown by the server
 }
 
 // Validate checks the options.
