@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/apmwatch/apmwatch/connid"
+import (
+	"sort"
+
+	"github.com/apmwatch/apmwatch/connid"
+)
 
 // identity is an end as the pairing rule (connid.Match, the postmortem's
 // too) sees it: its QPN and its port's address (the local key: a GID, or
@@ -22,4 +26,55 @@ func keyAddr(k EndKey) []connid.Addr {
 // pairs reports whether e and p are the two ends of one connection.
 func (g *Engine) pairs(e, p *end) bool {
 	return p != e && connid.Match(g.identity(e), g.identity(p)) == ""
+}
+
+// Unconfirmed is an end whose QPN and path point at another end that the
+// identity rule does not confirm (connid's why): no two-sided finding is
+// judged on them.
+type Unconfirmed struct {
+	A   PeerEnd `json:"a"`
+	B   PeerEnd `json:"b"`
+	Why string  `json:"why"`
+}
+
+// maxUnconfirmedShown bounds the unconfirmed ends a status lists (all are
+// counted).
+const maxUnconfirmedShown = 100
+
+// unconfirmedRows lists the unpaired ends whose path and QPN lead to
+// another unpaired end that the rule refuses.
+func (g *Engine) unconfirmedRows() (rows []Unconfirmed, n int) {
+	for _, e := range g.ends {
+		if e.peer != nil || !e.remote.Valid() {
+			continue
+		}
+		p := g.ends[e.remote]
+		if p == nil || p == e || p.peer != nil {
+			continue
+		}
+		why := connid.Match(g.identity(e), g.identity(p))
+		if why == "" {
+			continue
+		}
+		n++
+		if len(rows) < maxUnconfirmedShown {
+			rows = append(rows, Unconfirmed{A: g.peerEnd(e), B: g.peerEnd(p), Why: why})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].A.less(rows[j].A) })
+	return rows, n
+}
+
+func (g *Engine) peerEnd(e *end) PeerEnd {
+	return PeerEnd{Host: g.names.name(e.host), Device: g.names.name(e.dev), QPN: e.key.QPN()}
+}
+
+func (a PeerEnd) less(b PeerEnd) bool {
+	if a.Host != b.Host {
+		return a.Host < b.Host
+	}
+	if a.Device != b.Device {
+		return a.Device < b.Device
+	}
+	return a.QPN < b.QPN
 }

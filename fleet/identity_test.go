@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/connid"
 )
 
 // The fleet pairs by the connid rule: QPNs both ways and each end's path
@@ -37,5 +40,30 @@ func TestEnginePairsByIdentity(t *testing.T) {
 		if n != tc.pairs {
 			t.Errorf("%s: %d pairs, want %d (%+v)", tc.name, n, tc.pairs, g.Stats())
 		}
+	}
+}
+
+// A candidate the rule refuses is listed as unconfirmed, with why, until it
+// pairs or goes; a confirmed pair is not.
+func TestEngineListsUnconfirmedEnds(t *testing.T) {
+	var got []Line
+	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
+	a, b := conn("a", 1, 100, 2, 200), conn("b", 2, 200, 4, 100) // b's path leads to another port
+	g.Apply(&a, t0)
+	g.Apply(&b, t0)
+	s := g.status(t0)
+	if s.UnconfirmedEnds != 1 || len(s.Unconfirmed) != 1 || s.Unconfirmed[0].A.Host != "a" || s.Unconfirmed[0].B.Host != "b" ||
+		!strings.HasPrefix(s.Unconfirmed[0].Why, connid.WhyElsewhere) {
+		t.Fatalf("unconfirmed %d %+v", s.UnconfirmedEnds, s.Unconfirmed)
+	}
+	var out strings.Builder
+	if err := WriteStatusTable(&out, s); err != nil || !strings.Contains(out.String(), "1 unpaired ends point at an end that does not point back") {
+		t.Fatalf("status text %q (%v)", out.String(), err)
+	}
+	b = conn("b", 2, 200, 1, 100) // b's host loads the right path: they pair
+	b.Rev = 2
+	g.Apply(&b, t0)
+	if s := g.status(t0); s.UnconfirmedEnds != 0 || len(s.Unconfirmed) != 0 {
+		t.Fatalf("after pairing: unconfirmed %d %+v", s.UnconfirmedEnds, s.Unconfirmed)
 	}
 }

@@ -26,12 +26,16 @@ type StatusRow struct {
 
 // Status is the fabric's state now, from the last record of every end.
 type Status struct {
-	At       time.Time         `json:"at"`
-	Ends     int               `json:"ends"`
-	Unpaired int               `json:"unpaired_ends"`
-	ByState  map[string]int    `json:"connections"`
-	Rows     []StatusRow       `json:"unprotected"`
-	Errors   map[string]string `json:"errors,omitempty"`
+	At       time.Time      `json:"at"`
+	Ends     int            `json:"ends"`
+	Unpaired int            `json:"unpaired_ends"`
+	ByState  map[string]int `json:"connections"`
+	Rows     []StatusRow    `json:"unprotected"`
+	// Unconfirmed are ends whose candidate peer the identity rule refused
+	// (the first 100; UnconfirmedEnds counts them all).
+	Unconfirmed     []Unconfirmed     `json:"unconfirmed,omitempty"`
+	UnconfirmedEnds int               `json:"unconfirmed_ends"`
+	Errors          map[string]string `json:"errors,omitempty"`
 }
 
 // ReadStatus rebuilds every partition from the stream (the last record of
@@ -79,6 +83,7 @@ func (g *Engine) status(now time.Time) *Status {
 	for k, v := range st.ByState {
 		s.ByState[k.String()] = v
 	}
+	s.Unconfirmed, s.UnconfirmedEnds = g.unconfirmedRows()
 	for _, e := range g.ends {
 		if e.peer == nil || !e.state.Bad() || less(e.peer.key, e.key) {
 			continue
@@ -115,6 +120,9 @@ func WriteStatusTable(w io.Writer, s *Status) error {
 	}
 	_, err := fmt.Fprintf(w, "%d connections cannot fail over; %d paired (%d armed, %d one-sided, %d unprotected, %d half-armed, %d without APM), %d ends unpaired\n",
 		len(s.Rows), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
+	if err == nil && s.UnconfirmedEnds > 0 {
+		_, err = fmt.Fprintf(w, "%d unpaired ends point at an end that does not point back (not judged as pairs; -o json says why)\n", s.UnconfirmedEnds)
+	}
 	return err
 }
 
