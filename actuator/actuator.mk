@@ -3,7 +3,7 @@ FUZZTIME ?= 20s
 
 .PHONY: fuzz-policy
 fuzz-policy: ## bounded fuzz run of the policy loader (FUZZTIME=20s)
-	$(GO) test -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./actuator
+	GO=$(GO) sh tools/fuzz.sh actuator FuzzPolicy $(FUZZTIME) -fuzzminimizetime 5s
 
 # `make test` runs the bounded fuzz run too.
 test: fuzz-policy

@@ -3,7 +3,7 @@ FUZZTIME ?= 20s
 
 .PHONY: fuzz-json
 fuzz-json: ## bounded fuzz run of the JSON line encoder against the reflective reference (FUZZTIME=20s)
-	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) ./output
+	GO=$(GO) sh tools/fuzz.sh output FuzzJSON $(FUZZTIME)
 
 # `make test` runs the bounded fuzz run too.
 test: fuzz-json

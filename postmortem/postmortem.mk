@@ -18,7 +18,7 @@ examples: build lab-assets ## regenerate examples/*.rec: scenarios recorded in t
 
 .PHONY: fuzz-replay
 fuzz-replay: ## bounded fuzz run of the whole replay: reader, model, reports (FUZZTIME=20s)
-	$(GO) test -run '^$$' -fuzz '^FuzzReplay$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./postmortem
+	GO=$(GO) sh tools/fuzz.sh postmortem FuzzReplay $(FUZZTIME) -fuzzminimizetime 5s
 
 # `make test` runs the bounded fuzz run of the replay too.
 test: fuzz-replay

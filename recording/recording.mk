@@ -3,7 +3,7 @@ FUZZTIME ?= 20s
 
 .PHONY: fuzz-short
 fuzz-short: ## bounded fuzz run of the recording reader (FUZZTIME=20s)
-	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./recording
+	GO=$(GO) sh tools/fuzz.sh recording FuzzReader $(FUZZTIME)
 
 # `make test` runs the bounded fuzz run too.
 test: fuzz-short
