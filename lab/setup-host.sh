@@ -74,6 +74,7 @@ pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-de
 	prometheus # promtool and the server: the alerting rules are tested against a live audit
 	man-db     # the packaged man pages are rendered in make test
 	rpm        # and the .rpm's file list is read
+	lintian rpmlint  # make package-test fails on their errors
 	bash-completion)  # and the packaged bash completion is run
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # Optional: installed when this Debian has them.
