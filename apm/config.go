@@ -57,6 +57,12 @@ type Config struct {
 	// (migration-error). An idle QP notices nothing, so no window can cover
 	// every case: past it, the owner's teardown is taken as its own choice.
 	PortFailureWindow time.Duration
+	// CallWait is how long a modify of the APM attributes that entered
+	// (event.KindModifyEntry) and has not returned holds the deadlines it
+	// could meet: a firmware command completes within the driver's command
+	// timeout (mlx5: 60 s). A call that entered before a deadline is judged
+	// by its entry once its record comes.
+	CallWait time.Duration
 	// MaxPending bounds the inputs held in the reorder window (0: no bound).
 	// Past it the oldest is applied at once and later, older inputs are
 	// late: memory and ordering work stay bounded whatever a source (or a
@@ -84,6 +90,7 @@ func DefaultConfig() Config {
 		DuplicateWindow: 500 * time.Millisecond,
 
 		PortFailureWindow: 2 * time.Minute,
+		CallWait:          61 * time.Second,
 		MaxPending:        1 << 16,
 	}
 }
@@ -112,6 +119,7 @@ func (c Config) Validate() error {
 	neg("truth grace", c.TruthGrace)
 	neg("duplicate window", c.DuplicateWindow)
 	neg("port failure window", c.PortFailureWindow)
+	neg("call wait", c.CallWait)
 	if c.FlapCount < 2 || c.FlapCount > 64 {
 		errs = append(errs, fmt.Errorf("flap count must be in 2..64: %d", c.FlapCount))
 	}

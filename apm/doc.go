@@ -41,7 +41,8 @@
 // Where each rule is decided (one file per finding kind, named like its
 // test; machine.go holds the transitions that call them, qpevent.go, cm.go
 // and truth.go the inputs that enter them, steps.go the alternate loads and
-// rearms, forced.go forced migrations):
+// rearms, calls.go the modifies in progress whose entry judges them,
+// forced.go forced migrations):
 //
 //	kind                         file
 //	missed-rearm                 missed_rearm.go

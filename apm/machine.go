@@ -20,7 +20,16 @@ func (m *Model) event(ev *event.Event) {
 			return
 		}
 		m.owner(q, ev)
+		m.returned(slot, q, ev)
 		m.modify(slot, q, ev)
+	case event.KindModifyEntry:
+		if ev.Modify == nil || ev.QPN == 0 || !ev.Modify.QPType.HasAPM() {
+			m.stats.Ignored++
+			return
+		}
+		if _, q := m.get(m.keyOf(ev.Device, ev.QPN), true); q != nil {
+			m.entered(q, ev)
+		}
 	case event.KindQPEvent:
 		m.qpEvent(ev)
 	case event.KindQPCreate:
@@ -271,6 +280,9 @@ func (m *Model) checkLinger(q *qp, ep *episode, at uint64) uint64 {
 		return 0
 	}
 	end := max(ep.rearm.boot+uint64(m.cfg.EpisodeLinger), ep.mig.boot+uint64(m.cfg.NotifyDeadline))
+	if hold := m.callHold(q, end, at); hold != 0 && at >= end {
+		return hold // a load in progress may still belong to the episode (calls.go)
+	}
 	if at >= end {
 		m.endEpisode(q)
 		return 0

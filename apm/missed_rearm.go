@@ -12,7 +12,8 @@ import (
 // fail over to. No successful rearm within RearmDeadline while the QP
 // is in RTS is a finding; a rearm after it resolves it with the unprotected
 // time. A QP in SQD or SQE keeps the deadline until it is back in RTS; ERR,
-// RESET and destroy end the episode and the rule with it.
+// RESET and destroy end the episode and the rule with it. A rearm call that
+// entered before the deadline is judged by its entry (calls.go).
 
 const remedyRearm = "rearm: " + stepsRemedy
 
@@ -25,6 +26,9 @@ func (m *Model) checkMissed(q *qp, ep *episode, at uint64) uint64 {
 	}
 	if at < dl {
 		return dl
+	}
+	if hold := m.callHold(q, dl, at); hold != 0 {
+		return hold // a rearm may be in progress: judged by its entry when it returns
 	}
 	switch q.state {
 	case event.StateRTS:
@@ -47,6 +51,9 @@ func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
 	if ep.stray.ok() {
 		f.Evidence = append(f.Evidence, evd(ep.stray, "PATH_MIG again, with no rearm since (not a migration)"))
 	}
+	if c, ok := q.unreturned(ep.mig.boot + uint64(m.cfg.RearmDeadline)); ok {
+		f.Evidence = append(f.Evidence, evd(ref{boot: c.at}, "modify call entered and not returned within "+m.cfg.CallWait.String()))
+	}
 	switch {
 	case ep.altLoad.ok():
 		f.Evidence = append(f.Evidence, evd(ep.altLoad, "alternate load (no rearm followed)"))
@@ -64,9 +71,17 @@ func (m *Model) resolveMissed(q *qp, ep *episode, ev *event.Event) {
 	if ep.done&dNoAlt == 0 && !ep.bareRearm.ok() {
 		m.protected(q, MissedRearm)
 	}
-	m.emit(q, Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
+	f := Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
 		Unprotected: time.Duration(ev.Boot - ep.mig.boot), First: ep.mig.boot, Last: ev.Boot,
 		Evidence:    []Evidence{evd(ep.mig, migWhat(ep)), evd(refOf(ev), "rearm")},
 		Explanation: fmt.Sprintf("migration %d was finally rearmed after %v: the QP ran unprotected for that long", ep.n, since(ep.mig.boot, ev.Boot)),
-		Remediation: remedyRearm})
+		Remediation: remedyRearm}
+	if ev.Boot <= ep.mig.boot+uint64(m.cfg.RearmDeadline) {
+		// Its call entered in time; its record (stamped at the entry)
+		// came after the deadline was judged, with no announcement of
+		// the call in progress (an older recorder, or a lost one).
+		f.Explanation = fmt.Sprintf("migration %d was rearmed in time after all: the rearm call entered %v after it, within %v; its record came after the deadline was judged, so the missed rearm did not happen",
+			ep.n, since(ep.mig.boot, ev.Boot), m.cfg.RearmDeadline)
+	}
+	m.emit(q, f)
 }

@@ -35,6 +35,9 @@ func (m *Model) checkNeverArmed(q *qp, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
+	if hold := m.callHold(q, dl, at); hold != 0 {
+		return hold // a rearm may be in progress (calls.go)
+	}
 	q.flags |= fNeverArmedDone
 	id := m.emit(q, Finding{Kind: NeverArmed, Remediation: remedyNeverArm, Last: dl, First: from,
 		Evidence:    []Evidence{evd(q.altLoad, "alternate load (no rearm followed)")},

@@ -119,6 +119,7 @@ type aux struct {
 	pendRearm  ref
 	lastRead   uint64 // the previous reading, for readings without a span (older recorders)
 
+	calls       []call       // modifies of the APM attributes in progress (calls.go)
 	lastEv      qpEvCopy     // the last QP event applied, to drop its second copy
 	unprot      *unprotected // why the QP has no valid armed alternate, when it has none
 	failedDedup []uint64     // (class << 32 | errno) already reported for apm-modify-failed

@@ -47,8 +47,12 @@ func (m *Model) checkBareRearm(q *qp, ep *episode, at uint64) uint64 {
 	if !ep.bareRearm.ok() {
 		return 0
 	}
-	if dl := ep.bareRearm.boot + uint64(m.cfg.EpisodeLinger); at < dl {
+	dl := ep.bareRearm.boot + uint64(m.cfg.EpisodeLinger)
+	if at < dl {
 		return dl
+	}
+	if hold := m.callHold(q, dl, at); hold != 0 {
+		return hold // an alternate load may be in progress (calls.go)
 	}
 	r := ep.bareRearm
 	ep.bareRearm = ref{}

@@ -22,6 +22,8 @@ enum apm_kind {
 	APM_KIND_QP_CREATE = 7,
 	APM_KIND_QP_DESTROY = 8,
 	APM_KIND_DEV_NAME = 9, /* a device's index and name (registered, renamed): read by the collector, no event */
+	/* 10: Go's event.KindModifyEntry; 9 in Go is a reading, no record. */
+	APM_KIND_MODIFY_ENTRY = 10, /* a modify of APM attributes entered; its modify record follows at the exit */
 };
 
 /* apm_record.flags */

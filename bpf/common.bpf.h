@@ -52,6 +52,16 @@ struct {
 	__type(value, struct apm_record);
 } inflight SEC(".maps");
 
+/* The entry stamp of each ib_modify_qp* call in progress, for its fexit:
+ * a modify record is stamped at the entry (as the kprobe variant's), and
+ * the collector keeps its watermarks below the oldest entry here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct join_key);
+	__type(value, __u64);
+} modify_at SEC(".maps");
+
 /* Low 32 bits of the TIDs of MADs written through ib_umad. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * QP modify: ib_modify_qp, ib_modify_qp_with_udata (the collector attaches
- * these programs to both). fexit alone, else kprobe + kretprobe joined.
+ * these programs to both). fentry + fexit, else kprobe + kretprobe joined.
  * The two variants read the same fields two ways: direct BTF loads (fexit)
  * and probe reads (kprobe).
  */
 #ifndef APMWATCH_MODIFY_BPF_H
 #define APMWATCH_MODIFY_BPF_H
 
-/* ---- fexit variant: direct BTF loads into the ring buffer ---- */
+/* A modify of the APM attributes (a rearm, an alternate load) announces
+ * itself at its entry with a short APM_KIND_MODIFY_ENTRY record; its modify
+ * record, stamped at the same entry, follows at the exit. A firmware
+ * command can block for up to a minute (mlx5: MLX5_CMD_TIMEOUT_MSEC), and a
+ * call that entered before a deadline is judged by its entry: the model
+ * holds that QP's deadlines until the exit's record comes. */
+#define APM_MODIFY_ANNOUNCED (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE)
+
+/* ---- fentry + fexit variant: direct BTF loads into the ring buffer ---- */
 
 /* Direct (BTF) reads for the fexit path: plain loads the verifier turns
  * into fault-safe PROBE_MEM loads, much cheaper than bpf_probe_read_kernel
@@ -61,16 +69,48 @@ static __always_inline void modify_paths_btf(struct apm_record *r, struct ib_qp_
 	}
 }
 
-/* fexit sees the arguments and the return code at once: one program, no
- * join map, the record built in place in the ring buffer. ib_modify_qp*
- * leave the fields read here unchanged (the core only fills the RoCE dmac
- * and sgid_attr of the caller's attr). Both targets share the first three
- * arguments; bpf_get_func_ret reads the return code whatever the argument
- * count. The mask decides first: a modify without a path (a rearm, a state
- * change) reserves the short record and reads no path field. */
+/* fentry keeps the entry stamp (map modify_at) and announces a modify of
+ * the APM attributes. */
+SEC("fentry/ib_modify_qp")
+int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	if (!qp || !attr)
+		return 0;
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
+	if (bpf_map_update_elem(&modify_at, &k, &now, BPF_ANY))
+		count(APM_CNT_INFLIGHT_FULL);
+	if (!(mask & APM_MODIFY_ANNOUNCED))
+		return 0;
+	struct apm_record *r = reserve_short_btf(APM_KIND_MODIFY_ENTRY, bpf_get_func_ip(ctx));
+	if (!r)
+		return 0;
+	r->boot_ns = now;
+	modify_fill_btf(r, qp, attr, mask);
+	bpf_ringbuf_submit(r, APM_RB_FLAGS);
+	return 0;
+}
+
+/* fexit sees the arguments and the return code at once: no join of the
+ * record, built in place in the ring buffer, stamped at the entry fentry
+ * kept (at the exit when fentry missed it: counted as unjoined).
+ * ib_modify_qp* leave the fields read here unchanged (the core only fills
+ * the RoCE dmac and sgid_attr of the caller's attr). Both targets share the
+ * first three arguments; bpf_get_func_ret reads the return code whatever
+ * the argument count. The mask decides first: a modify without a path (a
+ * rearm, a state change) reserves the short record and reads no path field. */
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
+	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
+	__u64 *entered = bpf_map_lookup_elem(&modify_at, &k);
+	__u64 at = 0;
+	if (entered) {
+		at = *entered;
+		bpf_map_delete_elem(&modify_at, &k);
+	} else {
+		count(APM_CNT_UNJOINED);
+	}
 	if (!qp || !attr)
 		return 0;
 	struct apm_record *r;
@@ -89,6 +129,8 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 	__u64 ret = 0;
 	bpf_get_func_ret(ctx, &ret);
 	fill_header_btf(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
+	if (at)
+		r->boot_ns = at;
 	r->ret = (int)ret;
 	modify_fill_btf(r, qp, attr, mask);
 	bpf_ringbuf_submit(r, APM_RB_FLAGS);
@@ -147,8 +189,15 @@ SEC("kprobe/ib_modify_qp")
 int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
-	if (r)
-		join_put(r, APM_SLOT_MODIFY);
+	if (!r)
+		return 0;
+	join_put(r, APM_SLOT_MODIFY);
+	if (mask & APM_MODIFY_ANNOUNCED) {
+		/* the announcement: the same record, short, of its own kind */
+		r->kind = APM_KIND_MODIFY_ENTRY;
+		r->flags &= ~(APM_F_HAS_PRIMARY | APM_F_HAS_ALT);
+		emit(r);
+	}
 	return 0;
 }
 

@@ -44,15 +44,16 @@ const (
 type apmApmKind uint32
 
 const (
-	apmApmKindAPM_KIND_MODIFY     apmApmKind = 1
-	apmApmKindAPM_KIND_QP_EVENT   apmApmKind = 2
-	apmApmKindAPM_KIND_PORT_EVENT apmApmKind = 3
-	apmApmKindAPM_KIND_CM_NOTIFY  apmApmKind = 4
-	apmApmKindAPM_KIND_CM_HANDLER apmApmKind = 5
-	apmApmKindAPM_KIND_MAD        apmApmKind = 6
-	apmApmKindAPM_KIND_QP_CREATE  apmApmKind = 7
-	apmApmKindAPM_KIND_QP_DESTROY apmApmKind = 8
-	apmApmKindAPM_KIND_DEV_NAME   apmApmKind = 9
+	apmApmKindAPM_KIND_MODIFY       apmApmKind = 1
+	apmApmKindAPM_KIND_QP_EVENT     apmApmKind = 2
+	apmApmKindAPM_KIND_PORT_EVENT   apmApmKind = 3
+	apmApmKindAPM_KIND_CM_NOTIFY    apmApmKind = 4
+	apmApmKindAPM_KIND_CM_HANDLER   apmApmKind = 5
+	apmApmKindAPM_KIND_MAD          apmApmKind = 6
+	apmApmKindAPM_KIND_QP_CREATE    apmApmKind = 7
+	apmApmKindAPM_KIND_QP_DESTROY   apmApmKind = 8
+	apmApmKindAPM_KIND_DEV_NAME     apmApmKind = 9
+	apmApmKindAPM_KIND_MODIFY_ENTRY apmApmKind = 10
 )
 
 type apmApmPath struct {
@@ -130,6 +131,7 @@ const (
 	apmMapCounters           = "counters"
 	apmMapEvents             = "events"
 	apmMapInflight           = "inflight"
+	apmMapModifyAt           = "modify_at"
 	apmMapNotifyCalls        = "notify_calls"
 	apmMapScratch            = "scratch"
 	apmMapUmadTids           = "umad_tids"
@@ -137,6 +139,7 @@ const (
 	apmProgFentryHandler     = "fentry_handler"
 	apmProgFentryMlx4QpEvent = "fentry_mlx4_qp_event"
 	apmProgFentryMlx5QpEvent = "fentry_mlx5_qp_event"
+	apmProgFentryModify      = "fentry_modify"
 	apmProgFentryNotify      = "fentry_notify"
 	apmProgFentryPortEvent   = "fentry_port_event"
 	apmProgFentryQpEvent     = "fentry_qp_event"
@@ -219,6 +222,7 @@ type apmProgramSpecs struct {
 	FentryHandler     *ebpf.ProgramSpec `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx5_qp_event"`
+	FentryModify      *ebpf.ProgramSpec `ebpf:"fentry_modify"`
 	FentryNotify      *ebpf.ProgramSpec `ebpf:"fentry_notify"`
 	FentryPortEvent   *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
@@ -258,6 +262,7 @@ type apmMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	ModifyAt    *ebpf.MapSpec `ebpf:"modify_at"`
 	NotifyCalls *ebpf.MapSpec `ebpf:"notify_calls"`
 	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
 	UmadTids    *ebpf.MapSpec `ebpf:"umad_tids"`
@@ -296,6 +301,7 @@ type apmMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	Events      *ebpf.Map `ebpf:"events"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
+	ModifyAt    *ebpf.Map `ebpf:"modify_at"`
 	NotifyCalls *ebpf.Map `ebpf:"notify_calls"`
 	Scratch     *ebpf.Map `ebpf:"scratch"`
 	UmadTids    *ebpf.Map `ebpf:"umad_tids"`
@@ -306,6 +312,7 @@ func (m *apmMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.Inflight,
+		m.ModifyAt,
 		m.NotifyCalls,
 		m.Scratch,
 		m.UmadTids,
@@ -330,6 +337,7 @@ type apmPrograms struct {
 	FentryHandler     *ebpf.Program `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent *ebpf.Program `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent *ebpf.Program `ebpf:"fentry_mlx5_qp_event"`
+	FentryModify      *ebpf.Program `ebpf:"fentry_modify"`
 	FentryNotify      *ebpf.Program `ebpf:"fentry_notify"`
 	FentryPortEvent   *ebpf.Program `ebpf:"fentry_port_event"`
 	FentryQpEvent     *ebpf.Program `ebpf:"fentry_qp_event"`
@@ -368,6 +376,7 @@ func (p *apmPrograms) Close() error {
 		p.FentryHandler,
 		p.FentryMlx4QpEvent,
 		p.FentryMlx5QpEvent,
+		p.FentryModify,
 		p.FentryNotify,
 		p.FentryPortEvent,
 		p.FentryQpEvent,

@@ -170,7 +170,7 @@ func (d *decoder) header(e *event.Event, r *apmApmRecord) {
 func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 	var e *event.Event
 	switch event.Kind(r.Kind) {
-	case event.KindModify:
+	case event.KindModify, event.KindModifyEntry:
 		w := new(withModify)
 		e = &w.e
 		w.m = event.Modify{

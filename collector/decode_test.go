@@ -164,10 +164,32 @@ func TestDecodeShortRecord(t *testing.T) {
 	}
 }
 
+// A modify's announcement at its entry comes short and decodes to a
+// modify-entry: the call's attributes, no return code.
+func TestDecodeModifyEntry(t *testing.T) {
+	r := header(uint8(apmApmKindAPM_KIND_MODIFY_ENTRY))
+	r.FuncIp = 0xffffffffc0001000
+	r.Flags |= flagUser
+	r.QpType = 2
+	r.AttrMask, r.MigState = event.AttrPathMigState, 1
+	e, err := testDecoder.decode(raw(&r)[:shortSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind != event.KindModifyEntry || e.Boot != r.BootNs || e.TID != 101 || e.QPN != 17 || e.Device != "rxe0" {
+		t.Fatalf("header: %+v", e)
+	}
+	if m := e.Modify; m == nil || m.MigState != event.MigRearm || !m.Has(event.AttrPathMigState) || m.Ret != 0 ||
+		m.Hook != "ib_modify_qp_with_udata" || m.Alt != nil || !m.QPType.HasAPM() {
+		t.Errorf("modify-entry payload: %+v", m)
+	}
+}
+
 func TestKindNumbersMatchEvent(t *testing.T) {
 	// enum apm_kind in bpf/apmwatch.h uses event.Kind's numbers.
 	for k, want := range map[uint8]event.Kind{1: event.KindModify, 2: event.KindQPEvent, 3: event.KindPortEvent,
-		4: event.KindCMNotify, 5: event.KindCMHandler, 6: event.KindMAD, 7: event.KindQPCreate, 8: event.KindQPDestroy} {
+		4: event.KindCMNotify, 5: event.KindCMHandler, 6: event.KindMAD, 7: event.KindQPCreate, 8: event.KindQPDestroy,
+		uint8(apmApmKindAPM_KIND_MODIFY_ENTRY): event.KindModifyEntry} {
 		r := header(k)
 		e, err := testDecoder.decode(raw(&r))
 		if err != nil || e.Kind != want {

@@ -54,9 +54,10 @@ func mlx5Hook(name, module, signal string) hookDef {
 }
 
 func modifyHook(name, signal string) hookDef {
-	// fexit alone sees arguments and return code; kprobes need the join.
+	// fentry keeps the entry stamp and announces an APM modify; fexit sees
+	// arguments and return code. kprobes join the record in the kernel.
 	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
-		Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
+		Fentry: "fentry_modify", Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
 }
 
 func handlerHook(name, signal string) hookDef {

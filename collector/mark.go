@@ -8,8 +8,8 @@ import (
 )
 
 // Watermarks. A record's Boot stamp is taken in the probe before the
-// record is reserved in the ring buffer (except fexit on ib_modify_qp* and
-// on ib_cm_notify, which reserve first), and records from different CPUs
+// record is reserved in the ring buffer (except fexit on ib_cm_notify,
+// which reserves first), and records from different CPUs
 // reach the ring in the order they reserve. So once the reader finds the
 // ring empty at CLOCK_BOOTTIME t (nothing reserved and not yet read: the
 // producer and consumer positions are equal), every record stamped before
@@ -19,9 +19,11 @@ import (
 //     markSlack covers it;
 //   - an entry waiting for its exit in the join map (the LAP/APR
 //     handlers, the kprobe variants of ib_cm_notify, modify and destroy;
-//     ib_cm_notify's fexit stamps its own record at the exit): the
-//     record is stamped at the entry and reaches the ring at the exit, any
-//     time later; the mark stays below the oldest such entry.
+//     ib_cm_notify's fexit stamps its own record at the exit) or in the
+//     modify entry map (fentry/fexit on ib_modify_qp*): the record is
+//     stamped at the entry and reaches the ring at the exit, any time
+//     later (a firmware command may block for a minute); the mark stays
+//     below the oldest such entry.
 //
 // Anything stamped before a mark that still arrives is a late input for
 // the model (counted in its Stats.Late and judged at its own stamp).
@@ -36,6 +38,9 @@ func (c *Collector) markAt() uint64 {
 	}
 	mark := now - uint64(markSlack)
 	if oldest, ok := oldestInflight(c.loader.shared["inflight"]); ok && oldest <= mark {
+		mark = oldest
+	}
+	if oldest, ok := oldestEntry(c.loader.shared["modify_at"], now); ok && oldest <= mark {
 		mark = oldest
 	}
 	if c.reader.AvailableBytes() != 0 || mark == 0 {
@@ -60,6 +65,35 @@ func oldestInflight(m *ebpf.Map) (uint64, bool) {
 	for it.Next(&key, &rec) {
 		if rec.BootNs != 0 && (!found || rec.BootNs < min) {
 			min, found = rec.BootNs, true
+		}
+	}
+	if it.Err() != nil {
+		return 1, true // cannot tell: no mark past anything
+	}
+	return min, found
+}
+
+// entryStale is the age past which an entry in modify_at is not a call in
+// progress but one whose exit was never seen (its fexit detached first):
+// the firmware's command timeout (mlx5: 60 s) with room to spare.
+const entryStale = 2 * time.Minute
+
+// oldestEntry is the smallest entry stamp of the modify calls in
+// progress (map modify_at: join key to Boot ns) at now.
+func oldestEntry(m *ebpf.Map, now uint64) (uint64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	var (
+		key   apmJoinKey
+		at    uint64
+		found bool
+		min   uint64
+	)
+	it := m.Iterate()
+	for it.Next(&key, &at) {
+		if at != 0 && at+uint64(entryStale) > now && (!found || at < min) {
+			min, found = at, true
 		}
 	}
 	if it.Err() != nil {

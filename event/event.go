@@ -24,20 +24,26 @@ const (
 	KindQPCreate       // a QP was created (starts a new history for its QPN)
 	KindQPDestroy      // a QP was destroyed
 	KindTruth          // a ground-truth reading of a QP (rdma netlink), not a probe's record
+	// KindModifyEntry: a modify of the APM attributes (alternate path,
+	// migration state) entered. Its KindModify record, stamped at the same
+	// entry, follows when the call returns; meanwhile the call is in
+	// progress (Modify carries the call's attributes, no paths, no Ret).
+	KindModifyEntry
 	kindCount
 )
 
 var kindNames = [...]string{
-	KindUnknown:   "unknown",
-	KindModify:    "modify",
-	KindQPEvent:   "qp-event",
-	KindPortEvent: "port-event",
-	KindCMNotify:  "cm-notify",
-	KindCMHandler: "cm-handler",
-	KindMAD:       "mad",
-	KindQPCreate:  "qp-create",
-	KindQPDestroy: "qp-destroy",
-	KindTruth:     "qp-truth",
+	KindUnknown:     "unknown",
+	KindModify:      "modify",
+	KindQPEvent:     "qp-event",
+	KindPortEvent:   "port-event",
+	KindCMNotify:    "cm-notify",
+	KindCMHandler:   "cm-handler",
+	KindMAD:         "mad",
+	KindQPCreate:    "qp-create",
+	KindQPDestroy:   "qp-destroy",
+	KindTruth:       "qp-truth",
+	KindModifyEntry: "modify-entry",
 }
 
 func (k Kind) String() string {

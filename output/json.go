@@ -41,7 +41,7 @@ func appendEventJSON(b []byte, e *event.Event, tc *timeCache) []byte {
 	b = appendUintField(b, `,"qpn":`, e.QPN)
 	switch {
 	case e.Modify != nil:
-		b = appendModifyJSON(b, e.Modify)
+		b = appendModifyJSON(b, e.Modify, e.Kind == event.KindModifyEntry)
 	case e.QP != nil:
 		q := e.QP
 		b = appendNameField(b, `,"event":`, q.Type.String())
@@ -99,7 +99,9 @@ func appendEventJSON(b []byte, e *event.Event, tc *timeCache) []byte {
 	return append(b, '}', '\n')
 }
 
-func appendModifyJSON(b []byte, m *event.Modify) []byte {
+// appendModifyJSON writes a modify's fields; an entry (the call in
+// progress) has no return code yet.
+func appendModifyJSON(b []byte, m *event.Modify, entry bool) []byte {
 	b = appendStringField(b, `,"hook":`, escape.Text(m.Hook))
 	b = appendNameField(b, `,"qp_type":`, m.QPType.String())
 	b = appendNameField(b, `,"origin":`, m.Origin.String())
@@ -124,6 +126,9 @@ func appendModifyJSON(b []byte, m *event.Modify) []byte {
 	}
 	if m.Alt != nil {
 		b = appendPathJSON(append(b, `,"alt":`...), m.Alt, true)
+	}
+	if entry {
+		return b
 	}
 	return appendRet(b, m.Ret)
 }

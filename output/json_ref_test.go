@@ -51,7 +51,7 @@ type jsonModify struct {
 	DestQPN    *uint32   `json:"dest_qpn,omitempty"`
 	Primary    *jsonPath `json:"primary,omitempty"`
 	Alt        *jsonPath `json:"alt,omitempty"`
-	Ret        int32     `json:"ret"`
+	Ret        *int32    `json:"ret,omitempty"` // none for a call in progress (modify-entry)
 	Errno      string    `json:"errno,omitempty"`
 }
 
@@ -160,8 +160,12 @@ func jsonValue(e *event.Event) any {
 	case e.Modify != nil:
 		m := e.Modify
 		j := jsonModify{jsonCommon: c, Hook: escape.Text(m.Hook), QPType: m.QPType.String(), Origin: m.Origin.String(),
-			AttrMask: m.AttrMask, Attrs: AttrNames(m.AttrMask), Ret: m.Ret, Errno: Errno(m.Ret),
+			AttrMask: m.AttrMask, Attrs: AttrNames(m.AttrMask),
 			Primary: pathJSON(m.Primary, false), Alt: pathJSON(m.Alt, true)}
+		if e.Kind != event.KindModifyEntry {
+			ret := m.Ret
+			j.Ret, j.Errno = &ret, Errno(m.Ret)
+		}
 		if m.Origin == event.OriginUser {
 			h := m.UHandle
 			j.UHandle, j.UserHandle = &h, hex64(m.UserHandle)

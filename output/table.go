@@ -112,8 +112,12 @@ func Detail(e *event.Event) string {
 		if m.Origin == event.OriginUser {
 			owner = fmt.Sprintf("user h=%d", m.UHandle)
 		}
+		ret := retText(m.Ret)
+		if e.Kind == event.KindModifyEntry {
+			ret = "entered (the modify record follows at its return)"
+		}
 		return join(state, mig, pathText("av", m.Primary, false), pathText("alt", m.Alt, true),
-			"["+strings.Join(AttrNames(m.AttrMask), ",")+"]", retText(m.Ret),
+			"["+strings.Join(AttrNames(m.AttrMask), ",")+"]", ret,
 			fmt.Sprintf("(%s %s)", m.QPType, owner))
 	case e.QP != nil:
 		return join(e.QP.Type.String(), "via "+e.QP.Hook, "("+e.QP.Origin.String()+")")

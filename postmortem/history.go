@@ -142,6 +142,8 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 	}
 	fail := false
 	switch {
+	case e.Kind == event.KindModifyEntry:
+		// a call in progress: what it sets is known at its return
 	case e.Modify != nil:
 		m := e.Modify
 		fail = m.Ret != 0
@@ -270,6 +272,9 @@ func label(e *event.Event) string {
 	case e.Modify != nil:
 		m := e.Modify
 		s := "modify"
+		if e.Kind == event.KindModifyEntry {
+			s = "modify entered"
+		}
 		if m.Has(event.AttrState) {
 			s += " ->" + m.State.String()
 		}
@@ -279,7 +284,7 @@ func label(e *event.Event) string {
 		if m.Has(event.AttrPathMigState) {
 			s += " " + m.MigState.String()
 		}
-		if m.Ret != 0 {
+		if m.Ret != 0 && e.Kind == event.KindModify {
 			s += " " + output.Errno(m.Ret)
 		}
 		return s

@@ -160,12 +160,14 @@ extern bool ibsim_traffic;
 
 /* knob.c: what firmware decides (docs/lab.md, knob.c) */
 enum { KNOB_ARMED_MODIFY, KNOB_FORCED_EVENT, KNOB_ALT_AFTER_MIG, KNOB_DEAD_ALT,
-       IBSIM_KNOBS };
+       KNOB_PM_LATENCY, IBSIM_KNOBS };
 enum { ARMED_REFUSE, ARMED_ACCEPT };
 enum { FORCED_NONE, FORCED_INSIDE, FORCED_AFTER };
 enum { ALT_COPY, ALT_ZERO };
 enum { DEADALT_RETRY, DEADALT_PATHMIG_ERR };
+enum { PMLAT_0, PMLAT_1500MS, PMLAT_3S };
 extern int ibsim_knob[IBSIM_KNOBS];
+unsigned int ibsim_pm_latency_ms(void);
 int ibsim_knob_set(const char *name, const char *value);	/* -ENOENT, -EINVAL */
 int ibsim_profile_set(const char *name);
 void ibsim_knobs_show(struct seq_file *m);

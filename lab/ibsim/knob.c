@@ -24,6 +24,13 @@
  *	run out (RETRY_EXC_ERR, ERR). mlx4/mlx5 forward firmware's
  *	PATH_MIG_FAILED: pathmig-err raises PATH_MIG_ERR instead of
  *	migrating, then the QP goes to ERR.
+ *   pm-latency 0|1500ms|3s
+ *	how long a modify with PATH_MIG_STATE (a rearm, a forced migration)
+ *	takes before it runs. rdmavt runs it inside the call; mlx4/mlx5 send
+ *	it to the firmware as a command (RTS2RTS with the PM_STATE opt
+ *	param) and wait for its completion, bounded only by the command
+ *	timeout (mlx5 MLX5_CMD_TIMEOUT_MSEC, 60 s): firmware decides. Both
+ *	profiles leave it at 0.
  *
  * Knobs are read and written under ibsim_mutex.
  */
@@ -40,24 +47,33 @@ static const char *const armed_values[] = { "refuse", "accept" };
 static const char *const forced_values[] = { "none", "inside", "after" };
 static const char *const alt_values[] = { "copy", "zero" };
 static const char *const dead_values[] = { "retry", "pathmig-err" };
+static const char *const pmlat_values[] = { "0", "1500ms", "3s" };
+static const unsigned int pmlat_ms[] = { 0, 1500, 3000 };
 
 static const struct knob knobs[IBSIM_KNOBS] = {
 	[KNOB_ARMED_MODIFY] = { "armed-modify", armed_values, ARRAY_SIZE(armed_values) },
 	[KNOB_FORCED_EVENT] = { "forced-event", forced_values, ARRAY_SIZE(forced_values) },
 	[KNOB_ALT_AFTER_MIG] = { "alt-after-migration", alt_values, ARRAY_SIZE(alt_values) },
 	[KNOB_DEAD_ALT] = { "dead-alternate", dead_values, ARRAY_SIZE(dead_values) },
+	[KNOB_PM_LATENCY] = { "pm-latency", pmlat_values, ARRAY_SIZE(pmlat_values) },
 };
 
 static const int profile_ibta[IBSIM_KNOBS] = {
-	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY,
+	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY, PMLAT_0,
 };
 static const int profile_mlx5[IBSIM_KNOBS] = {
-	ARMED_ACCEPT, FORCED_NONE, ALT_ZERO, DEADALT_PATHMIG_ERR,
+	ARMED_ACCEPT, FORCED_NONE, ALT_ZERO, DEADALT_PATHMIG_ERR, PMLAT_0,
 };
 
 int ibsim_knob[IBSIM_KNOBS] = {
-	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY,
+	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY, PMLAT_0,
 };
+
+/* The pm-latency knob in milliseconds. */
+unsigned int ibsim_pm_latency_ms(void)
+{
+	return pmlat_ms[READ_ONCE(ibsim_knob[KNOB_PM_LATENCY])];
+}
 
 int ibsim_knob_set(const char *name, const char *value)
 {

@@ -19,6 +19,7 @@
  * moves. A QP in ERR completes whatever is posted with IB_WC_WR_FLUSH_ERR.
  */
 #include <linux/slab.h>
+#include <linux/delay.h>
 #include "ibsim.h"
 
 static const char *const qps_names[] = {
@@ -343,8 +344,11 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	struct ibsim_qp *qp = to_sqp(ibqp);
 	enum ib_qp_state cur, next;
 	bool forced = false, last_wqe = false;
+	unsigned int lat = (mask & IB_QP_PATH_MIG_STATE) ? ibsim_pm_latency_ms() : 0;
 	int ret;
 
+	if (lat)	/* the firmware command's time (pm-latency knob) */
+		msleep(lat);
 	mutex_lock(&ibsim_mutex);
 	cur = (mask & IB_QP_CUR_STATE) ? a->cur_qp_state : qp->attr.qp_state;
 	next = (mask & IB_QP_STATE) ? a->qp_state : cur;
