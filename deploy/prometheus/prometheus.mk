@@ -2,7 +2,14 @@
 # in the lab. Included by the top-level Makefile.
 PROM_BUILD := $(BUILD)/prom
 
-.PHONY: prom-test prom-testdata
+.PHONY: prom-rules-test prom-test prom-testdata
+
+# The rules' syntax and their promtool unit tests (every alert firing and
+# quiet), as they are in the repository: no lab.
+prom-rules-test: setup ## promtool check rules and promtool test rules on deploy/prometheus (no lab)
+	@command -v promtool >/dev/null || { echo "prom-rules-test: promtool missing: run make setup" >&2; exit 1; }
+	promtool check rules deploy/prometheus/apmwatch-rules.yaml
+	promtool test rules deploy/prometheus/testdata/rules-test.yaml
 
 # Each kernel's guest runs deploy/prometheus/testdata/lab/e2e.sh with the
 # prometheus binary, its config and the rules at /extra; the host-side test
@@ -24,5 +31,5 @@ prom-testdata: ## refresh deploy/prometheus/testdata/*.prom from the last make p
 			$(PROM_BUILD)/out-6.12.txt > deploy/prometheus/testdata/$${b#*:}.prom; \
 	done
 
-# `make test` runs it too.
-test: prom-test
+# `make test` runs them too.
+test: prom-rules-test prom-test

@@ -1,24 +1,41 @@
 // Package prometheus_test checks the shipped alerting and recording rules
 // with Debian's promtool: syntax, unit tests on series shaped like a real
-// scrape of apmwatch audit, and (make prom-test) a live Prometheus in the
-// lab that scrapes a live audit.
+// scrape of apmwatch audit, of apmwatch fleet and of the publisher, an
+// alert and a runbook for every kind that needs one, and (make prom-test)
+// a live Prometheus in the lab that scrapes a live audit.
 package prometheus_test
 
 import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/internal/promcheck"
 	"go.yaml.in/yaml/v3"
 )
 
-const rulesFile = "apmwatch-rules.yaml"
+const (
+	rulesFile = "apmwatch-rules.yaml"
+	rulesTest = "testdata/rules-test.yaml"
+	runbooks  = "../../docs/runbooks.md"
+	// runbookURL is where every alert's runbook_url points: a heading of
+	// docs/runbooks.md.
+	runbookURL = "https://github.com/apmwatch/apmwatch/blob/main/docs/runbooks.md#"
+)
 
-var scrapes = []string{"testdata/audit-missed-rearm.prom", "testdata/audit-resolved.prom"}
+// scrapes are the lab's scrapes of apmwatch audit (make prom-test
+// compares them with live ones); allScrapes adds the series of `apmwatch
+// fleet` and `apmwatch audit --publish` (TestServiceScrapes compares them
+// with the code's).
+var (
+	scrapes    = []string{"testdata/audit-missed-rearm.prom", "testdata/audit-resolved.prom"}
+	allScrapes = append([]string{fleetScrape, publishScrape}, scrapes...)
+)
 
 func promtool(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
@@ -65,10 +82,10 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 }
 
-func readScrapes(t *testing.T) promcheck.Scrape {
+func readScrapes(t *testing.T, files []string) promcheck.Scrape {
 	t.Helper()
 	all := promcheck.Scrape{}
-	for _, f := range scrapes {
+	for _, f := range files {
 		s, err := promcheck.ReadScrape(f)
 		if err != nil {
 			t.Fatal(err)
@@ -87,11 +104,13 @@ func TestRulesCheck(t *testing.T) {
 	}
 }
 
-// Every alert says how bad it is and what to do; every query names only
-// series the daemon exports (or the file's own recording rules).
+// Every alert says how bad it is and what to do, with its runbook in
+// docs/runbooks.md; every query names only series the daemons export (or
+// the file's own recording rules), and selects on labels those series have.
 func TestRulesContent(t *testing.T) {
 	r := readRules(t)
-	names := readScrapes(t).Names()
+	have := readScrapes(t, allScrapes)
+	names := have.Names()
 	recorded := map[string]bool{}
 	alerts := 0
 	for _, g := range r.Groups {
@@ -101,12 +120,16 @@ func TestRulesContent(t *testing.T) {
 			}
 		}
 	}
+	sections := runbookSections(t)
 	for _, g := range r.Groups {
 		for _, rule := range g.Rules {
 			for _, n := range promcheck.MetricNames(rule.Expr) {
 				if !names[n] && !recorded[n] {
-					t.Errorf("%s%s: %s is neither in a scrape of apmwatch audit nor a recording rule", rule.Alert, rule.Record, n)
+					t.Errorf("%s%s: %s is neither in a scrape of apmwatch (testdata/*.prom) nor a recording rule", rule.Alert, rule.Record, n)
 				}
+			}
+			for _, e := range unknownLabels(rule.Expr, have) {
+				t.Errorf("%s%s: %s", rule.Alert, rule.Record, e)
 			}
 			if rule.Alert == "" {
 				continue
@@ -120,77 +143,283 @@ func TestRulesContent(t *testing.T) {
 					t.Errorf("%s: no %s", rule.Alert, a)
 				}
 			}
+			u := rule.Annotations["runbook_url"]
+			anchor, ok := strings.CutPrefix(u, runbookURL)
+			if !ok || anchor != strings.ToLower(rule.Alert) {
+				t.Errorf("%s: runbook_url %q, want %s%s", rule.Alert, u, runbookURL, strings.ToLower(rule.Alert))
+				continue
+			}
+			text, ok := sections[anchor]
+			if !ok {
+				t.Errorf("%s: no heading %s in %s", rule.Alert, rule.Alert, runbooks)
+				continue
+			}
+			delete(sections, anchor)
+			for _, part := range []string{"**What it means.**", "**What to check.**", "**What to do.**"} {
+				if !strings.Contains(text, part) {
+					t.Errorf("%s: its runbook in %s has no %s", rule.Alert, runbooks, part)
+				}
+			}
 		}
 	}
-	if alerts < 9 {
-		t.Errorf("%d alerts, want at least 9", alerts)
+	for anchor := range sections {
+		if strings.HasPrefix(anchor, "apmwatch") {
+			t.Errorf("%s: runbook %s of no alert", runbooks, anchor)
+		}
+	}
+	if alerts < 20 {
+		t.Errorf("%d alerts, want at least 20", alerts)
 	}
 }
 
-// The promtool unit tests: testdata/rules-test.yaml gives the input series,
-// times, labels and summaries; the static description and runbook of each
-// expected alert are taken from the rules file here.
+// runbookSections reads docs/runbooks.md: each heading's GitHub anchor
+// and the text under it, up to the next heading.
+func runbookSections(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(runbooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	anchor := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			anchor = githubAnchor(h)
+			out[anchor] = ""
+			continue
+		}
+		if anchor != "" {
+			out[anchor] += line + "\n"
+		}
+	}
+	return out
+}
+
+var notAnchor = regexp.MustCompile(`[^a-z0-9 _-]`)
+
+// githubAnchor is the fragment GitHub gives a Markdown heading.
+func githubAnchor(heading string) string {
+	return strings.ReplaceAll(notAnchor.ReplaceAllString(strings.ToLower(strings.TrimSpace(heading)), ""), " ", "-")
+}
+
+var (
+	selectorRE = regexp.MustCompile(`\b(apmwatch_[a-zA-Z0-9_]*)\{([^}]*)\}`)
+	matcherRE  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"`)
+)
+
+// matcher is one label matcher of a selector.
+type matcher struct{ Label, Op, Value string }
+
+// selector is an apmwatch series selector of a query: `name{matchers}`.
+type selector struct {
+	Name     string
+	Matchers []matcher
+}
+
+// selectors lists the apmwatch series selectors with braces in expr.
+func selectors(expr string) []selector {
+	var out []selector
+	for _, m := range selectorRE.FindAllStringSubmatch(expr, -1) {
+		sel := selector{Name: m[1]}
+		for _, l := range matcherRE.FindAllStringSubmatch(m[2], -1) {
+			sel.Matchers = append(sel.Matchers, matcher{l[1], l[2], l[3]})
+		}
+		out = append(out, sel)
+	}
+	return out
+}
+
+// unknownLabels says which selectors of expr match on a label that no
+// series of their name has in have (instance and job come from
+// Prometheus).
+func unknownLabels(expr string, have promcheck.Scrape) []string {
+	labels := map[string]map[string]bool{}
+	for s := range have {
+		if labels[s.Name] == nil {
+			labels[s.Name] = map[string]bool{"instance": true, "job": true}
+		}
+		for _, l := range strings.Split(s.Labels, ",") {
+			labels[s.Name][l] = true
+		}
+	}
+	var out []string
+	for _, sel := range selectors(expr) {
+		for _, m := range sel.Matchers {
+			if labels[sel.Name] != nil && !labels[sel.Name][m.Label] {
+				out = append(out, sel.Name+" has no label "+m.Label)
+			}
+		}
+	}
+	return out
+}
+
+// matches says whether m keeps the label value v.
+func (m matcher) matches(v string) bool {
+	switch m.Op {
+	case "=":
+		return v == m.Value
+	case "!=":
+		return v != m.Value
+	}
+	re, err := regexp.Compile("^(?:" + m.Value + ")$")
+	if err != nil {
+		return false
+	}
+	return re.MatchString(v) == (m.Op == "=~")
+}
+
+// selects says whether a selector's matchers keep a series with these
+// labels (a label not among them reads as "", as in PromQL).
+func selects(ms []matcher, labels map[string]string) bool {
+	for _, m := range ms {
+		if !m.matches(labels[m.Label]) {
+			return false
+		}
+	}
+	return true
+}
+
+// findingSeries is the series a new finding of k counts in, and the
+// labels that select it: the audit counts the kinds of the model and the
+// actuator (and keeps the open ones), the fleet the kinds judged from both
+// ends of a connection.
+func findingSeries(k apm.KindInfo) (names []string, labels map[string]string) {
+	switch k.By {
+	case apm.ByFleet, apm.ByPairing:
+		return []string{"apmwatch_fleet_findings_total"}, map[string]string{"kind": string(k.Kind), "type": "finding"}
+	}
+	return []string{"apmwatch_findings_total", "apmwatch_open_findings"}, map[string]string{"kind": string(k.Kind), "severity": k.Severity.String()}
+}
+
+// Every critical and error kind of the registry, and every kind the fleet
+// gives, has an alert that selects its findings' series, as severe as the
+// kind when it is critical; and a unit test in testdata/rules-test.yaml
+// shows that alert firing on a series of that kind. A new kind cannot ship
+// without its alert.
+func TestEveryKindHasAnAlert(t *testing.T) {
+	r := readRules(t)
+	fires := firingInputs(t)
+	needed := 0
+	for _, k := range apm.Registry() {
+		if k.Severity < apm.SevError && k.By != apm.ByFleet && k.By != apm.ByPairing {
+			continue
+		}
+		needed++
+		names, labels := findingSeries(k)
+		covered := false
+		for _, g := range r.Groups {
+			for _, rule := range g.Rules {
+				if rule.Alert == "" {
+					continue
+				}
+				for _, sel := range selectors(rule.Expr) {
+					if !slices.Contains(names, sel.Name) || !hasLabel(sel.Matchers, "kind") || !selects(sel.Matchers, labels) {
+						continue
+					}
+					covered = true
+					if k.Severity == apm.SevCritical && rule.Labels["severity"] != "critical" {
+						t.Errorf("%s (critical): %s has severity %q", k.Kind, rule.Alert, rule.Labels["severity"])
+					}
+					if !fires[rule.Alert][string(k.Kind)] {
+						t.Errorf("%s: no unit test in %s shows %s firing on a series of kind %s", k.Kind, rulesTest, rule.Alert, k.Kind)
+					}
+					break
+				}
+			}
+		}
+		if !covered {
+			t.Errorf("kind %s (%s, judged by %s) has no alert: add one on %s{kind=%q} to %s, its unit test and its runbook",
+				k.Kind, k.Severity, k.By, names[0], k.Kind, rulesFile)
+		}
+	}
+	if needed < 8 {
+		t.Errorf("%d kinds need an alert: the registry changed shape?", needed)
+	}
+}
+
+func hasLabel(ms []matcher, label string) bool {
+	for _, m := range ms {
+		if m.Label == label {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleTests is testdata/rules-test.yaml as the Go tests read it.
+type ruleTests struct {
+	Tests []struct {
+		InputSeries   []struct{ Series string } `yaml:"input_series"`
+		AlertRuleTest []struct {
+			EvalTime  string `yaml:"eval_time"`
+			Alertname string
+			ExpAlerts []map[string]any `yaml:"exp_alerts"`
+		} `yaml:"alert_rule_test"`
+	}
+}
+
+// firingInputs maps each alert to the kinds of the input series of the
+// unit tests in which it is expected to fire.
+func firingInputs(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	var doc ruleTests
+	readYAML(t, rulesTest, &doc)
+	kindRE := regexp.MustCompile(`\bkind="([^"]*)"`)
+	out := map[string]map[string]bool{}
+	for _, tc := range doc.Tests {
+		for _, at := range tc.AlertRuleTest {
+			if len(at.ExpAlerts) == 0 {
+				continue
+			}
+			if out[at.Alertname] == nil {
+				out[at.Alertname] = map[string]bool{}
+			}
+			for _, in := range tc.InputSeries {
+				if m := kindRE.FindStringSubmatch(in.Series); m != nil {
+					out[at.Alertname][m[1]] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// The promtool unit tests, run as they are (make prom-rules-test runs the
+// same): each alert of the rules file is expected to fire at some
+// evaluation and to be quiet at another.
 func TestRulesUnit(t *testing.T) {
-	static := map[string]map[string]string{}
+	var doc ruleTests
+	readYAML(t, rulesTest, &doc)
+	fired, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range doc.Tests {
+		for _, at := range tc.AlertRuleTest {
+			if len(at.ExpAlerts) > 0 {
+				fired[at.Alertname] = true
+			} else {
+				quiet[at.Alertname] = true
+			}
+		}
+	}
 	for _, g := range readRules(t).Groups {
 		for _, rule := range g.Rules {
-			if rule.Alert != "" {
-				static[rule.Alert] = map[string]string{"description": rule.Annotations["description"], "runbook": rule.Annotations["runbook"]}
+			if rule.Alert != "" && (!fired[rule.Alert] || !quiet[rule.Alert]) {
+				t.Errorf("%s: %s expects it firing at some evaluation: %v, and quiet at another: %v", rule.Alert, rulesTest, fired[rule.Alert], quiet[rule.Alert])
 			}
 		}
 	}
-	var doc map[string]any
-	readYAML(t, "testdata/rules-test.yaml", &doc)
-	n := 0
-	for _, tc := range doc["tests"].([]any) {
-		for _, at := range asList(tc.(map[string]any)["alert_rule_test"]) {
-			at := at.(map[string]any)
-			for _, ea := range asList(at["exp_alerts"]) {
-				ann := ea.(map[string]any)["exp_annotations"].(map[string]any)
-				for k, v := range static[at["alertname"].(string)] {
-					ann[k] = v
-				}
-				n++
-			}
-		}
+	out := promtool(t, nil, "test", "rules", rulesTest)
+	if !strings.Contains(out, "SUCCESS") {
+		t.Fatalf("promtool test rules: %s", out)
 	}
-	dir := t.TempDir()
-	rules, err := os.ReadFile(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, rulesFile), rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := yaml.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	test := filepath.Join(dir, "rules-test.yaml")
-	if err := os.WriteFile(test, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := promtool(t, nil, "test", "rules", test)
-	if !strings.Contains(out, "SUCCESS") || n < 10 {
-		t.Fatalf("promtool test rules (%d expected alerts): %s", n, out)
-	}
-}
-
-func asList(v any) []any {
-	l, _ := v.([]any)
-	return l
 }
 
 // The unit tests' input series have the shape of real ones: each name and
-// label set is in a scrape of apmwatch audit from the lab.
+// label set is in a scrape of apmwatch, or is the `up` Prometheus gives
+// every target.
 func TestRulesSeriesFromScrape(t *testing.T) {
-	have := readScrapes(t)
-	var doc struct {
-		Tests []struct {
-			InputSeries []struct{ Series string } `yaml:"input_series"`
-		}
-	}
-	readYAML(t, "testdata/rules-test.yaml", &doc)
+	have := readScrapes(t, allScrapes)
+	var doc ruleTests
+	readYAML(t, rulesTest, &doc)
 	n := 0
 	for _, tc := range doc.Tests {
 		for _, in := range tc.InputSeries {
@@ -198,8 +427,8 @@ func TestRulesSeriesFromScrape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !have[s] {
-				t.Errorf("input series %s: no series %s{%s} in %v", in.Series, s.Name, s.Labels, scrapes)
+			if !have[s] && s != (promcheck.Series{Name: "up"}) {
+				t.Errorf("input series %s: no series %s{%s} in %v", in.Series, s.Name, s.Labels, allScrapes)
 			}
 			n++
 		}
