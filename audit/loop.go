@@ -43,6 +43,8 @@ type daemon struct {
 	lastStats    event.Stats // of the last source closed
 	mods         *modWatch
 	attachFailed bool
+	blind        string    // the source's event.BlindError, "" when it sees every APM signal
+	blindAt      time.Time // when the blind source was attached, for blindRetry
 
 	model *apm.Model
 	found []apm.Finding // the model's output of the current call
@@ -252,6 +254,10 @@ func (d *daemon) lossTo(s event.Stats) {
 func (d *daemon) checkModules() {
 	if d.src == nil {
 		d.reattach("retry", "the probes are not attached")
+		return
+	}
+	if d.blind != "" && d.now().Sub(d.blindAt) >= blindRetry {
+		d.reattach("retry", d.blind)
 		return
 	}
 	if what := d.mods.changed(); what != "" {

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"regexp"
+	"strconv"
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/escape"
@@ -29,6 +30,7 @@ type metrics struct {
 	lost               prometheus.Counter
 	decodeErrors       prometheus.Counter
 	hooks              *prometheus.GaugeVec // method
+	hookAttached       *prometheus.GaugeVec // hook, module, carries, failed
 	sourceUp           prometheus.Gauge
 	sourceRestarts     *prometheus.CounterVec // reason
 	reconciles         *prometheus.CounterVec // result
@@ -71,7 +73,10 @@ func newMetrics() *metrics {
 	m.hooks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hooks",
 		Help: "Probe hooks by attach method (fentry, kprobe, tracepoint, missing, skipped)."}, []string{"method"})
 	m.sourceUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "probes_up",
-		Help: "1 while the probes are attached."})
+		Help: "1 while the probes are attached and see every APM signal (modify, QP events, CM notify); 0 when detached or blind to one."})
+	m.hookAttached = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hook_attached",
+		Help: "Per probe hook: 1 attached, 0 not (missing from the kernel, skipped, or failed: failed=\"true\"). carries names the APM signal it carries, if any."},
+		[]string{"hook", "module", "carries", "failed"})
 	m.sourceRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "probe_reattach_total",
 		Help: "Times the probes were detached and attached again, by reason."}, []string{"reason"})
 	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reconciles_total",
@@ -93,7 +98,7 @@ func newMetrics() *metrics {
 	m.findingsDropped = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "findings_dropped_total",
 		Help: "Finding lines dropped because the file could not take them for too long."})
 	for _, c := range []prometheus.Collector{m.events, m.findings, m.resolutions, m.openFindings, m.qps, m.modelQPs,
-		m.migrations, m.unprotected, m.lost, m.decodeErrors, m.hooks, m.sourceUp, m.sourceRestarts, m.reconciles,
+		m.migrations, m.unprotected, m.lost, m.decodeErrors, m.hooks, m.hookAttached, m.sourceUp, m.sourceRestarts, m.reconciles,
 		m.unseenQPs, m.recorderUp, m.recorderErrors, m.recorderBytes, m.bundles, m.findingWriteErrors,
 		m.findingsPending, m.findingsDropped} {
 		f(c)
@@ -118,8 +123,15 @@ func (m *metrics) setHooks(hooks []event.Hook) {
 	for _, meth := range []event.HookMethod{event.HookFentry, event.HookKprobe, event.HookTracepoint, event.HookMissing, event.HookSkipped} {
 		m.hooks.WithLabelValues(string(meth)).Set(0)
 	}
+	m.hookAttached.Reset()
 	for _, h := range hooks {
 		m.hooks.WithLabelValues(string(h.Method)).Inc()
+		on := 0.0
+		switch h.Method {
+		case event.HookFentry, event.HookKprobe, event.HookTracepoint:
+			on = 1
+		}
+		m.hookAttached.WithLabelValues(deviceLabel(h.Name), deviceLabel(h.Module), h.Carries, strconv.FormatBool(h.Failed)).Set(on)
 	}
 }
 

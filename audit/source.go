@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"io"
@@ -53,7 +55,7 @@ func (d *daemon) attach(reason string) error {
 	meta := src.Meta()
 	d.meta = meta
 	d.m.setHooks(meta.Hooks)
-	d.m.sourceUp.Set(1)
+	d.seeing(meta.Hooks)
 	d.mods = newModWatch(d.deps.ModulesRoot, meta.Hooks, before)
 	go feed(src, d.epoch, d.events)
 	attached := map[event.HookMethod]int{}
@@ -88,6 +90,32 @@ func (d *daemon) detach() {
 		d.rec.writeStats(d.lastStats, d.now())
 	}
 	d.src = nil
+	d.m.sourceUp.Set(0)
+}
+
+// blindRetry is how often a blind source (event.Blind) is re-attached: a
+// full attach costs seconds of CPU, and what failed (missing BTF, a module
+// the probes do not fit) rarely mends itself sooner.
+const blindRetry = 30 * time.Second
+
+// seeing judges the attached hooks: a source blind to an APM signal stays
+// attached for what it does see, but the probes are not up
+// (apmwatch_probes_up 0, the alert's condition), the error is logged once
+// per change, and the daemon re-attaches every blindRetry.
+func (d *daemon) seeing(hooks []event.Hook) {
+	err := event.BlindError(hooks)
+	if err == nil {
+		if d.blind != "" {
+			d.log.Info("probes see every APM signal again")
+		}
+		d.blind = ""
+		d.m.sourceUp.Set(1)
+		return
+	}
+	if err.Error() != d.blind {
+		d.log.Error("probes attached blind: findings cannot be judged; retrying", "err", err, "retry_in", blindRetry)
+	}
+	d.blind, d.blindAt = err.Error(), d.now()
 	d.m.sourceUp.Set(0)
 }
 

@@ -111,6 +111,16 @@ func Open(opts Options) (*Collector, error) {
 	}
 	targets := plan(k, defaultHooks(), opts.plan())
 	l.attachAll(targets)
+	if again := unskip(targets); len(again) > 0 {
+		sub := make([]target, len(again))
+		for j, i := range again {
+			sub[j] = targets[i]
+		}
+		l.attachAll(sub)
+		for j, i := range again {
+			targets[i] = sub[j]
+		}
+	}
 	var hooks []event.Hook
 	var names []string
 	for i := range targets {

@@ -32,6 +32,9 @@ type hookDef struct {
 	Signal string // what it observes
 	Kind   hookKind
 	Role   role
+	// Carries: the APM signal the model cannot do without that this hook
+	// carries (event.Blind); "" for the others.
+	Carries string
 	// Function hooks: BTF programs, then kprobe programs; an entry and an
 	// exit program of one kind are joined in the kernel (join map).
 	Fentry, Fexit, Kprobe, Kretprobe string
@@ -41,22 +44,30 @@ type hookDef struct {
 
 // QPEventHandlerProgs are the programs for any (struct ib_event *, void *)
 // handler; --event-hook adds targets using them.
+// The signals without which the model is blind (event.Blind).
+const (
+	carriesModifyKernel = "qp modify, kernel QPs"
+	carriesModifyUser   = "qp modify, user QPs"
+	carriesQPEvents     = "qp async events"
+	carriesCMNotify     = "cm notify"
+)
+
 func qpEventHook(name, module, signal string, r role) hookDef {
-	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc, Role: r,
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc, Role: r, Carries: carriesQPEvents,
 		Fentry: "fentry_qp_event", Kprobe: "kprobe_qp_event"}
 }
 
 // mlx5Hook is a raw driver event function (struct mlx5_core_qp *, int
 // type): a fallback, attached only without __ib_qp_event_handler.
 func mlx5Hook(name, module, signal string) hookDef {
-	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc,
+	return hookDef{Name: name, Module: module, Signal: signal, Kind: hookFunc, Carries: carriesQPEvents,
 		Role: roleFallback, Fentry: "fentry_mlx5_qp_event", Kprobe: "kprobe_mlx5_qp_event"}
 }
 
-func modifyHook(name, signal string) hookDef {
+func modifyHook(name, signal, carries string) hookDef {
 	// fentry keeps the entry stamp and announces an APM modify; fexit sees
 	// arguments and return code. kprobes join the record in the kernel.
-	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc,
+	return hookDef{Name: name, Module: "ib_core", Signal: signal, Kind: hookFunc, Carries: carries,
 		Fentry: "fentry_modify", Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
 }
 
@@ -79,12 +90,12 @@ func tpHook(name, module, signal, btfProg, rawProg string) hookDef {
 // (a test module's) is added with --event-hook.
 func defaultHooks() []hookDef {
 	return []hookDef{
-		modifyHook("ib_modify_qp", "qp modify, kernel ULP QPs"),
-		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs"),
+		modifyHook("ib_modify_qp", "qp modify, kernel ULP QPs", carriesModifyKernel),
+		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs", carriesModifyUser),
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
 		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
 		mlx5Hook("mlx5_ib_qp_event", "mlx5_ib", "qp async events, mlx5 (raw, qpn only)"),
-		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookFunc,
+		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookFunc, Carries: carriesQPEvents,
 			Role: roleFallback, Fentry: "fentry_mlx4_qp_event", Kprobe: "kprobe_mlx4_qp_event"},
 		qpEventHook("qp_event_handler", "rpcrdma", "qp async events, NFS/RDMA server", roleFallback),
 		qpEventHook("rds_ib_qp_event_handler", "rds_rdma", "qp async events, RDS", roleFallback),
@@ -95,7 +106,7 @@ func defaultHooks() []hookDef {
 		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
 		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
 			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
-		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc,
+		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc, Carries: carriesCMNotify,
 			Fentry: "fentry_notify", Fexit: "fexit_notify", Kprobe: "kprobe_notify", Kretprobe: "kretprobe_notify"},
 		handlerHook("cm_lap_handler", "LAP received by the CM, and its result"),
 		handlerHook("cm_apr_handler", "APR received by the CM, and its result"),
@@ -124,7 +135,7 @@ func tpName(n string) (group, name string) {
 }
 
 func (h hookDef) describe(m event.HookMethod, reason string) event.Hook {
-	return event.Hook{Name: h.Name, Module: h.Module, Signal: h.Signal, Method: m, Reason: reason}
+	return event.Hook{Name: h.Name, Module: h.Module, Signal: h.Signal, Method: m, Reason: reason, Carries: h.Carries}
 }
 
 // symbolNames is every kallsyms name planning may ask about for defs and

@@ -155,7 +155,7 @@ func (l *loader) attach(t *target) {
 	}
 	l.logErr(t.def.Name, fallbackMethod(t)+" attach failed", err)
 	errs = append(errs, fmt.Sprintf("%s failed: %s", fallbackMethod(t), firstLine(err)))
-	t.method, t.reason = event.HookMissing, strings.Join(errs, "; ")
+	t.method, t.reason, t.failed = event.HookMissing, strings.Join(errs, "; "), true
 }
 
 func btfMethod(t *target) string {

@@ -16,6 +16,11 @@ type target struct {
 	module string // where the kernel has it
 	btf    bool   // fentry/fexit or tp_btf possible
 	symbol string // kprobe symbol when not the plain name
+	failed bool   // present, but no program attached (event.Hook.Failed)
+	// unneeded: the method a fallback was planned with before the
+	// primary made it unneeded (skipped), for when the primary fails.
+	unneeded    event.HookMethod
+	unneededWhy string
 }
 
 func (t target) kprobeSymbol() string {
@@ -25,7 +30,11 @@ func (t target) kprobeSymbol() string {
 	return t.def.Name
 }
 
-func (t target) hook() event.Hook { return t.def.describe(t.method, t.reason) }
+func (t target) hook() event.Hook {
+	h := t.def.describe(t.method, t.reason)
+	h.Failed = t.failed
+	return h
+}
 
 // planOptions change how targets are chosen.
 type planOptions struct {
@@ -74,11 +83,29 @@ func plan(k kernelView, defs []hookDef, opts planOptions) []target {
 	for i := range out {
 		t := &out[i]
 		if t.def.Role == roleFallback && primary && t.method != event.HookMissing {
+			t.unneeded, t.unneededWhy = t.method, t.reason
 			t.method = event.HookSkipped
 			t.reason = "not needed: __ib_qp_event_handler sees every QP event"
 		}
 		if t.def.Role == rolePrimary && t.method == event.HookMissing {
 			t.reason += "; using the driver, uverbs and ULP handlers instead"
+		}
+	}
+	return out
+}
+
+// unskip returns the fallbacks to attach after all because the primary
+// QP-event hook failed to attach: their planned method is restored.
+func unskip(targets []target) []int {
+	if !slices.ContainsFunc(targets, func(t target) bool { return t.def.Role == rolePrimary && t.failed }) ||
+		slices.ContainsFunc(targets, func(t target) bool { return t.def.Role == rolePrimary && t.method != event.HookMissing }) {
+		return nil
+	}
+	var out []int
+	for i := range targets {
+		if t := &targets[i]; t.def.Role == roleFallback && t.method == event.HookSkipped && t.unneeded != "" {
+			t.method, t.reason = t.unneeded, t.unneededWhy+" (__ib_qp_event_handler failed to attach)"
+			out = append(out, i)
 		}
 	}
 	return out

@@ -231,3 +231,32 @@ func TestPlanRawEventHook(t *testing.T) {
 		t.Errorf("without the flag the function is planned: %+v", g)
 	}
 }
+
+// The primary QP-event hook planned but failing to attach brings back the
+// fallbacks it made unneeded, with their planned method; a primary that
+// attached, or one the kernel lacks (planned so from the start), does not.
+func TestUnskipWhenPrimaryFails(t *testing.T) {
+	targets := plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{})
+	if again := unskip(targets); again != nil {
+		t.Fatalf("primary attached: %d fallbacks brought back", len(again))
+	}
+	for i := range targets {
+		if targets[i].def.Role == rolePrimary {
+			targets[i].method, targets[i].failed, targets[i].reason = event.HookMissing, true, "fentry failed: x; kprobe failed: y"
+		}
+	}
+	again := unskip(targets)
+	got := byName(targets)["ib_uverbs_qp_event_handler"]
+	if len(again) == 0 || got.method != event.HookFentry || !strings.Contains(got.reason, "failed to attach") {
+		t.Fatalf("primary failed: %d brought back, uverbs handler %s %q, want fentry", len(again), got.method, got.reason)
+	}
+	if h := got.hook(); h.Carries != carriesQPEvents || h.Failed {
+		t.Errorf("uverbs hook %+v", h)
+	}
+	if unskip(targets) != nil {
+		t.Error("unskip brought fallbacks back twice")
+	}
+	if h := byName(targets)["__ib_qp_event_handler"].hook(); !h.Failed || h.Carries != carriesQPEvents {
+		t.Errorf("failed primary %+v", h)
+	}
+}

@@ -23,6 +23,12 @@ type Hook struct {
 	Signal string     `json:"signal"` // what it observes
 	Method HookMethod `json:"method"`
 	Reason string     `json:"reason,omitempty"` // why missing or why the fallback
+	// Failed: the kernel has the hook but no program could attach to it
+	// (the reason says why); a hook the kernel lacks is only missing.
+	Failed bool `json:"failed,omitempty"`
+	// Carries names the APM signal the hook carries, for the hooks the
+	// model cannot do without (blind.go); "" for the others.
+	Carries string `json:"carries,omitempty"`
 }
 
 // Meta describes where a stream comes from.

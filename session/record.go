@@ -54,7 +54,7 @@ func Record(ctx context.Context, cfg Config, d Deps) (Result, error) {
 			return Result{}, err
 		}
 	}
-	src, err := withTruth(d.Open, d.Snapshot, cfg.Reconcile, d.Stderr)()
+	src, err := withTruth(seeing(d.Open), d.Snapshot, cfg.Reconcile, d.Stderr)()
 	if err != nil {
 		return Result{}, err
 	}

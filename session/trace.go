@@ -66,7 +66,7 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 			return err
 		}
 	}
-	src, err := Tee(cfg.Record, withTruth(d.Open, d.Snapshot, cfg.Reconcile, d.Stderr))()
+	src, err := Tee(cfg.Record, withTruth(seeing(d.Open), d.Snapshot, cfg.Reconcile, d.Stderr))()
 	if err != nil {
 		return err
 	}
@@ -103,6 +103,23 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 // JSON array with -o json).
 func dryRun(cfg TraceConfig, d TraceDeps) error {
 	return output.RunProbes(cfg.Output == "json", output.ProbesDeps{Plan: d.Plan, Check: d.CheckRDMA, Stdout: d.Stdout})
+}
+
+// seeing returns open refusing a blind source (event.Blind): a probe that
+// cannot attach where the kernel has its hook is an error, never a trace
+// that sees nothing and exits 0.
+func seeing(open func() (event.Source, error)) func() (event.Source, error) {
+	return func() (event.Source, error) {
+		src, err := open()
+		if err != nil {
+			return nil, err
+		}
+		if err := event.BlindError(src.Meta().Hooks); err != nil {
+			src.Close()
+			return nil, err
+		}
+		return src, nil
+	}
 }
 
 // withTruth returns open with ground-truth readings merged into its
