@@ -1,0 +1,34 @@
+// Command gen writes what make package needs besides the build: the
+// changelogs, Debian's and the one nfpm turns into the rpm's %changelog,
+// from CHANGELOG.md; NOTICES, the licence and notice files of the Go modules
+// compiled into the binary; and nfpm's config for each package.
+//
+//	gen changelog -version V -date RFC3339 -packager P -deb OUT -rpm OUT CHANGELOG.md
+//	gen notices -o OUT BINARY
+//	gen nfpm -stage DIR -changelog FILE -o DIR nfpm.yaml
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	err := fmt.Errorf("usage: gen changelog|notices|nfpm ...")
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "changelog":
+			err = changelogCmd(os.Args[2:])
+		case "notices":
+			err = noticesCmd(os.Args[2:])
+		case "nfpm":
+			err = nfpmCmd(os.Args[2:])
+		default:
+			err = fmt.Errorf("unknown command %q: want changelog, notices or nfpm", os.Args[1])
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gen: %v\n", err)
+		os.Exit(1)
+	}
+}
