@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -46,8 +47,14 @@ func TestUnitVerifies(t *testing.T) {
 			t.Errorf("unit lacks %q", want)
 		}
 	}
-	for _, want := range []string{"ExecStart=\n", "--policy /etc/apmwatch/policy.json --enforce", "CapabilityBoundingSet=CAP_SYS_PTRACE\n",
-		"AmbientCapabilities=CAP_SYS_PTRACE\n", "SystemCallFilter=pidfd_getfd\n"} {
+	for _, want := range []string{"--metrics-addr 127.0.0.1:9578 \\\n\t$APMWATCH_ENFORCE_ARGS $APMWATCH_PUBLISH_ARGS\n",
+		"Environment=APMWATCH_ENFORCE_ARGS= APMWATCH_PUBLISH_ARGS=\n"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("unit lacks %q", want)
+		}
+	}
+	for _, want := range []string{"Environment=\"APMWATCH_ENFORCE_ARGS=--policy /etc/apmwatch/policy.json --enforce\"\n",
+		"CapabilityBoundingSet=CAP_SYS_PTRACE\n", "AmbientCapabilities=CAP_SYS_PTRACE\n", "SystemCallFilter=pidfd_getfd\n"} {
 		if !strings.Contains(dropin, want) {
 			t.Errorf("enforce drop-in lacks %q", want)
 		}
@@ -112,8 +119,41 @@ func TestRenderDaemonSet(t *testing.T) {
 	}
 }
 
-// The fleet's unit and the audit's publish drop-in pass systemd-analyze
-// verify too.
+// The opt-in drop-ins add to the unit and never set ExecStart: systemd
+// applies drop-ins in name order, and a reset of ExecStart in one would
+// throw away the command line of every drop-in before it. Each sets only
+// the variables the unit's command line carries.
+func TestDropInsAdd(t *testing.T) {
+	unit, err := os.ReadFile("apmwatch-audit.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("apmwatch-audit.service.d/*.conf")
+	if len(files) != 3 {
+		t.Fatalf("drop-ins: %q, want enforce.conf, metrics.conf, publish.conf", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "ExecStart") {
+				t.Errorf("%s: %q: a drop-in must not set ExecStart", f, l)
+			}
+			if v, ok := strings.CutPrefix(l, "Environment=\""); ok {
+				name, _, _ := strings.Cut(v, "=")
+				dflt := regexp.MustCompile(`(?m)^Environment=(.* )?` + name + `=`)
+				if !strings.Contains(string(unit), "$"+name) || !dflt.Match(unit) {
+					t.Errorf("%s: sets %s, which the unit neither carries on its command line nor defaults", f, name)
+				}
+			}
+		}
+	}
+}
+
+// The fleet's unit and the audit unit with all its opt-in drop-ins at once
+// pass systemd-analyze verify too.
 func TestFleetUnitsVerify(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -124,7 +164,8 @@ func TestFleetUnitsVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"apmwatch-fleet.service", "apmwatch-audit.service", "apmwatch-audit.service.d/publish.conf"} {
+	for _, f := range []string{"apmwatch-fleet.service", "apmwatch-audit.service", "apmwatch-audit.service.d/publish.conf",
+		"apmwatch-audit.service.d/enforce.conf", "apmwatch-audit.service.d/metrics.conf"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -138,8 +179,11 @@ func TestFleetUnitsVerify(t *testing.T) {
 		}
 	}
 	if b, _ := os.ReadFile("apmwatch-audit.service.d/publish.conf"); !strings.Contains(string(b), "IPAddressAllow=") ||
-		!strings.Contains(string(b), "--publish nats://") {
+		!strings.Contains(string(b), "APMWATCH_PUBLISH_ARGS=--publish nats://") {
 		t.Errorf("publish drop-in: %s", b)
+	}
+	if b, _ := os.ReadFile("apmwatch-audit.service.d/metrics.conf"); !strings.Contains(string(b), "\nIPAddressAllow=198.51.100.0/24\n") {
+		t.Errorf("metrics drop-in: %s", b)
 	}
 	for _, unit := range []string{"apmwatch-fleet.service", "apmwatch-audit.service"} {
 		var out bytes.Buffer

@@ -1,10 +1,13 @@
 // Package package_test checks the packages make package builds
-// (APMWATCH_PKG_DIR, set by make package-test): the .deb installs with dpkg
-// into a scratch root (this machine is shared: the host's own dpkg database
-// is left alone), systemd-analyze verify accepts the installed unit with the
-// package's drop-in, man renders apmwatch-trace from the installed pages,
-// the installed bash completion completes subcommands, and the .rpm holds
-// the same files.
+// (APMWATCH_PKG_DIR and APMWATCH_PKG_VERSION, set by make package-test): the
+// .deb installs with dpkg into a scratch root (this machine is shared: the
+// host's own dpkg database is left alone); systemd-analyze verify accepts the
+// installed units with the package's drop-ins and with each opt-in drop-in
+// enabled, whose effective command line and privileges are checked; man
+// renders apmwatch-trace from the installed pages; the installed bash
+// completion completes subcommands; the licences, NOTICES and changelogs are
+// there; lintian and rpmlint find no error; the .rpm holds the same files.
+// dpkg --root and the copies into the root need root (CI runs as root).
 package package_test
 
 import (
@@ -42,10 +45,14 @@ func one(t *testing.T, dir, pattern string) string {
 var wantFiles = []string{
 	"/usr/bin/apmwatch",
 	"/usr/lib/systemd/system/apmwatch-audit.service",
-	"/usr/lib/systemd/system/apmwatch-audit.service.d/package.conf",
+	"/usr/lib/systemd/system/apmwatch-audit.service.d/10-package.conf",
 	"/usr/lib/systemd/system/apmwatch-fleet.service",
-	"/usr/lib/systemd/system/apmwatch-fleet.service.d/package.conf",
+	"/usr/lib/systemd/system/apmwatch-fleet.service.d/10-package.conf",
+	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/enforce.conf",
+	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/publish.conf",
+	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/metrics.conf",
 	"/etc/default/apmwatch",
+	"/etc/default/apmwatch-fleet",
 	"/usr/share/man/man1/apmwatch.1.gz",
 	"/usr/share/man/man1/apmwatch-trace.1.gz",
 	"/usr/share/man/man1/apmwatch-audit.1.gz",
@@ -56,14 +63,27 @@ var wantFiles = []string{
 	"/usr/share/doc/apmwatch/audit.md",
 	"/usr/share/doc/apmwatch/examples/apmwatch-rules.yaml",
 	"/usr/share/doc/apmwatch/examples/apmwatch-dashboard.json",
+	"/usr/share/doc/apmwatch/NOTICES",
 }
 
+// The defaults files: config files kept across upgrades, root:root 0640
+// (they may hold the daemons' flags with credentials).
+var configFiles = []string{"/etc/default/apmwatch", "/etc/default/apmwatch-fleet"}
+
 func TestPackages(t *testing.T) {
-	dir := os.Getenv("APMWATCH_PKG_DIR")
-	if dir == "" {
+	dir, version := os.Getenv("APMWATCH_PKG_DIR"), os.Getenv("APMWATCH_PKG_VERSION")
+	if dir == "" || version == "" {
 		t.Skip("packages: run make package-test")
 	}
 	deb, rpm := one(t, dir, "*.deb"), one(t, dir, "*.rpm")
+	if filepath.Base(deb) != "apmwatch_"+version+"_amd64.deb" || filepath.Base(rpm) != "apmwatch-"+version+"-1.x86_64.rpm" {
+		t.Errorf("packages %s %s, want version %s", filepath.Base(deb), filepath.Base(rpm), version)
+	}
+	// SHA256SUMS lists both, and they match.
+	if sums := run(t, nil, "sh", "-c", "cd '"+dir+"' && sha256sum -c SHA256SUMS"); sums != filepath.Base(deb)+": OK\n"+filepath.Base(rpm)+": OK\n" {
+		t.Errorf("sha256sum -c SHA256SUMS: %q", sums)
+	}
+	checkRPMMeta(t, rpm, version)
 
 	// The .rpm's file list.
 	rpmFiles := strings.Fields(run(t, nil, "rpm", "-qpl", rpm))
@@ -72,13 +92,15 @@ func TestPackages(t *testing.T) {
 			t.Errorf("%s: no %s", filepath.Base(rpm), f)
 		}
 	}
-	if cf := run(t, nil, "rpm", "-qpc", rpm); !strings.Contains(cf, "/etc/default/apmwatch") {
-		t.Errorf("%s: /etc/default/apmwatch is not a config file: %q", filepath.Base(rpm), cf)
-	}
-	// The defaults file may hold flags with credentials: root:root 0640.
+	cf := strings.Fields(run(t, nil, "rpm", "-qpc", rpm))
 	modes := run(t, nil, "rpm", "-qp", "--queryformat", "[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILENAMES}\n]", rpm)
-	if !strings.Contains(modes, "-rw-r----- root:root /etc/default/apmwatch\n") {
-		t.Errorf("%s: /etc/default/apmwatch is not root:root 0640:\n%s", filepath.Base(rpm), modes)
+	for _, f := range configFiles {
+		if !slices.Contains(cf, f) {
+			t.Errorf("%s: %s is not a config file: %q", filepath.Base(rpm), f, cf)
+		}
+		if !strings.Contains(modes, "-rw-r----- root:root "+f+"\n") {
+			t.Errorf("%s: %s is not root:root 0640:\n%s", filepath.Base(rpm), f, modes)
+		}
 	}
 
 	// dpkg installs the .deb into a scratch root.
@@ -94,20 +116,28 @@ func TestPackages(t *testing.T) {
 		}
 	}
 	run(t, nil, "dpkg", "--root="+root, "--log=/dev/null", "-i", deb)
-	if st := run(t, nil, "dpkg", "--root="+root, "-s", "apmwatch"); !strings.Contains(st, "Status: install ok installed") ||
-		!strings.Contains(st, "/etc/default/apmwatch") {
-		t.Fatalf("dpkg -s apmwatch:\n%s", st)
+	st := run(t, nil, "dpkg", "--root="+root, "-s", "apmwatch")
+	if !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "\nVersion: "+version+"\n") {
+		t.Fatalf("dpkg -s apmwatch, want version %s:\n%s", version, st)
 	}
 	for _, f := range wantFiles {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("installed: %v", err)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(root, "etc/default/apmwatch")); err != nil {
-		t.Errorf("installed /etc/default/apmwatch: %v", err)
-	} else if fi.Mode().Perm() != 0o640 {
-		t.Errorf("installed /etc/default/apmwatch: mode %v, want 0640", fi.Mode().Perm())
+	for _, f := range configFiles {
+		if !strings.Contains(st, "\n "+f+" ") {
+			t.Errorf("dpkg: %s is not a conffile:\n%s", f, st)
+		}
+		if fi, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Errorf("installed %s: %v", f, err)
+		} else if fi.Mode().Perm() != 0o640 {
+			t.Errorf("installed %s: mode %v, want 0640", f, fi.Mode().Perm())
+		}
 	}
+	checkCopyright(t, root)
+	checkNotices(t, root)
+	checkChangelogs(t, root, rpm, version)
 	if v := run(t, nil, filepath.Join(root, "usr/bin/apmwatch"), "version"); !strings.HasPrefix(v, "apmwatch ") {
 		t.Errorf("installed apmwatch version: %q", v)
 	}
@@ -121,10 +151,8 @@ func TestPackages(t *testing.T) {
 	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
 		t.Fatal(err)
 	}
+	checkUnits(t, root)
 	units := []string{"apmwatch-audit.service", "apmwatch-fleet.service"}
-	for _, u := range units {
-		run(t, nil, "systemd-analyze", "verify", "--root="+root, u)
-	}
 	bin := filepath.Join(root, "usr/bin/apmwatch")
 	if err := os.Rename(bin, bin+".away"); err != nil {
 		t.Fatal(err)
@@ -166,4 +194,6 @@ complete1 apmwatch trace --outp`
 			t.Errorf("bash completion %d: %q, want %q", i, got[i], want[i])
 		}
 	}
+
+	checkLint(t, deb, rpm)
 }
