@@ -22,7 +22,8 @@ func bpf(files string) bool { return strings.HasPrefix(files, "bpf/* ") }
 func checkCopyright(t *testing.T, root string) {
 	b, err := os.ReadFile(filepath.Join(root, "usr/share/doc/apmwatch/copyright"))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	paras := strings.Split(strings.TrimSpace(string(b)), "\n\n")
 	if !strings.HasPrefix(paras[0], "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") {
@@ -61,11 +62,13 @@ func checkCopyright(t *testing.T, root string) {
 func checkNotices(t *testing.T, root string) {
 	info, err := buildinfo.ReadFile(filepath.Join(root, "usr/bin/apmwatch"))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	b, err := os.ReadFile(filepath.Join(root, "usr/share/doc/apmwatch/NOTICES"))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	s := string(b)
 	if len(info.Deps) < 10 || !strings.Contains(s, " "+info.GoVersion+": LICENSE\n") {
@@ -90,16 +93,19 @@ func checkNotices(t *testing.T, root string) {
 func checkChangelogs(t *testing.T, root, rpm, version string) {
 	f, err := os.Open(filepath.Join(root, "usr/share/doc/apmwatch/changelog.gz"))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	defer f.Close()
 	z, err := gzip.NewReader(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	b, err := io.ReadAll(z)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	if want := "apmwatch (" + version + ") unstable; urgency=medium\n\n  * "; !strings.HasPrefix(string(b), want) {
 		t.Errorf("changelog.gz starts %q, want %q", b[:min(len(b), 80)], want)
