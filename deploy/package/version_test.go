@@ -143,3 +143,33 @@ func TestReleaseCheck(t *testing.T) {
 	g("tag", "-f", "v1.2.4")
 	check("1.2.4")
 }
+
+// The versions of successive checkouts increase for dpkg and for rpm: a
+// release, commits after it, a pre-release of the next, commits after that,
+// the next release.
+func TestVersionsOrder(t *testing.T) {
+	var vs []string
+	for _, d := range []string{"v1.2.3-0-gabc1234", "v1.2.3-5-gabc1234", "v1.2.3-12-g0bc1234", "v1.3.0-rc1-0-gdeadbee",
+		"v1.3.0-rc1-2-gbeef000", "v1.3.0-rc2-0-gdeadbee", "v1.3.0-0-gdeadbee", "v1.10.0-0-gdeadbee"} {
+		v, msg, err := script(t, ".", "version.sh", d)
+		if err != nil {
+			t.Fatalf("%s: %v %s", d, err, msg)
+		}
+		vs = append(vs, v)
+	}
+	for _, tool := range []string{"dpkg", "rpm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s missing: make setup installs it", tool)
+		}
+	}
+	for i := 1; i < len(vs); i++ {
+		a, b := vs[i-1], vs[i]
+		if err := exec.Command("dpkg", "--compare-versions", a, "lt", b).Run(); err != nil {
+			t.Errorf("dpkg: %s is not before %s", a, b)
+		}
+		out, err := exec.Command("rpm", "--eval", "%{lua: print(rpm.vercmp('"+a+"', '"+b+"'))}").Output()
+		if err != nil || strings.TrimSpace(string(out)) != "-1" {
+			t.Errorf("rpm: %s is not before %s: %q %v", a, b, out, err)
+		}
+	}
+}
