@@ -18,9 +18,11 @@ import (
 // past the deadline.
 func TestIBSlowRearmJudgedByEntry(t *testing.T) {
 	eachProfile(t, func(t *testing.T, _ string) {
+		tr, p, q0, q1 := ibPairScenario(t, "late-rearm=1s", "--kind", allKinds+",modify-entry")
+		// Slow once connected: while one end connects, the other's
+		// unanswered requests would run out of retries.
 		MustRun(t, "lab-ib", "knob", "pm-latency", "1500ms")
 		t.Cleanup(func() { Run(t, "lab-ib", "knob", "pm-latency", "0") })
-		tr, p, q0, q1 := ibPairScenario(t, "late-rearm=1s", "--kind", allKinds+",modify-entry")
 		portDown(t, p, 1, true, q0, q1)
 		time.Sleep(settle)
 		wantSet(t, tr, ibFindings(t, tr), fk("missed-rearm", "ibsim1", q1), fk("missed-rearm(resolved)", "ibsim1", q1))
