@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -38,11 +39,17 @@ func prepare(cfg apmApmConfig, ring uint32, opts Options) (*liveKernel, *loader,
 	}()
 	k, kerr := newLiveKernel(cache, symbolNames(defaultHooks(), opts.hookSpecs()))
 	wg.Wait()
-	if err := errors.Join(kerr, lerr); err != nil {
+	dir, explicit := opts.btfDir()
+	ext, xerr := loadExtBTF(dir, explicit, cache.Kernel, "/sys/kernel/btf")
+	if err := errors.Join(kerr, lerr, xerr); err != nil {
 		if l != nil {
 			l.close()
 		}
 		return nil, nil, err
+	}
+	l.extra, l.extMods = ext.specs, ext.modules
+	if len(ext.modules) > 0 && opts.Log != nil {
+		fmt.Fprintf(opts.Log, "btf for %s from %s\n", strings.Join(ext.modules, ", "), dir)
 	}
 	return k, l, nil
 }

@@ -38,12 +38,23 @@ type Options struct {
 	// (struct mlx5_core_qp *, int type): MODULE:FUNC. The lab's HCA has
 	// one, so that the raw driver hook's path runs end to end there.
 	RawEventHooks []string
-	RingMiB       int       // the probes' ring buffer in MiB, a power of two (0: DefaultRingMiB)
-	Log           io.Writer // fallback and verifier details; nil: quiet
+	RingMiB       int // the probes' ring buffer in MiB, a power of two (0: DefaultRingMiB)
+	// BTFDir holds external BTF for modules without their own
+	// (MODULE.btf, extbtf.go); "": BTFDefaultDir() when it exists.
+	BTFDir string
+	Log    io.Writer // fallback and verifier details; nil: quiet
 }
 
 func (o Options) plan() planOptions {
 	return planOptions{ForceKprobe: o.ForceKprobe, EventHooks: o.EventHooks, RawEventHooks: o.RawEventHooks}
+}
+
+// btfDir is the external BTF directory and whether the user named it.
+func (o Options) btfDir() (string, bool) {
+	if o.BTFDir != "" {
+		return o.BTFDir, true
+	}
+	return BTFDefaultDir(), false
 }
 
 // hookSpecs is every MODULE:FUNC or FUNC the options add.
@@ -53,12 +64,20 @@ func (o Options) hookSpecs() []string {
 
 // Plan lists every hook and how it would be attached, without attaching.
 func Plan(opts Options) ([]event.Hook, error) {
-	k, err := newLiveKernel(btf.NewCache(), symbolNames(defaultHooks(), opts.hookSpecs()))
+	cache := btf.NewCache()
+	k, err := newLiveKernel(cache, symbolNames(defaultHooks(), opts.hookSpecs()))
 	if err != nil {
 		return nil, err
 	}
+	dir, explicit := opts.btfDir()
+	ext, err := loadExtBTF(dir, explicit, cache.Kernel, "/sys/kernel/btf")
+	if err != nil {
+		return nil, err
+	}
+	targets := plan(k, defaultHooks(), opts.plan())
+	noteExt(targets, ext.modules)
 	var out []event.Hook
-	for _, t := range plan(k, defaultHooks(), opts.plan()) {
+	for _, t := range targets {
 		out = append(out, t.hook())
 	}
 	return out, nil
@@ -110,6 +129,7 @@ func Open(opts Options) (*Collector, error) {
 		return nil, err
 	}
 	targets := plan(k, defaultHooks(), opts.plan())
+	noteExt(targets, l.extMods)
 	l.attachAll(targets)
 	if again := unskip(targets); len(again) > 0 {
 		sub := make([]target, len(again))

@@ -21,14 +21,16 @@ var sharedMaps = []string{"events", "counters", "scratch", "inflight", "modify_a
 // loader loads one small collection per hook (so that one hook failing
 // never stops another) around a set of shared maps.
 type loader struct {
-	mu     sync.Mutex // colls, links and log: hooks attach concurrently
-	loadMu sync.Mutex // one collection load at a time (see load)
-	spec   *ebpf.CollectionSpec
-	cache  *btf.Cache
-	shared map[string]*ebpf.Map
-	colls  []*ebpf.Collection
-	links  []link.Link
-	log    io.Writer
+	mu      sync.Mutex // colls, links and log: hooks attach concurrently
+	loadMu  sync.Mutex // one collection load at a time (see load)
+	spec    *ebpf.CollectionSpec
+	cache   *btf.Cache
+	shared  map[string]*ebpf.Map
+	colls   []*ebpf.Collection
+	links   []link.Link
+	log     io.Writer
+	extra   []*btf.Spec // external module BTF, CO-RE targets (extbtf.go)
+	extMods []string    // the modules it describes
 }
 
 func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (*loader, error) {
@@ -96,6 +98,7 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		MapReplacements: maps.Clone(l.shared),
 		Cache:           l.cache,
+		Programs:        ebpf.ProgramOptions{ExtraRelocationTargets: l.extra},
 	})
 	l.loadMu.Unlock()
 	if err != nil {

@@ -36,6 +36,9 @@ func (t target) hook() event.Hook {
 	return h
 }
 
+// reasonNoBTF: a function hooked with a kprobe because it has no BTF.
+const reasonNoBTF = "no BTF for the function"
+
 // planOptions change how targets are chosen.
 type planOptions struct {
 	ForceKprobe bool     // never use fentry/fexit or tp_btf (tests the fallback)
@@ -161,7 +164,7 @@ func planOne(k kernelView, d hookDef, opts planOptions) target {
 	case hasBTF && (d.Fentry != "" || d.Fexit != ""):
 		t.method, t.btf = event.HookFentry, true
 	default:
-		t.method, t.reason = event.HookKprobe, "no BTF for the function"
+		t.method, t.reason = event.HookKprobe, reasonNoBTF
 	}
 	return t
 }

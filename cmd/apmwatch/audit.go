@@ -53,7 +53,7 @@ func newAuditCmd() *cobra.Command {
 	fl.IntVar(&cfg.MaxBundles, "max-bundles", cfg.MaxBundles, "keep the newest N incident bundles")
 	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read every QP's state from rdma netlink this often into the stream (qp-truth; 0: never)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
-	addEventHookFlag(fl, &opts)
+	addAttachFlags(fl, &opts)
 	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	fl.StringVar(&cfg.Device, "device", "", "watch only this RDMA device (events and rdma netlink rows of others are dropped)")

@@ -57,7 +57,6 @@ func (f *filterFlags) filter() (output.Filter, error) {
 	return flt, nil
 }
 
-// addEventHookFlag adds --event-hook: more QP event handlers to watch.
 // addRingFlag adds --ring-buffer-mib (trace, record, audit); checkRing
 // validates it before anything is attached.
 func addRingFlag(fl *pflag.FlagSet, mib *int) {
@@ -71,7 +70,11 @@ func checkRing(mib int) error {
 	return nil
 }
 
-func addEventHookFlag(fl *pflag.FlagSet, opts *collector.Options) {
+// addAttachFlags adds what changes how the probes attach (trace, record,
+// audit, probes): --event-hook (more QP event handlers) and --btf
+// (external BTF for modules without their own).
+func addAttachFlags(fl *pflag.FlagSet, opts *collector.Options) {
+	fl.StringVar(&opts.BTFDir, "btf", "", "external BTF for RDMA modules that carry none (MLNX_OFED, RHEL 8): a directory of MODULE.btf files, split against vmlinux or standalone (default /var/lib/apmwatch/btf/$(uname -r) when present)")
 	fl.StringSliceVar(&opts.EventHooks, "event-hook", nil, "also watch this (struct ib_event *, void *) QP event handler: FUNC or MODULE:FUNC")
 	fl.StringSliceVar(&opts.RawEventHooks, "raw-event-hook", nil, "(lab) also watch this function as a raw driver event hook shaped like mlx5_ib_qp_event: MODULE:FUNC")
 	_ = fl.MarkHidden("raw-event-hook")

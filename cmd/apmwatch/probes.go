@@ -30,7 +30,7 @@ func newProbesCmd() *cobra.Command {
 	addOutputFlag(cmd, &output, " (a JSON array)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as a JSON array")
 	deprecatedAlias(cmd, "json", "use -o json")
-	addEventHookFlag(cmd.Flags(), &opts)
+	addAttachFlags(cmd.Flags(), &opts)
 	cmd.Flags().BoolVar(&opts.ForceKprobe, "force-kprobe", false, "plan kprobes and raw tracepoints only")
 	_ = cmd.Flags().MarkHidden("force-kprobe")
 	return cmd

@@ -60,7 +60,7 @@ func newRecordCmd() *cobra.Command {
 	fl.BoolVar(&cfg.Options.Compress, "compress", false, "compress with zstd (a cut loses at most one block)")
 	fl.Int64Var(&cfg.Options.MaxBytes, "rotate-size", 0, "start a new file at this many bytes")
 	fl.IntVar(&cfg.Options.MaxFiles, "rotate-keep", 0, "with --rotate-size: keep only the newest N files")
-	addEventHookFlag(fl, &opts)
+	addAttachFlags(fl, &opts)
 	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.AllMADs, "all-mads", false, "every MAD class, not only CM")
 	return cmd

@@ -3,11 +3,16 @@
 package guest
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apmwatch/apmwatch/event"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,5 +68,78 @@ func TestBlindIsError(t *testing.T) {
 	p.Stop(t)
 	if !strings.Contains(p.Stderr(), "probes attached blind") {
 		t.Errorf("audit's log does not say it is blind:\n%s", p.Stderr())
+	}
+}
+
+// saveModuleBTF copies the RDMA modules' BTF (every module's in
+// /sys/kernel/btf: split against vmlinux, as pahole makes it from a
+// module's debug info) to dir as MODULE.btf, before it is hidden.
+func saveModuleBTF(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir("/sys/kernel/btf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Name() == "vmlinux" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/sys/kernel/btf", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()+".btf"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ib_core.btf")); err != nil || n < 3 {
+		t.Fatalf("saved %d modules' BTF, ib_core's: %v", n, err)
+	}
+}
+
+// With the modules' BTF hidden and given back as files (--btf DIR, or the
+// default /var/lib/apmwatch/btf/$(uname -r)), the probes attach with
+// kprobes and raw tracepoints and see: a never-rearm pair through a port
+// failure gives missed-rearm on both ends.
+func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
+	dir := t.TempDir()
+	saveModuleBTF(t, dir)
+	hideModuleBTF(t)
+	tr, p, q0, q1 := ibPairScenario(t, "never-rearm", "--btf", dir)
+	portDown(t, p, 1, false, q0, q1)
+	time.Sleep(settle)
+	wantSet(t, tr, ibFindings(t, tr), both("missed-rearm", q0, q1)...)
+	p.Stop(t)
+	if !strings.Contains(tr.Stderr(), "kprobe") {
+		t.Errorf("the summary does not show kprobes:\n%s", tr.Stderr())
+	}
+
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	def := filepath.Join("/var/lib/apmwatch/btf", unix.ByteSliceToString(u.Release[:]))
+	if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, def); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll("/var/lib/apmwatch/btf") })
+	out, err := exec.Command("apmwatch", "probes", "-o", "json").Output()
+	var hooks []event.Hook
+	if err == nil {
+		err = json.Unmarshal(out, &hooks)
+	}
+	if err != nil {
+		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
+	}
+	if !slices.ContainsFunc(hooks, func(h event.Hook) bool { return strings.Contains(h.Reason, "types from external btf") }) {
+		t.Errorf("apmwatch probes with the default btf directory: no hook takes its types from it: %+v", hooks)
+	}
+	if r := Run(t, "apmwatch", "trace", "-o", "json", "--duration", "1s"); r.Code != 0 {
+		t.Errorf("trace with the default btf directory: exit %d: %s", r.Code, r.Stderr)
 	}
 }
