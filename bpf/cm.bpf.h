@@ -93,7 +93,7 @@ int BPF_PROG(fexit_notify, struct ib_cm_id *id, int event, int ret)
 SEC("kprobe/ib_cm_notify")
 int BPF_KPROBE(kprobe_notify, struct ib_cm_id *id, int event)
 {
-	notify_entry(id, event, bpf_get_func_ip(ctx));
+	notify_entry(id, event, kprobe_ip(ctx));
 	return 0;
 }
 
@@ -154,7 +154,7 @@ int BPF_PROG(fexit_handler)
 SEC("kprobe/cm_lap_handler")
 int BPF_KPROBE(kprobe_handler, struct cm_work *work)
 {
-	handler_entry(work, bpf_get_func_ip(ctx));
+	handler_entry(work, kprobe_ip(ctx));
 	return 0;
 }
 

@@ -98,6 +98,28 @@ static __always_inline void emit(struct apm_record *r)
 		count(APM_CNT_LOST);
 }
 
+/* The traced function's address in a kprobe: bpf_get_func_ip where the
+ * kernel has it (5.15 and later), else the probed instruction's address:
+ * x86's kprobe leaves the ip one past its int3, and a kprobe on ftrace sets
+ * it so as well (kernels without the helper have no IBT, so the probe sits
+ * at the function's first byte). A CO-RE check picks the branch at load
+ * time; the verifier never walks the other one. */
+static __always_inline __u64 kprobe_ip(struct pt_regs *ctx)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_func_ip))
+		return bpf_get_func_ip(ctx);
+	return PT_REGS_IP(ctx) - 1;
+}
+
+/* The same in a kretprobe, where the ip is the return address: 0 without
+ * the helper (the collector then names the hook from its program). */
+static __always_inline __u64 kretprobe_ip(struct pt_regs *ctx)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_func_ip))
+		return bpf_get_func_ip(ctx);
+	return 0;
+}
+
 /* Zero a record and fill in the common header. */
 static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 ip)
 {

@@ -45,7 +45,7 @@ int BPF_PROG(fexit_dev_rename, struct ib_device *dev)
 SEC("kprobe/ib_device_rename")
 int BPF_KPROBE(kprobe_dev_rename, struct ib_device *dev, const char *name)
 {
-	dev_name(dev, name, bpf_get_func_ip(ctx));
+	dev_name(dev, name, kprobe_ip(ctx));
 	return 0;
 }
 

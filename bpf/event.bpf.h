@@ -35,7 +35,7 @@ int BPF_PROG(fentry_qp_event, struct ib_event *ev)
 SEC("kprobe/__ib_qp_event_handler")
 int BPF_KPROBE(kprobe_qp_event, struct ib_event *ev)
 {
-	qp_event(ev, bpf_get_func_ip(ctx));
+	qp_event(ev, kprobe_ip(ctx));
 	return 0;
 }
 
@@ -62,7 +62,7 @@ int BPF_PROG(fentry_mlx5_qp_event, struct mlx5_core_qp *qp, int type)
 SEC("kprobe/mlx5_ib_qp_event")
 int BPF_KPROBE(kprobe_mlx5_qp_event, struct mlx5_core_qp *qp, int type)
 {
-	raw_qp_event(BPF_CORE_READ(qp, qpn), type, 0, bpf_get_func_ip(ctx));
+	raw_qp_event(BPF_CORE_READ(qp, qpn), type, 0, kprobe_ip(ctx));
 	return 0;
 }
 
@@ -76,7 +76,7 @@ int BPF_PROG(fentry_mlx4_qp_event, struct mlx4_qp *qp, int type)
 SEC("kprobe/mlx4_ib_qp_event")
 int BPF_KPROBE(kprobe_mlx4_qp_event, struct mlx4_qp *qp, int type)
 {
-	raw_qp_event(BPF_CORE_READ(qp, qpn), type, APM_F_MLX4, bpf_get_func_ip(ctx));
+	raw_qp_event(BPF_CORE_READ(qp, qpn), type, APM_F_MLX4, kprobe_ip(ctx));
 	return 0;
 }
 
@@ -104,7 +104,7 @@ int BPF_PROG(fentry_port_event, struct ib_event *ev)
 SEC("kprobe/ib_dispatch_event_clients")
 int BPF_KPROBE(kprobe_port_event, struct ib_event *ev)
 {
-	port_event(ev, bpf_get_func_ip(ctx));
+	port_event(ev, kprobe_ip(ctx));
 	return 0;
 }
 

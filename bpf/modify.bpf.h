@@ -188,7 +188,7 @@ static __always_inline struct apm_record *modify_record(struct ib_qp *qp, struct
 SEC("kprobe/ib_modify_qp")
 int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	struct apm_record *r = modify_record(qp, attr, mask, bpf_get_func_ip(ctx));
+	struct apm_record *r = modify_record(qp, attr, mask, kprobe_ip(ctx));
 	if (!r)
 		return 0;
 	join_put(r, APM_SLOT_MODIFY);

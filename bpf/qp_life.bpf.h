@@ -34,7 +34,7 @@ int BPF_PROG(fexit_qp_create)
 SEC("kretprobe/ib_create_qp_user")
 int BPF_KRETPROBE(kretprobe_qp_create, void *ret)
 {
-	qp_created((__u64)ret, bpf_get_func_ip(ctx));
+	qp_created((__u64)ret, kretprobe_ip(ctx));
 	return 0;
 }
 
@@ -66,7 +66,7 @@ int BPF_PROG(fexit_destroy)
 SEC("kprobe/ib_destroy_qp_user")
 int BPF_KPROBE(kprobe_destroy, struct ib_qp *qp)
 {
-	destroy_entry(qp, bpf_get_func_ip(ctx));
+	destroy_entry(qp, kprobe_ip(ctx));
 	return 0;
 }
 
