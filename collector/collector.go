@@ -106,6 +106,56 @@ type Collector struct {
 	Attach    time.Duration // time to load and attach every probe
 }
 
+// attachPlanned plans every hook and attaches it (or, in a verifying
+// loader, only loads it); the fallbacks of a primary QP-event hook that
+// failed are attached after all.
+func attachPlanned(k *liveKernel, l *loader, opts Options) []target {
+	targets := plan(k, defaultHooks(), opts.plan())
+	noteExt(targets, l.extMods)
+	l.attachAll(targets)
+	if again := unskip(targets); len(again) > 0 {
+		sub := make([]target, len(again))
+		for j, i := range again {
+			sub[j] = targets[i]
+		}
+		l.attachAll(sub)
+		for j, i := range again {
+			targets[i] = sub[j]
+		}
+	}
+	return targets
+}
+
+// Verify is Plan proven: every hook's programs are loaded into the kernel
+// (CO-RE relocations, the verifier, the attach target's BTF) and freed,
+// none attached, so what it reports is what Open would attach. It needs
+// Open's privileges (Preflight).
+func Verify(opts Options) ([]event.Hook, error) {
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising the memlock limit: %w", err)
+	}
+	ring, err := opts.ringBytes()
+	if err != nil {
+		return nil, err
+	}
+	k, l, err := prepare(apmApmConfig{}, ring, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	l.verifyOnly = true
+	var hooks []event.Hook
+	for _, t := range attachPlanned(k, l, opts) {
+		h := t.hook()
+		h.Verified = true
+		hooks = append(hooks, h)
+	}
+	return hooks, nil
+}
+
 // Open checks privileges, loads and attaches every probe, and starts reading.
 // A hook missing on this kernel is reported in Meta().Hooks, never fatal.
 func Open(opts Options) (*Collector, error) {
@@ -128,19 +178,7 @@ func Open(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets := plan(k, defaultHooks(), opts.plan())
-	noteExt(targets, l.extMods)
-	l.attachAll(targets)
-	if again := unskip(targets); len(again) > 0 {
-		sub := make([]target, len(again))
-		for j, i := range again {
-			sub[j] = targets[i]
-		}
-		l.attachAll(sub)
-		for j, i := range again {
-			targets[i] = sub[j]
-		}
-	}
+	targets := attachPlanned(k, l, opts)
 	var hooks []event.Hook
 	var names []string
 	for i := range targets {

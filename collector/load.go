@@ -31,6 +31,9 @@ type loader struct {
 	log     io.Writer
 	extra   []*btf.Spec // external module BTF, CO-RE targets (extbtf.go)
 	extMods []string    // the modules it describes
+	// verifyOnly: load each hook's programs, then free them, attach
+	// nothing (Verify).
+	verifyOnly bool
 }
 
 func newLoader(cfg apmApmConfig, ring uint32, cache *btf.Cache, log io.Writer) (*loader, error) {
@@ -189,6 +192,10 @@ func (l *loader) attachTracing(progs []string, attachTo string) error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", strings.Join(progs, ", "), err)
 	}
+	if l.verifyOnly {
+		l.drop(coll)
+		return nil
+	}
 	var ls []link.Link
 	// Exit before entry: an entry without its exit would leave records
 	// waiting in the join map.
@@ -212,6 +219,10 @@ func (l *loader) attachFallback(t *target) error {
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", t.def.RawTP, err)
 		}
+		if l.verifyOnly {
+			l.drop(coll)
+			return nil
+		}
 		lk, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: coll.Programs[t.def.RawTP]})
 		if err != nil {
 			l.drop(coll)
@@ -228,6 +239,10 @@ func (l *loader) attachFallback(t *target) error {
 	coll, err := l.load(progs, t.def.Name)
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", strings.Join(progs, ", "), err)
+	}
+	if l.verifyOnly {
+		l.drop(coll)
+		return nil
 	}
 	var ls []link.Link
 	// The exit probe goes first: an entry without its exit would leave

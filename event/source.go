@@ -29,6 +29,9 @@ type Hook struct {
 	// Carries names the APM signal the hook carries, for the hooks the
 	// model cannot do without (blind.go); "" for the others.
 	Carries string `json:"carries,omitempty"`
+	// Verified: the hook's programs were loaded into this kernel (the
+	// verifier passed them), not only planned (apmwatch probes as root).
+	Verified bool `json:"verified,omitempty"`
 }
 
 // Meta describes where a stream comes from.

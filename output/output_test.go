@@ -190,3 +190,37 @@ func TestRunProbes(t *testing.T) {
 		t.Errorf("probes --json: %v\n%s", err, out.String())
 	}
 }
+
+// probes loads what it plans: verified hooks say so; without the privileges
+// to load, the plan is printed and called unverified; any other failure
+// to load is an error, never a plan passed off as checked.
+func TestRunProbesVerifies(t *testing.T) {
+	noPriv := errors.New("need root, or CAP_BPF and CAP_PERFMON, to load probes")
+	plan := func() ([]event.Hook, error) { return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil }
+	deps := func(verify func() ([]event.Hook, error), out, errb *bytes.Buffer) ProbesDeps {
+		return ProbesDeps{Plan: plan, Verify: verify, Unprivileged: func(err error) bool { return errors.Is(err, noPriv) },
+			Stdout: out, Stderr: errb}
+	}
+	var out, errb bytes.Buffer
+	verified := func() ([]event.Hook, error) {
+		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookKprobe, Verified: true}}, nil
+	}
+	if err := RunProbes(false, deps(verified, &out, &errb)); err != nil || !strings.Contains(out.String(), "verified: every hook") ||
+		!strings.Contains(out.String(), "kprobe") || errb.Len() != 0 {
+		t.Errorf("verified: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	out.Reset()
+	if err := RunProbes(true, deps(verified, &out, &errb)); err != nil || !strings.Contains(out.String(), `"verified": true`) {
+		t.Errorf("verified -o json: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	unpriv := func() ([]event.Hook, error) { return nil, noPriv }
+	if err := RunProbes(false, deps(unpriv, &out, &errb)); err != nil || !strings.Contains(errb.String(), "planned, not verified: need root") ||
+		strings.Contains(out.String(), "verified:") || !strings.Contains(out.String(), "ib_modify_qp") {
+		t.Errorf("unprivileged: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	broken := errors.New("reading the embedded probes: bad elf")
+	if err := RunProbes(false, deps(func() ([]event.Hook, error) { return nil, broken }, &out, &errb)); !errors.Is(err, broken) {
+		t.Errorf("a failed load passed: %v", err)
+	}
+}

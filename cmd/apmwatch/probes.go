@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/apmwatch/apmwatch/collector"
 	"github.com/apmwatch/apmwatch/event"
 	apmoutput "github.com/apmwatch/apmwatch/output"
@@ -13,7 +15,7 @@ func newProbesCmd() *cobra.Command {
 	var opts collector.Options
 	cmd := &cobra.Command{
 		Use:   "probes",
-		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why",
+		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why (loaded to verify, as root)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			j, err := outputJSON(cmd, output)
@@ -21,9 +23,12 @@ func newProbesCmd() *cobra.Command {
 				return err
 			}
 			return apmoutput.RunProbes(asJSON || j, apmoutput.ProbesDeps{
-				Plan:   func() ([]event.Hook, error) { return collector.Plan(opts) },
-				Check:  collector.CheckRDMA,
-				Stdout: cmd.OutOrStdout(),
+				Plan:         func() ([]event.Hook, error) { return collector.Plan(opts) },
+				Verify:       func() ([]event.Hook, error) { return collector.Verify(opts) },
+				Unprivileged: func(err error) bool { return errors.Is(err, collector.ErrNoPrivilege) },
+				Check:        collector.CheckRDMA,
+				Stdout:       cmd.OutOrStdout(),
+				Stderr:       cmd.ErrOrStderr(),
 			})
 		},
 	}

@@ -336,6 +336,19 @@ func TestProbesCommand(t *testing.T) {
 	if _, ok := got["qp_event"]; ok {
 		t.Error("apmwatch probes lists the lab module's handler without --event-hook")
 	}
+	for _, h := range hooks {
+		if !h.Verified {
+			t.Errorf("%s: not verified: as root, probes loads what it plans", h.Name)
+		}
+	}
+	// Without privileges it prints the plan and says it is not verified.
+	cmd := exec.Command("apmwatch", "probes")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var outb, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &outb, &errb
+	if err := cmd.Run(); err != nil || !strings.Contains(errb.String(), "planned, not verified") || !strings.Contains(outb.String(), "ib_modify_qp") {
+		t.Errorf("unprivileged probes: %v\n%s\n%s", err, outb.String(), errb.String())
+	}
 }
 
 // Without privileges: one line saying what is missing, exit 1.
