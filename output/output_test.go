@@ -196,7 +196,9 @@ func TestRunProbes(t *testing.T) {
 // to load is an error, never a plan passed off as checked.
 func TestRunProbesVerifies(t *testing.T) {
 	noPriv := errors.New("need root, or CAP_BPF and CAP_PERFMON, to load probes")
-	plan := func() ([]event.Hook, error) { return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil }
+	plan := func() ([]event.Hook, error) {
+		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
+	}
 	deps := func(verify func() ([]event.Hook, error), out, errb *bytes.Buffer) ProbesDeps {
 		return ProbesDeps{Plan: plan, Verify: verify, Unprivileged: func(err error) bool { return errors.Is(err, noPriv) },
 			Stdout: out, Stderr: errb}
