@@ -9,12 +9,16 @@ import (
 	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
+// progressEvery is how often the bar is redrawn at most.
+var progressEvery = 100 * time.Millisecond
+
 // progress draws a one-line bar on a terminal while streams replay. The
-// position inside a stream is estimated from its events' times between
-// the file's creation and its last write.
+// position is the bytes the replay has read out of the total bytes of the
+// files given: a copied recording, whose file times say nothing of its
+// events, moves the bar as well as the original.
 type progress struct {
 	w           io.Writer
-	total, past int64
+	total, past int64 // bytes of every stream, of the streams replayed
 	last        time.Time
 	events      uint64
 	drawn       bool
@@ -28,27 +32,24 @@ func newProgress(w io.Writer, ss []*stream) *progress {
 	return p
 }
 
-func (p *progress) tick(s *stream, t time.Time) {
+// tick is called every 1024 events of s with the bytes of s read so far.
+func (p *progress) tick(s *stream, read int64) {
 	if p == nil || p.w == nil {
 		return
 	}
 	p.events += 1024
 	now := time.Now()
-	if now.Sub(p.last) < 100*time.Millisecond {
+	if now.Sub(p.last) < progressEvery {
 		return
 	}
 	p.last = now
-	frac := 0.0
-	if span := s.mtime.Sub(s.hdr.Created); span > 0 {
-		frac = min(1, max(0, float64(t.Sub(s.hdr.Created))/float64(span)))
-	}
-	p.draw(escape.Text(s.label), float64(p.past)+frac*float64(s.size))
+	p.draw(escape.Text(s.label), p.past+min(max(read, 0), s.size))
 }
 
-func (p *progress) draw(label string, at float64) {
+func (p *progress) draw(label string, at int64) {
 	pct := 1.0
 	if p.total > 0 {
-		pct = min(1, at/float64(p.total))
+		pct = min(1, float64(at)/float64(p.total))
 	}
 	n := int(pct * 30)
 	fmt.Fprintf(p.w, "\rreplaying %-16.16s [%s%s] %3.0f%% %d events", label,
@@ -56,11 +57,15 @@ func (p *progress) draw(label string, at float64) {
 	p.drawn = true
 }
 
+// finished counts s as read; the bar shows where that leaves the replay.
 func (p *progress) finished(s *stream) {
 	if p == nil {
 		return
 	}
 	p.past += s.size
+	if p.w != nil && p.drawn {
+		p.draw(escape.Text(s.label), p.past)
+	}
 }
 
 // done erases the bar.

@@ -47,9 +47,10 @@ type streamResult struct {
 }
 
 // replay feeds the stream's events to a new model and files them into
-// histories. warn gets every recording warning; tick, when set, the wall
-// time of each event for a progress display.
-func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, b *budget, warn func(recording.Warning), tick func(*stream, time.Time)) error {
+// histories. warn gets every recording warning; tick, when set, the bytes
+// of the stream's files read so far, every 1024 events, for a progress
+// display.
+func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEntries int, b *budget, warn func(recording.Warning), tick func(*stream, int64)) error {
 	start := time.Now()
 	s.h = newHistories(maxEntries, cfg.MaxQPs, b)
 	var m *apm.Model
@@ -103,7 +104,7 @@ func (s *stream) replay(ctx context.Context, cfg apm.Config, ids *apm.IDs, maxEn
 				local: e.MAD.LocalID, remote: e.MAD.RemoteID, h: h})
 		}
 		if tick != nil && s.res.Events&1023 == 0 {
-			tick(s, e.Time)
+			tick(s, r.BytesRead())
 		}
 	}
 	for i := range s.mads { // MADs seen before the call that tied their comm id to a QP

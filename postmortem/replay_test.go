@@ -2,6 +2,11 @@ package postmortem
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,23 +35,68 @@ func TestDeadlinesJudgedUntilRecordingEnds(t *testing.T) {
 }
 
 func TestProgressBar(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 0
 	var buf bytes.Buffer
 	s := &stream{label: "host-a", size: 1000}
-	s.hdr.Created = t0
-	s.mtime = t0.Add(10 * time.Second)
 	p := newProgress(&buf, []*stream{s})
-	p.tick(s, t0.Add(5*time.Second))
+	p.tick(s, 500)
 	p.done()
 	out := buf.String()
 	if !strings.Contains(out, "replaying host-a") || !strings.Contains(out, " 50% ") || !strings.HasSuffix(out, "\r\033[K") {
 		t.Fatalf("progress output %q", out)
 	}
 	var none *progress
-	none.tick(s, t0) // no terminal: nothing, no panic
+	none.tick(s, 0) // no terminal: nothing, no panic
 	q := newProgress(nil, nil)
-	q.tick(s, t0)
+	q.tick(s, 0)
 	if q.drawn {
 		t.Fatal("drew without a writer")
+	}
+}
+
+// The bar measures the bytes read out of the files given, not their
+// times: a recording copied without its times (here stamped years before
+// its events) shows a bar that grows to 100%.
+func TestProgressOfACopiedRecording(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 0
+	b := newHost(0)
+	for q := uint32(1); q <= 400; q++ {
+		connect(b, q, q+1000, 1)
+		b.After(time.Millisecond).PathMig(q)
+		b.After(time.Millisecond).Rearm(q)
+	}
+	dir := t.TempDir()
+	orig := write(t, dir, "orig.rec", "h", b, uint64(time.Hour))
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "copy.rec")
+	if err := os.WriteFile(cp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(cp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var bar bytes.Buffer
+	if _, err := Run(context.Background(), []string{cp}, Options{Progress: &bar}); err != nil {
+		t.Fatal(err)
+	}
+	var pcts []int
+	for _, m := range regexp.MustCompile(`replaying h +\[[= ]{30}\] +(\d+)% `).FindAllStringSubmatch(bar.String(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		pcts = append(pcts, n)
+	}
+	if len(pcts) < 3 || pcts[0] >= 100 || pcts[len(pcts)-1] != 100 {
+		t.Fatalf("progress %v, want it to grow to 100%%:\n%q", pcts, bar.String())
+	}
+	for i := 1; i < len(pcts); i++ {
+		if pcts[i] < pcts[i-1] {
+			t.Fatalf("progress went back: %v", pcts)
+		}
 	}
 }
 

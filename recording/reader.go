@@ -48,6 +48,7 @@ type Reader struct {
 	replayErr uint64      // records this replay could not decode
 	closed    bool
 	loss      lossTrack
+	done      int64 // bytes of the inputs read to their end
 }
 
 var _ event.Source = (*Reader)(nil)
@@ -277,6 +278,17 @@ func addPerCPU(dst, src []uint64) []uint64 {
 	return dst
 }
 
+// BytesRead is how far the replay has read: the bytes of the inputs read
+// to their end and the position in the one being read (compressed bytes
+// for a compressed recording). With the inputs' sizes it measures progress
+// whatever the files' times say (a copy's modification time is the copy's).
+func (r *Reader) BytesRead() int64 {
+	if r.cur != nil {
+		return r.done + r.cur.sc.offset()
+	}
+	return r.done
+}
+
 // Close stops the replay and closes the open file.
 func (r *Reader) Close() error {
 	if r.closed {
@@ -315,6 +327,7 @@ func (r *Reader) Next(ctx context.Context) (*event.Event, error) {
 		typ, body, off, ok := r.cur.record(r)
 		if !ok {
 			r.cur.finish(r)
+			r.done += r.cur.sc.offset()
 			err := r.cur.close()
 			r.cur = nil
 			if err != nil {
