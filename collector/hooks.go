@@ -160,3 +160,7 @@ func symbolNames(defs []hookDef, eventHooks []string) map[string]bool {
 	}
 	return out
 }
+
+// HookModules names the modules apmwatch's hooks live in, in display
+// order (apmwatch btf gen writes their BTF).
+func HookModules() []string { return hookModules(defaultHooks()) }

@@ -71,42 +71,24 @@ func TestBlindIsError(t *testing.T) {
 	}
 }
 
-// saveModuleBTF copies the RDMA modules' BTF (every module's in
-// /sys/kernel/btf: split against vmlinux, as pahole makes it from a
-// module's debug info) to dir as MODULE.btf, before it is hidden.
-func saveModuleBTF(t *testing.T, dir string) {
-	t.Helper()
-	entries, err := os.ReadDir("/sys/kernel/btf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		if e.Name() == "vmlinux" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/sys/kernel/btf", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()+".btf"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if _, err := os.Stat(filepath.Join(dir, "ib_core.btf")); err != nil || n < 3 {
-		t.Fatalf("saved %d modules' BTF, ib_core's: %v", n, err)
-	}
-}
-
-// With the modules' BTF hidden and given back as files (--btf DIR, or the
-// default /var/lib/apmwatch/btf/$(uname -r)), the probes attach with
-// kprobes and raw tracepoints and see: a never-rearm pair through a port
-// failure gives missed-rearm on both ends.
+// With the modules' BTF hidden, `apmwatch btf gen` writes it back as files
+// from what the host has (the module files' own .BTF sections), and with
+// them (--btf DIR, or the default /var/lib/apmwatch/btf/$(uname -r)) the
+// probes attach with kprobes and raw tracepoints and see: a never-rearm
+// pair through a port failure gives missed-rearm on both ends.
 func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
-	dir := t.TempDir()
-	saveModuleBTF(t, dir)
 	hideModuleBTF(t)
+	dir := filepath.Join(t.TempDir(), "btf")
+	if out, err := exec.Command("apmwatch", "btf", "gen", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("apmwatch btf gen: %v\n%s", err, out)
+	} else {
+		t.Logf("apmwatch btf gen:\n%s", out)
+	}
+	for _, m := range []string{"ib_core", "ib_uverbs", "ib_cm"} {
+		if _, err := os.Stat(filepath.Join(dir, m+".btf")); err != nil {
+			t.Errorf("btf gen wrote no %s.btf: %v", m, err)
+		}
+	}
 	tr, p, q0, q1 := ibPairScenario(t, "never-rearm", "--btf", dir)
 	portDown(t, p, 1, false, q0, q1)
 	time.Sleep(settle)

@@ -1,0 +1,184 @@
+package btfgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// Options say what to write where.
+type Options struct {
+	Dir       string   // where MODULE.btf files go
+	DebugDirs []string // searched first (a -dbg package's tree, an OFED debug build)
+	Modules   []string // the modules wanted (apmwatch's hooks' modules)
+	// Loaded limits Modules to those loaded now (/sys/module/MODULE);
+	// modules named on the command line are wanted loaded or not.
+	Loaded    bool
+	Force     bool   // also for modules whose BTF the kernel has
+	Release   string // the running kernel (uname -r): the files' vermagic must match
+	SysBTF    string // /sys/kernel/btf
+	SysModule string // /sys/module
+	Pahole    string // "" to look it up on PATH
+	Out       io.Writer
+}
+
+// DefaultDebugDirs are where module files are looked for after
+// Options.DebugDirs: distribution debug trees, then the modules
+// themselves (whose .BTF section serves when present).
+func DefaultDebugDirs(release string) []string {
+	return []string{
+		filepath.Join("/usr/lib/debug/lib/modules", release),
+		filepath.Join("/usr/lib/debug/usr/lib/modules", release),
+		filepath.Join("/lib/modules", release),
+		filepath.Join("/usr/lib/modules", release),
+	}
+}
+
+// Result is what became of one module.
+type Result struct {
+	Module string
+	Status string // "written", "own" (the kernel has its BTF), "missing"
+	Detail string
+}
+
+// Gen writes the BTF of every wanted module it can, one line each on Out,
+// and returns an error naming the modules it could not.
+func Gen(o Options) ([]Result, error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("making the btf directory: %w", err)
+	}
+	basePath := filepath.Join(o.SysBTF, "vmlinux")
+	base, err := btf.LoadSpec(basePath)
+	if err != nil {
+		return nil, fmt.Errorf("reading this kernel's vmlinux btf: %w", err)
+	}
+	var mods []string
+	for _, m := range o.Modules {
+		if _, err := os.Stat(filepath.Join(o.SysModule, m)); o.Loaded && err != nil {
+			continue
+		}
+		if !slices.Contains(mods, m) {
+			mods = append(mods, m)
+		}
+	}
+	if len(mods) == 0 {
+		return nil, errNoModules
+	}
+	want := map[string]bool{}
+	for _, m := range mods {
+		want[m] = true
+	}
+	files, err := index(append(slices.Clone(o.DebugDirs), DefaultDebugDirs(o.Release)...), want)
+	if err != nil {
+		return nil, err
+	}
+	pahole := o.Pahole
+	if pahole == "" {
+		pahole, _ = exec.LookPath("pahole")
+	}
+	var out []Result
+	var missing []string
+	for _, m := range mods {
+		r := one(o, m, files[m], base, basePath, pahole)
+		out = append(out, r)
+		fmt.Fprintf(o.Out, "%s: %s: %s\n", r.Module, r.Status, r.Detail)
+		if r.Status == "missing" {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		return out, fmt.Errorf("no btf for %s (each line above says what is missing)", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// one writes module m's BTF from the first of its files that serves.
+func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole string) Result {
+	if _, err := os.Stat(filepath.Join(o.SysBTF, m)); err == nil && !o.Force {
+		return Result{m, "own", "the kernel has its btf (" + filepath.Join(o.SysBTF, m) + "): not needed"}
+	}
+	if len(files) == 0 {
+		return Result{m, "missing", "no " + m + ".ko under " + strings.Join(append(slices.Clone(o.DebugDirs), DefaultDebugDirs(o.Release)...), ", ") +
+			": install the module's debug info (a -dbg or debuginfo package) or name its directory with --debug-dir"}
+	}
+	dst := filepath.Join(o.Dir, m+".btf")
+	var why []string
+	for _, path := range files {
+		mod, err := parseModule(path)
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		if mod.vermagic != "" && o.Release != "" && mod.vermagic != o.Release {
+			why = append(why, path+" is built for "+mod.vermagic)
+			continue
+		}
+		if b, ok := mod.section(); ok {
+			if err := checkSplit(b, base); err != nil {
+				why = append(why, path+": its .BTF section: "+err.Error())
+				continue
+			}
+			if err := writeAtomic(dst, b); err != nil {
+				return Result{m, "missing", err.Error()}
+			}
+			return Result{m, "written", fmt.Sprintf("%s (the .BTF section of %s, %d KiB)", dst, path, (len(b)+1023)/1024)}
+		}
+		if !mod.hasDWARF() {
+			why = append(why, path+" has neither a .BTF section nor debug info")
+			continue
+		}
+		if pahole == "" {
+			why = append(why, path+" has debug info, but pahole is not installed (Debian: apt install pahole; RHEL: dnf install dwarves)")
+			continue
+		}
+		b, err := paholeInto(mod, pahole, basePath, dst, base)
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		return Result{m, "written", fmt.Sprintf("%s (pahole on the debug info of %s, %d KiB)", dst, path, (b+1023)/1024)}
+	}
+	return Result{m, "missing", strings.Join(why, "; ")}
+}
+
+// paholeInto runs pahole into a temporary file beside dst, checks it and
+// renames it into place; it returns the size written.
+func paholeInto(mod *module, pahole, basePath, dst string, base *btf.Spec) (int, error) {
+	tmp := dst + ".tmp"
+	defer os.Remove(tmp)
+	if err := mod.pahole(pahole, basePath, tmp); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkSplit(b, base); err != nil {
+		return 0, fmt.Errorf("pahole's output for %s: %w", mod.path, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func writeAtomic(dst string, b []byte) error {
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("writing btf: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing btf: %w", err)
+	}
+	return nil
+}
+
+var errNoModules = errors.New("no module wanted: none of apmwatch's modules is loaded (name them with --module)")
