@@ -264,12 +264,3 @@ func (p Policy) alternate(device string, port uint8) (*AltPath, bool) {
 	}
 	return nil, false
 }
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

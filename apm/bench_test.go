@@ -130,14 +130,6 @@ func connectQPs(m *apm.Model, st *stream, first, n int) {
 	st.boot += uint64(time.Hour)
 }
 
-func destroyQPs(m *apm.Model, st *stream, first, n int) {
-	for q := first; q < first+n; q++ {
-		m.Handle(st.step(uint32(q), 7))
-	}
-	m.Advance(st.boot + uint64(time.Hour))
-	st.boot += uint64(time.Hour)
-}
-
 // BenchmarkBytesPerQP: heap bytes per tracked QP with one million QPs in
 // RTS with an armed alternate (runtime.MemStats.HeapAlloc after GC).
 func BenchmarkBytesPerQP(b *testing.B) {

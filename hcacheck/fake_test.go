@@ -1,7 +1,6 @@
 package hcacheck
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -357,5 +356,3 @@ func quick(dev string) Config {
 	c.ArmWait, c.EventWait, c.FailWait = 200*time.Millisecond, 40*time.Millisecond, 200*time.Millisecond
 	return c
 }
-
-var errCreate = errors.New("create refused")

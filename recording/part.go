@@ -17,14 +17,13 @@ type part struct {
 	sc      *scanner
 	bootOff int64
 
-	recs     []byte // records left in the current frame
-	recsOff  int64  // file offset of the current frame
-	inBlock  bool   // the frame was a compressed block
-	lastOff  int64  // offset of the last frame read
-	events   uint64 // records read, to check against the end record
-	stats    uint64
-	end      *endRecord // set when the last record read was the end record
-	sawFrame bool
+	recs    []byte // records left in the current frame
+	recsOff int64  // file offset of the current frame
+	inBlock bool   // the frame was a compressed block
+	lastOff int64  // offset of the last frame read
+	events  uint64 // records read, to check against the end record
+	stats   uint64
+	end     *endRecord // set when the last record read was the end record
 
 	// Work done on this file, bounded in proportion to its size.
 	zipped, unzipped int64 // bytes of compressed blocks, and what they decompressed to

@@ -24,7 +24,6 @@ type written struct {
 	ends   []int    // ends[i]: file size after events[i] was written
 	spans  [][2]int // spans[i]: the frame (or block) holding events[i]
 	hdrEnd int      // size of the header frame
-	stats  event.Stats
 }
 
 // writeAll writes evs, flushing after every `every` events, and closes.
