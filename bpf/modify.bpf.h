@@ -10,7 +10,8 @@
 
 /* A modify of the APM attributes (a rearm, an alternate load) announces
  * itself at its entry with a short APM_KIND_MODIFY_ENTRY record; its modify
- * record, stamped at the same entry, follows at the exit. A firmware
+ * record, stamped at the same entry, follows at the exit (the kprobe
+ * variant stamps every modify at its entry). A firmware
  * command can block for up to a minute (mlx5: MLX5_CMD_TIMEOUT_MSEC), and a
  * call that entered before a deadline is judged by its entry: the model
  * holds that QP's deadlines until the exit's record comes. */
@@ -69,19 +70,18 @@ static __always_inline void modify_paths_btf(struct apm_record *r, struct ib_qp_
 	}
 }
 
-/* fentry keeps the entry stamp (map modify_at) and announces a modify of
- * the APM attributes. */
+/* fentry keeps the entry stamp of a modify of the APM attributes (map
+ * modify_at) and announces it. Other modifies (state changes, the bulk)
+ * cost only the mask test here and are stamped at their exit. */
 SEC("fentry/ib_modify_qp")
 int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	if (!qp || !attr)
+	if (!qp || !attr || !(mask & APM_MODIFY_ANNOUNCED))
 		return 0;
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
 	if (bpf_map_update_elem(&modify_at, &k, &now, BPF_ANY))
 		count(APM_CNT_INFLIGHT_FULL);
-	if (!(mask & APM_MODIFY_ANNOUNCED))
-		return 0;
 	struct apm_record *r = reserve_short_btf(APM_KIND_MODIFY_ENTRY, bpf_get_func_ip(ctx));
 	if (!r)
 		return 0;
@@ -92,8 +92,9 @@ int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 }
 
 /* fexit sees the arguments and the return code at once: no join of the
- * record, built in place in the ring buffer, stamped at the entry fentry
- * kept (at the exit when fentry missed it: counted as unjoined).
+ * record, built in place in the ring buffer; a modify of the APM attributes
+ * is stamped at the entry fentry kept (at the exit when fentry missed it:
+ * counted as unjoined), any other at its exit.
  * ib_modify_qp* leave the fields read here unchanged (the core only fills
  * the RoCE dmac and sgid_attr of the caller's attr). Both targets share the
  * first three arguments; bpf_get_func_ret reads the return code whatever
@@ -102,17 +103,19 @@ int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
-	__u64 *entered = bpf_map_lookup_elem(&modify_at, &k);
-	__u64 at = 0;
-	if (entered) {
-		at = *entered;
-		bpf_map_delete_elem(&modify_at, &k);
-	} else {
-		count(APM_CNT_UNJOINED);
-	}
 	if (!qp || !attr)
 		return 0;
+	__u64 at = 0;
+	if (mask & APM_MODIFY_ANNOUNCED) {
+		struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
+		__u64 *entered = bpf_map_lookup_elem(&modify_at, &k);
+		if (entered) {
+			at = *entered;
+			bpf_map_delete_elem(&modify_at, &k);
+		} else {
+			count(APM_CNT_UNJOINED);
+		}
+	}
 	struct apm_record *r;
 	if (mask & (IB_QP_AV | IB_QP_ALT_PATH)) {
 		r = bpf_ringbuf_reserve(&events, APM_RECORD_PATHS, 0);
