@@ -13,8 +13,8 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/internal/craft"
 	"github.com/apmwatch/apmwatch/recording"
+	"github.com/apmwatch/apmwatch/recording/recordingtest"
 )
 
 // writeBig writes a synthetic recording of about mb megabytes: 3 devices,
@@ -135,12 +135,12 @@ func TestBigReplay(t *testing.T) {
 
 var _ = apmtest.PathA
 
-// BenchmarkHostile replays each crafted recording (internal/craft) of
+// BenchmarkHostile replays each crafted recording (recording/recordingtest) of
 // 16 MB through the whole postmortem and its JSON report: the time and the
 // bytes allocated per file (docs/performance.md, "Hostile recordings").
 func BenchmarkHostile(b *testing.B) {
 	dir := b.TempDir()
-	for _, f := range craft.Files(16e6) {
+	for _, f := range recordingtest.Files(16e6) {
 		path := filepath.Join(dir, f.Name+".rec")
 		if err := os.WriteFile(path, f.Data, 0o600); err != nil {
 			b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/internal/craft"
+	"github.com/apmwatch/apmwatch/recording/recordingtest"
 )
 
 // FuzzReplay runs the whole postmortem on arbitrary bytes: reader, model,
@@ -28,7 +28,7 @@ func FuzzReplay(f *testing.F) {
 	o.Config.MaxQPs = 1000
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
 		if fix {
-			craft.FixChecksums(data)
+			recordingtest.FixChecksums(data)
 		}
 		path := filepath.Join(dir, "f.rec")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -66,7 +66,7 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seed corpus in
 
 // TestReplaySeedCorpus checks the committed seed corpus of FuzzReplay is
 // there, and writes it with -update-corpus: the lab's example recordings
-// and small hostile files (internal/craft).
+// and small hostile files (recording/recordingtest).
 func TestReplaySeedCorpus(t *testing.T) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzReplay")
 	seeds := map[string][]byte{}
@@ -78,7 +78,7 @@ func TestReplaySeedCorpus(t *testing.T) {
 		}
 		seeds["example-"+strings.TrimSuffix(filepath.Base(p), ".rec")] = b
 	}
-	for _, c := range craft.Files(8 << 10) {
+	for _, c := range recordingtest.Files(8 << 10) {
 		// More than the header; not the files that decompress to the
 		// reader's allowance (a second an input: they would slow the fuzzer).
 		if len(c.Data) > 200 && !strings.HasPrefix(c.Name, "same-event") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/internal/craft"
+	"github.com/apmwatch/apmwatch/recording/recordingtest"
 )
 
 // replayAll runs a postmortem of path and renders it every way.
@@ -39,7 +39,7 @@ func TestHostileReplayBounded(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Config: apm.DefaultConfig(), MaxEntries: 2000}
 	o.Config.MaxQPs = 1000
-	for _, f := range craft.Files(2 << 20) {
+	for _, f := range recordingtest.Files(2 << 20) {
 		path := filepath.Join(dir, f.Name+".rec")
 		if err := os.WriteFile(path, f.Data, 0o600); err != nil {
 			t.Fatal(err)

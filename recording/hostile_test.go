@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/internal/craft"
 	"github.com/apmwatch/apmwatch/recording"
+	"github.com/apmwatch/apmwatch/recording/recordingtest"
 )
 
-// Every crafted file (internal/craft: each uses a count or length the
+// Every crafted file (recording/recordingtest: each uses a count or length the
 // format allows against the reader) reads back in memory and records
 // bounded by its size, with a warning or an error naming the bound.
 func TestHostileFilesBounded(t *testing.T) {
@@ -32,7 +32,7 @@ func TestHostileFilesBounded(t *testing.T) {
 		"same-event":        "expand more than 64 times",
 		"same-event-x50":    "", // at 16 MB: more than one record per byte
 	}
-	for _, f := range craft.Files(size) {
+	for _, f := range recordingtest.Files(size) {
 		t.Run(f.Name, func(t *testing.T) {
 			runtime.GC()
 			var peak uint64

@@ -1,10 +1,11 @@
-// Package craft builds hostile recordings for tests and benchmarks: files
-// that follow docs/recording.md to the letter and use every count and
-// length it allows against the reader. Frames are built here from the
-// documented layout, not with package recording's encoder, so the files
-// say what a stranger's tool could write; events come from the public
-// recording.Writer where valid ones are wanted.
-package craft
+// Package recordingtest builds hostile recordings for tests and
+// benchmarks: files that follow docs/recording.md to the letter and use
+// every count and length it allows against the reader. Frames are built
+// here from the documented layout, not with package recording's encoder,
+// so the files say what a stranger's tool could write; events come from
+// the public recording.Writer where valid ones are wanted. Imported by
+// tests only.
+package recordingtest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package craft
+package recordingtest
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 // TestWrite writes the crafted files for a measurement by hand:
 //
-//	CRAFT_DIR=/tmp/craft CRAFT_SIZE=16000000 go test -run TestWrite ./internal/craft
+//	CRAFT_DIR=/tmp/craft CRAFT_SIZE=16000000 go test -run TestWrite ./recording/recordingtest
 //
 // and checks their sizes otherwise.
 func TestWrite(t *testing.T) {

@@ -3,8 +3,8 @@
 # after the other, on one core, each under a time and address-space cap,
 # and prints a Markdown table row per file (docs/performance.md,
 # "Hostile recordings"):
-#   CRAFT_DIR=DIR CRAFT_SIZE=16000000 go test -run TestWrite ./internal/craft
-#   internal/craft/measure.sh OLD/apmwatch NEW/apmwatch DIR [SECONDS] [MIB]
+#   CRAFT_DIR=DIR CRAFT_SIZE=16000000 go test -run TestWrite ./recording/recordingtest
+#   recording/recordingtest/measure.sh OLD/apmwatch NEW/apmwatch DIR [SECONDS] [MIB]
 set -u
 old=$1 new=$2 dir=$3 secs=${4:-60} mib=${5:-4096}
 cpu=$(($(nproc) - 1))
