@@ -25,7 +25,8 @@ func newActuateCmd() *cobra.Command {
 		Long: "Borrows the owner's /dev/infiniband/uverbsN (pidfd_getfd: needs ptrace access) and runs\n" +
 			"QUERY_QP / MODIFY_QP on its QP handle. Every operation checks the QP before and after and\n" +
 			"logs each step on stderr (or --log). --dry-run shows the exact command and changes nothing.",
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeActuateOp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			op, err := actuator.ParseOp(args[0])
 			if err != nil {
@@ -67,6 +68,7 @@ func newActuateCmd() *cobra.Command {
 	fl.IntVar(&req.PID, "pid", 0, "the process that owns the QP")
 	fl.Uint32Var(&req.QPN, "qpn", 0, "the QP number")
 	fl.StringVar(&req.Device, "device", "", "the RDMA device (needed when the QPN exists on several)")
+	_ = cmd.RegisterFlagCompletionFunc("device", completeDevices)
 	fl.BoolVar(&req.DryRun, "dry-run", false, "show the exact command, send nothing")
 	fl.StringVar(&logFile, "log", "", "append the action log to this file as JSON lines (default: text on stderr)")
 	addOutputFlag(cmd, &output, "")

@@ -57,6 +57,7 @@ func newAuditCmd() *cobra.Command {
 	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
 	fl.StringVar(&cfg.Device, "device", "", "watch only this RDMA device (events and rdma netlink rows of others are dropped)")
+	_ = cmd.RegisterFlagCompletionFunc("device", completeDevices)
 	fl.StringVar(&cfg.Host, "host", "", "the host name to report as (default: the system's)")
 	pub.add(fl)
 	addModelFlags(fl, &cfg.Model)

@@ -3,22 +3,63 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // The command-line convention every command follows:
-//   - -o/--output table|json picks the output format (addOutputFlag);
+//   - -o/--output table|json picks the output format (addOutputFlag), and
+//     table|wide|json where the command prints a table (addWideOutputFlag):
+//     table fits 80 columns, wide is the table in full;
 //   - a file to write is -w/--write FILE (record);
 //   - completion scripts come from cobra (apmwatch completion SHELL);
 //   - a wrong flag, flag value or argument is a usage error: one line, exit 2
 //     (usageConvention walks the tree and enforces it for arguments).
 // Old spellings keep working and warn on stderr.
 
-// addOutputFlag registers -o/--output on cmd, default table.
+// The output formats: table for people (it fits an 80-column terminal
+// where the command has a wide form), wide (the same table in full, past 80
+// columns), json for machines.
+const (
+	formatTable = "table"
+	formatWide  = "wide"
+	formatJSON  = "json"
+)
+
+// formatsKey annotates --output with the formats the command takes.
+const formatsKey = "apmwatch-formats"
+
+// addOutputFlag registers -o/--output on cmd, default table: table or json.
 func addOutputFlag(cmd *cobra.Command, v *string, what string) {
-	cmd.Flags().StringVarP(v, "output", "o", "table", "table or json"+what)
+	addFormatFlag(cmd, v, "table or json"+what, formatTable, formatJSON)
+}
+
+// addWideOutputFlag registers -o/--output on a command that prints a
+// table: table (fits 80 columns, long cells cut with an ellipsis), wide
+// (the table in full) or json.
+func addWideOutputFlag(cmd *cobra.Command, v *string, what string) {
+	addFormatFlag(cmd, v, "table or json"+what+"; wide: the table in full, past 80 columns", formatTable, formatWide, formatJSON)
+}
+
+func addFormatFlag(cmd *cobra.Command, v *string, usage string, formats ...string) {
+	cmd.Flags().StringVarP(v, "output", "o", formatTable, usage)
+	f := cmd.Flags().Lookup("output")
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[formatsKey] = formats
+	_ = cmd.RegisterFlagCompletionFunc("output", completeFormats(formats))
+}
+
+// formatsOf lists the formats a command's --output takes.
+func formatsOf(cmd *cobra.Command) []string {
+	if f := cmd.Flags().Lookup("output"); f != nil && len(f.Annotations[formatsKey]) > 0 {
+		return f.Annotations[formatsKey]
+	}
+	return []string{formatTable, formatJSON}
 }
 
 // deprecatedAlias hides an old flag that keeps working; using it warns
@@ -43,19 +84,25 @@ func warnDeprecated(cmd *cobra.Command) {
 	})
 }
 
-// outputJSON reads an --output value: json or table. "text", the old name
-// of table, still works and warns.
-func outputJSON(cmd *cobra.Command, s string) (bool, error) {
-	switch s {
-	case "json":
-		return true, nil
-	case "table":
-		return false, nil
-	case "text":
+// outputFormat reads an --output value: one of the command's formats.
+// "text", the old name of table, still works and warns.
+func outputFormat(cmd *cobra.Command, s string) (string, error) {
+	formats := formatsOf(cmd)
+	if s == "text" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "apmwatch: -o text is deprecated, use -o table")
-		return false, nil
+		return formatTable, nil
 	}
-	return false, usageError{fmt.Errorf("bad --output %q: want table or json", s)}
+	if slices.Contains(formats, s) {
+		return s, nil
+	}
+	want := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
+	return "", usageError{fmt.Errorf("bad --output %q: want %s", s, want)}
+}
+
+// outputJSON reads an --output value: json or a table.
+func outputJSON(cmd *cobra.Command, s string) (bool, error) {
+	f, err := outputFormat(cmd, s)
+	return f == formatJSON, err
 }
 
 // noArgs rejects arguments as a usage error (exit 2).

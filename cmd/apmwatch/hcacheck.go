@@ -40,6 +40,7 @@ func newHCACheckCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Device, "dev", "", "the RDMA device (required)")
+	_ = cmd.RegisterFlagCompletionFunc("dev", completeDevices)
 	fl.Uint8Var(&cfg.Port, "port", cfg.Port, "the port of both QPs' primary path")
 	fl.Uint8Var(&cfg.AltPort, "alt-port", cfg.AltPort, "the port of their alternate path (equal to --port: its LMC path)")
 	fl.Uint16Var(&cfg.DeadLID, "dead-lid", cfg.DeadLID, "a LID no port answers, for the dead alternate")

@@ -75,6 +75,7 @@ func newPostmortemCmd() *cobra.Command {
 	addOutputFlag(cmd, &format, "")
 	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
 	addFilterFlags(fl, &filters, filterQP)
+	completeFilterFlags(cmd, false, true)
 	fl.StringVar(&since, "since", "", "show from this time (RFC 3339, or an offset from the first event: 30s)")
 	fl.StringVar(&until, "until", "", "show up to this time (as --since)")
 	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")

@@ -41,6 +41,7 @@ func newQPCmd() *cobra.Command {
 	}
 	list.Flags().IntVar(&o.PID, "pid", 0, "only QPs of this process")
 	list.Flags().StringVar(&o.Device, "device", "", "only QPs on this RDMA device")
+	_ = list.RegisterFlagCompletionFunc("device", completeDevices)
 	addOutputFlag(list, &output, " (one object per line)")
 	list.Flags().BoolVar(&noHandles, "no-handles", false, "do not borrow the owners' files to find handles")
 
@@ -76,6 +77,7 @@ func newQPCmd() *cobra.Command {
 	}
 	show.Flags().Uint32Var(&qpn, "qpn", 0, "the QP number")
 	show.Flags().StringVar(&device, "device", "", "the RDMA device (needed when the QPN exists on several)")
+	_ = show.RegisterFlagCompletionFunc("device", completeDevices)
 	addOutputFlag(show, &showOut, "")
 	cmd.AddCommand(list, show)
 	return cmd

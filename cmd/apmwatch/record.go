@@ -54,6 +54,7 @@ func newRecordCmd() *cobra.Command {
 	fl.StringVarP(&cfg.Path, "output", "o", "", "the recording file")
 	deprecatedAlias(cmd, "output", "use -w/--write FILE")
 	addFilterFlags(fl, &filters, filterEvents)
+	completeFilterFlags(cmd, true, false)
 	fl.DurationVar(&cfg.Reconcile, "reconcile-interval", time.Second, "record every QP's state from rdma netlink this often (qp-truth; 0: never)")
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once recording has started")

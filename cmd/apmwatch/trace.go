@@ -63,6 +63,7 @@ func newTraceCmd() *cobra.Command {
 	fl := cmd.Flags()
 	addOutputFlag(cmd, &cfg.Output, " (one object per line)")
 	addFilterFlags(fl, &filters, filterFindings)
+	completeFilterFlags(cmd, true, true)
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once every probe is attached")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "list the attach targets and methods, attach nothing")
