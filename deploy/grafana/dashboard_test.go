@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apmwatch/apmwatch/internal/promcheck"
+	"github.com/apmwatch/apmwatch/deploy/promcheck"
 )
 
 const dashboardFile = "apmwatch-dashboard.json"
