@@ -133,7 +133,7 @@ func TestRecorderPrunesByBytesAndAge(t *testing.T) {
 	}
 }
 
-// The readings in the stream, as groundtruth merges them: a QP rdma netlink
+// The readings in the stream, as rdmanl.Merge merges them: a QP rdma netlink
 // lists that the probes never saw is reported at its second reading, once;
 // the model takes the readings, forgets QPs that vanish, and the tables
 // follow; the qps gauge follows the last snapshot.

@@ -6,7 +6,7 @@ import (
 
 // reconciler finds the QPs rdma netlink lists that the probes never saw,
 // from the stream itself: the ground-truth readings (event.KindTruth, merged
-// in by package groundtruth) and the probes' events. The model takes the
+// in by rdmanl.Merge) and the probes' events. The model takes the
 // same readings through Handle. Its memory follows the live QPs: a QP leaves
 // every set when it is destroyed or reported gone.
 type reconciler struct {

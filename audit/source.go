@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/groundtruth"
+	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
 // item is one event from a source, a watermark (mark > 0), or the end of
@@ -47,7 +47,7 @@ func (d *daemon) attach(reason string) error {
 		d.m.sourceUp.Set(0)
 		return err
 	}
-	src = groundtruth.Wrap(d.scope(src), groundtruth.Options{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
+	src = rdmanl.Merge(d.scope(src), rdmanl.MergeOptions{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
 		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}

@@ -3,7 +3,8 @@
 // prints: device, port, local and remote QPN, type, state, path-migration
 // state, PSNs, owner. It is the ground truth the APM model compares its
 // belief with, and it needs no BPF. Feeder turns snapshots into
-// ground-truth events (event.KindTruth) for the model and the stream.
+// ground-truth events (event.KindTruth) for the model and the stream;
+// Merge polls on an interval and puts them into a live event source.
 //
 // Protocol (include/uapi/rdma/rdma_netlink.h, drivers/infiniband/core/nldev.c):
 // a dump of RDMA_NLDEV_CMD_GET lists the devices; a dump of

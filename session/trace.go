@@ -9,7 +9,6 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/groundtruth"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/readyfile"
 	"github.com/apmwatch/apmwatch/output"
@@ -130,7 +129,7 @@ func withTruth(open func() (event.Source, error), snapshot func() (rdmanl.Snapsh
 		if err != nil {
 			return nil, err
 		}
-		return groundtruth.Wrap(src, groundtruth.Options{Every: every, Read: snapshot, Warn: func(err error) {
+		return rdmanl.Merge(src, rdmanl.MergeOptions{Every: every, Read: snapshot, Warn: func(err error) {
 			if stderr != nil {
 				fmt.Fprintf(stderr, "warning: %s\n", escape.Text(err.Error())) // may name devices
 			}

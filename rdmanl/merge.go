@@ -1,11 +1,4 @@
-// Package groundtruth merges ground-truth readings of every QP into a live
-// event stream: it polls rdma netlink (package rdmanl) on an interval and
-// hands its readings out as event.KindTruth events between the source's
-// own events, so the model, the display and a recording all see what the
-// kernel said and when. The rules that turn a snapshot into readings are
-// rdmanl.Feeder's, which also hears of every QP the source's events are
-// about (a QP the probes saw and a snapshot no longer lists is gone).
-package groundtruth
+package rdmanl
 
 import (
 	"context"
@@ -16,37 +9,42 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/deadline"
-	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
-// Options configure the poller.
-type Options struct {
-	Every time.Duration                   // how often to read; 0: no readings
-	Read  func() (rdmanl.Snapshot, error) // rdmanl.Read
-	Warn  func(error)                     // each distinct read error, once (may be nil)
+// MergeOptions configure the poller.
+type MergeOptions struct {
+	Every time.Duration            // how often to read; 0: no readings
+	Read  func() (Snapshot, error) // the reader: Read
+	Warn  func(error)              // each distinct read error, once (may be nil)
 	// OnRead, when set, sees every reading (snapshot or error) before its
 	// events are handed out, in the goroutine that calls Next: for a
 	// consumer that needs the rows themselves (metrics of the whole table).
 	// It must not keep the snapshot's slices.
-	OnRead func(rdmanl.Snapshot, error)
+	OnRead func(Snapshot, error)
 }
 
-// Wrap returns src with readings merged in: the first at the first Next,
-// then one every o.Every. Close closes src and stops the readings; the
-// readings already taken and src's remaining events are still handed out.
-// Close may be called while another goroutine waits in Next.
-// With o.Every 0 or no o.Read it returns src.
-func Wrap(src event.Source, o Options) event.Source {
+// Merge returns src with ground-truth readings of every QP merged in: it
+// polls rdma netlink (o.Read) and hands its readings out as event.KindTruth
+// events between the source's own events, so the model, the display and a
+// recording all see what the kernel said and when. The rules that turn a
+// snapshot into readings are Feeder's, which also hears of every QP the
+// source's events are about (a QP the probes saw and a snapshot no longer
+// lists is gone). The first reading comes at the first Next, then one every
+// o.Every. Close closes src and stops the readings; the readings already
+// taken and src's remaining events are still handed out. Close may be
+// called while another goroutine waits in Next. With o.Every 0 or no
+// o.Read it returns src.
+func Merge(src event.Source, o MergeOptions) event.Source {
 	if o.Every <= 0 || o.Read == nil {
 		return src
 	}
-	return &source{Source: src, o: o, feeder: rdmanl.NewFeeder(), off: src.Meta().BootOffset, seen: map[string]bool{}}
+	return &mergeSource{Source: src, o: o, feeder: NewFeeder(), off: src.Meta().BootOffset, seen: map[string]bool{}}
 }
 
-type source struct {
+type mergeSource struct {
 	event.Source
-	o       Options
-	feeder  *rdmanl.Feeder
+	o       MergeOptions
+	feeder  *Feeder
 	off     time.Duration // wall clock minus CLOCK_BOOTTIME
 	next    time.Time     // when to read next
 	pending []*event.Event
@@ -56,7 +54,7 @@ type source struct {
 }
 
 // Next returns the next reading or event.
-func (s *source) Next(ctx context.Context) (*event.Event, error) {
+func (s *mergeSource) Next(ctx context.Context) (*event.Event, error) {
 	for {
 		e, mark, err := s.NextMark(ctx)
 		if mark == 0 || err != nil {
@@ -69,7 +67,7 @@ func (s *source) Next(ctx context.Context) (*event.Event, error) {
 // (event.Marker). A reading is handed out before anything the source
 // gives after it was taken, so a mark never overtakes a reading stamped
 // before it.
-func (s *source) NextMark(ctx context.Context) (*event.Event, uint64, error) {
+func (s *mergeSource) NextMark(ctx context.Context) (*event.Event, uint64, error) {
 	for {
 		if len(s.pending) > 0 {
 			e := s.pending[0]
@@ -99,13 +97,13 @@ func (s *source) NextMark(ctx context.Context) (*event.Event, uint64, error) {
 }
 
 // WantMark passes the request on to a source that gives marks.
-func (s *source) WantMark(at uint64) {
+func (s *mergeSource) WantMark(at uint64) {
 	if m, ok := s.Source.(event.Marker); ok {
 		m.WantMark(at)
 	}
 }
 
-func (s *source) read() {
+func (s *mergeSource) read() {
 	snap, err := s.o.Read()
 	s.next = time.Now().Add(s.o.Every)
 	if s.o.OnRead != nil {
@@ -125,7 +123,7 @@ func (s *source) read() {
 }
 
 // Close closes the source; no reading is taken after it.
-func (s *source) Close() error {
+func (s *mergeSource) Close() error {
 	s.closed.Store(true)
 	return s.Source.Close()
 }

@@ -1,4 +1,4 @@
-package groundtruth
+package rdmanl_test
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func rc(qpn uint32, mig event.MigState) rdmanl.QP {
 func TestReadingsMergedIntoAQuietStream(t *testing.T) {
 	src := &live{es: []*event.Event{{Seq: 1, Kind: event.KindModify, Device: "rxe0", QPN: 17}}}
 	reads := 0
-	s := Wrap(src, Options{Every: 20 * time.Millisecond, Read: func() (rdmanl.Snapshot, error) {
+	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: 20 * time.Millisecond, Read: func() (rdmanl.Snapshot, error) {
 		reads++
 		snap := rdmanl.Snapshot{Boot: uint64(reads) * 1e9, QPs: []rdmanl.QP{rc(17, event.MigRearm)}}
 		if reads == 1 {
@@ -85,7 +85,7 @@ func TestReadingsMergedIntoAQuietStream(t *testing.T) {
 func TestCloseStopsReadings(t *testing.T) {
 	src := &live{}
 	reads := 0
-	s := Wrap(src, Options{Every: time.Millisecond, Read: func() (rdmanl.Snapshot, error) {
+	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: time.Millisecond, Read: func() (rdmanl.Snapshot, error) {
 		reads++
 		return rdmanl.Snapshot{Boot: 1, QPs: []rdmanl.QP{rc(17, event.MigArmed)}}, nil
 	}})
@@ -102,7 +102,7 @@ func TestCloseStopsReadings(t *testing.T) {
 func TestReadErrorsWarnedOnce(t *testing.T) {
 	var warned []error
 	src := &live{}
-	s := Wrap(src, Options{Every: 5 * time.Millisecond, Warn: func(err error) { warned = append(warned, err) },
+	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: 5 * time.Millisecond, Warn: func(err error) { warned = append(warned, err) },
 		Read: func() (rdmanl.Snapshot, error) { return rdmanl.Snapshot{}, errors.New("no rdma netlink") }})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
 	defer cancel()
@@ -112,7 +112,7 @@ func TestReadErrorsWarnedOnce(t *testing.T) {
 	if len(warned) != 1 || warned[0].Error() != "ground truth: reading rdma netlink: no rdma netlink" {
 		t.Fatalf("warnings %v: want one", warned)
 	}
-	if Wrap(src, Options{Read: func() (rdmanl.Snapshot, error) { return rdmanl.Snapshot{}, nil }}) != event.Source(src) {
+	if rdmanl.Merge(src, rdmanl.MergeOptions{Read: func() (rdmanl.Snapshot, error) { return rdmanl.Snapshot{}, nil }}) != event.Source(src) {
 		t.Error("an interval of 0 must return the source itself")
 	}
 }
@@ -123,7 +123,7 @@ func TestOnReadAndQPsTheSourceSaw(t *testing.T) {
 	src := &live{es: []*event.Event{{Seq: 1, Kind: event.KindQPCreate, Device: "rxe0", QPN: 40, Boot: 1, Life: &event.QPLife{}}}}
 	var reads []error
 	boot := uint64(0)
-	s := Wrap(src, Options{Every: time.Millisecond, OnRead: func(_ rdmanl.Snapshot, err error) { reads = append(reads, err) },
+	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: time.Millisecond, OnRead: func(_ rdmanl.Snapshot, err error) { reads = append(reads, err) },
 		Read: func() (rdmanl.Snapshot, error) {
 			boot += 10
 			if boot == 20 {
