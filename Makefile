@@ -28,11 +28,6 @@ generate: ## regenerate the bpf2go objects from bpf/ (needs clang)
 unit: ## run the unit tests (no root, no lab)
 	$(GO) test ./...
 
-.PHONY: lint
-lint: check-generated ## gofmt, go vet, and check that generated BPF objects are current
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfe[lb]\.go$$')); [ -z "$$out" ] || { echo "gofmt needed: $$out"; exit 1; }
-	$(GO) vet ./...
-
 .PHONY: check-generated
 check-generated: setup ## regenerate the bpf2go objects (clang) and fail if they differ from the committed ones
 	$(GO) generate ./collector/
@@ -43,6 +38,7 @@ check-generated: setup ## regenerate the bpf2go objects (clang) and fail if they
 clean: ## remove build outputs (keeps the download cache)
 	rm -rf bin build
 
+include tools/lint.mk
 include lab/lab.mk
 include recording/recording.mk
 include output/output.mk

@@ -1,0 +1,19 @@
+// Package layering holds the import rules of the module, checked by its
+// test (make lint runs it, and so does go test ./...). Data flows one way,
+// probe -> event -> model -> finding -> output or action, and the imports
+// follow it:
+//
+//   - event, the stream every source produces, imports nothing of the
+//     module and nothing outside the standard library;
+//   - apm, the model, imports only event of the module, and only
+//     golang.org/x/sys outside the standard library: no I/O, no BPF, no
+//     output;
+//   - cmd/ wires the packages into commands: nothing imports it;
+//   - lab/ is the lab: nothing outside it imports it;
+//   - the test kits (apm/apmtest, recording/recordingtest,
+//     internal/testkit, deploy/promcheck, internal/promcheck) are imported
+//     by tests and by other test kits only, never by the product.
+//
+// The rules are read from `go list -json` with every build tag the module
+// uses, so the lab's guest tests and the man page generator are checked too.
+package layering
