@@ -7,9 +7,9 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
@@ -78,7 +78,8 @@ func (a *Actuator) List(o ListOptions) ([]Row, error) {
 	return out, nil
 }
 
-// WriteRows prints `qp list` as a table or JSON lines.
+// WriteRows prints `qp list` as JSON lines, or as the table in full (as
+// -o wide does).
 func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -89,8 +90,15 @@ func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tQPN\tRQPN\tTYPE\tSTATE\tMIG\tPID\tCOMM\tHANDLE")
+	return WriteTable(w, rows, true)
+}
+
+// WriteTable prints `qp list` as a table: fit to 80 columns, the owner's
+// name, the handle and the device cut with an ellipsis where the row would
+// be wider; wide, every cell whole.
+func WriteTable(w io.Writer, rows []Row, wide bool) error {
+	t := columns.Table{Rows: [][]string{{"DEVICE", "QPN", "RQPN", "TYPE", "STATE", "MIG", "PID", "COMM", "HANDLE"}},
+		Cut: []columns.Cut{{Col: 7, Min: 8}, {Col: 8, Min: 10}, {Col: 0, Min: 8}, {Col: 7, Min: 4}, {Col: 8, Min: 6}}}
 	for _, r := range rows {
 		h := "-"
 		switch {
@@ -103,9 +111,13 @@ func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
 		if r.PID != 0 {
 			pid = fmt.Sprint(r.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", escape.Text(r.Device), r.QPN, r.RQPN, r.Type, r.State, r.Mig, pid, escape.Text(r.Comm), h)
+		t.Rows = append(t.Rows, []string{escape.Text(r.Device), fmt.Sprint(r.QPN), fmt.Sprint(r.RQPN), r.Type, r.State, r.Mig,
+			pid, escape.Text(r.Comm), h})
 	}
-	return tw.Flush()
+	if !wide {
+		t.Fit(columns.Terminal, 0)
+	}
+	return t.Write(w, "")
 }
 
 // Show runs `qp show`: the netlink row and, for a user QP, the owner's view

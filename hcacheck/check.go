@@ -77,6 +77,7 @@ type Deps struct {
 	Sys     string         // the sysfs root ("/sys")
 	Backend func() Backend // nil: the raw uverbs backend on /dev
 	Stdout  io.Writer
+	Wide    bool // the report's table in full (-o wide), not cut to 80 columns
 }
 
 // Run checks the device and prints the report (also the part done before
@@ -84,7 +85,11 @@ type Deps struct {
 func Run(ctx context.Context, cfg Config, asJSON bool, d Deps) error {
 	rep, err := Check(ctx, cfg, d)
 	if rep != nil {
-		if werr := rep.Write(d.Stdout, asJSON); werr != nil {
+		write := func() error { return rep.Write(d.Stdout, asJSON) }
+		if d.Wide && !asJSON {
+			write = func() error { return rep.WriteWide(d.Stdout) }
+		}
+		if werr := write(); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -48,9 +49,41 @@ type Report struct {
 	Notes []string          `json:"notes,omitempty"`
 }
 
-// Write prints the report: one JSON document, or a table, the knob line
-// and the notes. Every string from the host is escaped.
-func (r *Report) Write(w io.Writer, asJSON bool) error {
+// Write prints the report: one JSON document, or a table that fits 80
+// columns, the knob line and the notes. Every string from the host is
+// escaped.
+func (r *Report) Write(w io.Writer, asJSON bool) error { return r.write(w, asJSON, false) }
+
+// WriteWide prints the report with its table in full, a point a row (-o
+// wide).
+func (r *Report) WriteWide(w io.Writer) error { return r.write(w, false, true) }
+
+// writeLines writes the points for 80 columns: a line of the point, the
+// answer, the errno and the events (cut with an ellipsis when long), the
+// detail wrapped under it.
+func (r *Report) writeLines(w io.Writer) error {
+	t := columns.Table{Rows: [][]string{{"POINT", "ANSWER", "ERRNO", "EVENTS"}},
+		Cut: []columns.Cut{{Col: 3, Min: 16}, {Col: 1, Min: 12}, {Col: 3, Min: 8}}}
+	for _, p := range r.Points {
+		t.Rows = append(t.Rows, []string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno), escape.Text(p.Event)})
+	}
+	t.Fit(columns.Terminal, 0)
+	var b strings.Builder
+	for i, l := range t.Lines() {
+		b.WriteString(l + "\n")
+		if i == 0 {
+			b.WriteString("    DETAIL\n")
+			continue
+		}
+		for _, d := range columns.Wrap(escape.Text(r.Points[i-1].Detail), columns.Terminal-4) {
+			b.WriteString("    " + d + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r *Report) write(w io.Writer, asJSON, wide bool) error {
 	if r.Knobs == nil {
 		r.Knobs = map[string]string{}
 	}
@@ -74,19 +107,23 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 		escape.Text(r.Device), escape.Text(drv), r.Port, r.AltPort, qps); err != nil {
 		return err
 	}
-	widths := tw.NewMapper[int, int]()
-	widths.Set(3, 24) // EVENTS
-	widths.Set(4, 72) // DETAIL
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}), tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	t.Header([]string{"POINT", "ANSWER", "ERRNO", "EVENTS", "DETAIL"})
-	for _, p := range r.Points {
-		if err := t.Append([]string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno),
-			escape.Text(p.Event), escape.Text(p.Detail)}); err != nil {
+	if wide {
+		widths := tw.NewMapper[int, int]()
+		widths.Set(3, 24) // EVENTS
+		widths.Set(4, 72) // DETAIL
+		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off),
+			tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}), tablewriter.WithRowAutoWrap(tw.WrapNormal))
+		t.Header([]string{"POINT", "ANSWER", "ERRNO", "EVENTS", "DETAIL"})
+		for _, p := range r.Points {
+			if err := t.Append([]string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno),
+				escape.Text(p.Event), escape.Text(p.Detail)}); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
 			return err
 		}
-	}
-	if err := t.Render(); err != nil {
+	} else if err := r.writeLines(w); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(r.Knobs))

@@ -21,7 +21,7 @@ func (w *writes) Write(p []byte) (int, error) {
 // writes, each of whole lines: nothing before Flush or a full buffer, the
 // rest on Close.
 func TestBufferedSameBytesWholeLines(t *testing.T) {
-	for _, format := range []string{"json", "table"} {
+	for _, format := range []string{"json", "table", "wide"} {
 		var plain bytes.Buffer
 		var buffered writes
 		pw, err := NewWriter(format, &plain)
@@ -79,7 +79,7 @@ func (f failing) Write([]byte) (int, error) { return 0, f.err }
 // An error of the underlying writer comes back from Flush and Close.
 func TestBufferedReportsWriteError(t *testing.T) {
 	broken := errors.New("broken pipe")
-	for _, format := range []string{"json", "table"} {
+	for _, format := range []string{"json", "table", "wide"} {
 		w, err := NewBuffered(format, failing{broken})
 		if err != nil {
 			t.Fatal(err)
@@ -101,7 +101,7 @@ func TestBufferedReportsWriteError(t *testing.T) {
 // (buffered), side by side in one run.
 func BenchmarkTraceWriter(b *testing.B) {
 	es := sample()
-	for _, format := range []string{"json", "table"} {
+	for _, format := range []string{"json", "table", "wide"} {
 		for _, mode := range []string{"unbuffered", "buffered"} {
 			b.Run(format+"/"+mode, func(b *testing.B) {
 				f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)

@@ -76,15 +76,53 @@ func TestTableEscapesHostStrings(t *testing.T) {
 	checkTerminalSafe(t, "trace table", b.String())
 }
 
+func TestLineTableEscapesHostStrings(t *testing.T) {
+	var b bytes.Buffer
+	w := NewLineWriter(&b)
+	for _, e := range hostileEvents() {
+		e.Device = hostile
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFinding(hostileFinding()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	checkTerminalSafe(t, "trace table, 80 columns", b.String())
+}
+
 func TestHooksAndSummaryEscapeHostStrings(t *testing.T) {
 	var b bytes.Buffer
 	hooks := []event.Hook{{Name: hostile, Module: hostile, Signal: hostile, Method: event.HookMissing, Reason: hostile}}
 	c := Counts{}
-	c.AddFinding(hostileFinding(), true)
+	f := hostileFinding()
+	f.Remediation = hostile
+	c.AddFinding(f, true)
 	if err := PrintSummary(&b, c, event.Stats{}, hooks); err != nil {
 		t.Fatal(err)
 	}
 	checkTerminalSafe(t, "summary", b.String())
+	b.Reset()
+	if err := PrintHooksWide(&b, hooks); err != nil {
+		t.Fatal(err)
+	}
+	checkTerminalSafe(t, "hook table, wide", b.String())
+	// The default table cuts the escaped strings to fit: still no control,
+	// no forged line, and the escape shows where the cut leaves it.
+	b.Reset()
+	if err := PrintHooks(&b, hooks); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, r := range out {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) {
+			t.Fatalf("hook table: control %U reaches the terminal:\n%q", r, out)
+		}
+	}
+	if !strings.Contains(out, `\x1b[2J`) || strings.Contains(out, "\ncritical") {
+		t.Fatalf("hook table: %q", out)
+	}
 }
 
 // JSON lines stay valid UTF-8 and give back the original bytes through

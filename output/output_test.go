@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/testkit"
 )
 
@@ -225,4 +226,110 @@ func TestRunProbesVerifies(t *testing.T) {
 	if err := RunProbes(false, deps(func() ([]event.Hook, error) { return nil, broken }, &out, &errb)); !errors.Is(err, broken) {
 		t.Errorf("a failed load passed: %v", err)
 	}
+}
+
+// realisticHooks are hooks as apmwatch probes lists them on a kernel
+// without mlx5 and with an --event-hook of a long module and function name.
+func realisticHooks() []event.Hook {
+	return []event.Hook{
+		{Name: "ib_modify_qp", Module: "ib_core", Method: event.HookFentry, Reason: "fentry/fexit", Signal: "qp modify, kernel ULP QPs"},
+		{Name: "ib_modify_qp_with_udata", Module: "ib_core", Method: event.HookFentry, Reason: "fentry/fexit", Signal: "qp modify, user QPs"},
+		{Name: "__ib_qp_event_handler", Module: "ib_core", Method: event.HookMissing, Reason: "not in kallsyms (inlined, renamed or absent on this kernel)", Signal: "qp async events, every QP (>= 6.11)"},
+		{Name: "ib_uverbs_qp_event_handler", Module: "ib_uverbs", Method: event.HookKprobe, Reason: "no BTF for module ib_uverbs: kprobe (no types from external btf)", Signal: "qp async events, user QPs"},
+		{Name: "mlx5_ib_qp_event", Module: "mlx5_ib", Method: event.HookMissing, Reason: "module mlx5_ib not loaded", Signal: "qp async events, mlx5 (raw, qpn only)"},
+		{Name: "rds_ib_qp_event_handler", Module: "rds_rdma", Method: event.HookSkipped, Reason: "not needed: __ib_qp_event_handler sees every QP event; using the driver, uverbs and ULP handlers instead", Signal: "qp async events, RDS"},
+		{Name: "ib_mad:ib_mad_recv_done_handler", Module: "ib_core", Method: event.HookTracepoint, Reason: "raw_tp (no BTF for the tracepoint)", Signal: "CM MADs received"},
+		{Name: "vendor_rdma_driver_extension:vendor_qp_async_event_dispatch", Module: "vendor_rdma_driver_extension", Method: event.HookKprobe, Reason: "name also in other, other2: kprobe on vendor_qp_async_event_dispatch", Signal: "qp async events, --event-hook"},
+	}
+}
+
+// The hook table fits 80 columns; -o wide has every cell whole, and both
+// end with the count of hooks by method.
+func TestHookTableWidth(t *testing.T) {
+	hooks := realisticHooks()
+	var b bytes.Buffer
+	if err := PrintHooks(&b, hooks); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != len(hooks)+2 {
+		t.Fatalf("%d lines:\n%s", len(lines), b.String())
+	}
+	for _, l := range lines {
+		if w := columns.Width(l); w > columns.Terminal {
+			t.Errorf("%d columns: %q", w, l)
+		}
+	}
+	for _, h := range hooks[:3] { // short names stay whole
+		if !strings.Contains(b.String(), h.Name+" ") {
+			t.Errorf("%s cut:\n%s", h.Name, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), columns.Ellipsis) {
+		t.Errorf("nothing cut:\n%s", b.String())
+	}
+	wantCount := "hooks: 2 fentry, 2 kprobe, 1 tracepoint, 1 skipped, 2 missing"
+	if lines[len(lines)-1] != wantCount {
+		t.Errorf("last line %q", lines[len(lines)-1])
+	}
+	b.Reset()
+	if err := PrintHooksWide(&b, hooks); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hooks {
+		if !strings.Contains(b.String(), h.Reason) || !strings.Contains(b.String(), h.Name) || !strings.Contains(b.String(), h.Signal) {
+			t.Errorf("wide table lacks %+v", h)
+		}
+	}
+	if !strings.HasSuffix(b.String(), wantCount+"\n") {
+		t.Errorf("wide table ends %q", b.String())
+	}
+}
+
+// trace's summary counts the hooks on one line: the table is apmwatch
+// probes' (and trace --dry-run's).
+func TestSummaryCountsHooksOnOneLine(t *testing.T) {
+	var b bytes.Buffer
+	if err := PrintSummary(&b, Counts{}, event.Stats{}, realisticHooks()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "HOOK") || strings.Contains(out, "ib_modify_qp") || strings.Count(out, "\nhooks: ") != 1 ||
+		!strings.HasSuffix(out, "hooks: 2 fentry, 2 kprobe, 1 tracepoint, 1 skipped, 2 missing (apmwatch probes lists each)\n") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// trace's default table fits 80 columns: the fixed columns on one line (a
+// long comm cut, never its pid), what the event says wrapped under it;
+// -o wide (TableWriter) has one row an event, in full.
+func TestLineTableWidth(t *testing.T) {
+	var b bytes.Buffer
+	w := NewLineWriter(&b)
+	es := sample()
+	long := *es[1]
+	long.Comm, long.Device, long.PID = "a-very-long-process-name-from-a-file", "vendor_rdma_device_with_a_long_name0", 4194304
+	for _, e := range append(es, &long) {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFinding(sampleFinding()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if w := columns.Width(l); w > columns.Terminal {
+			t.Errorf("%d columns: %q", w, l)
+		}
+	}
+	for _, want := range []string{"a-very-long-pro…:4194304 ", "vendor_rdma…", "[STATE,AV,DEST_QPN] ret=0", "FINDING", "apm-modify-failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	golden(t, "events.lines", b.Bytes())
 }

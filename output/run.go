@@ -9,15 +9,18 @@ import (
 	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
-// NewWriter returns the renderer for an --output value.
+// NewWriter returns the renderer for an --output value: table (80
+// columns), wide (the table in full) or json.
 func NewWriter(format string, w io.Writer) (Writer, error) {
 	switch format {
 	case "table", "":
+		return NewLineWriter(w), nil
+	case "wide":
 		return NewTableWriter(w), nil
 	case "json":
 		return NewJSONWriter(w), nil
 	}
-	return nil, fmt.Errorf("bad --output %q: want table or json", format)
+	return nil, fmt.Errorf("bad --output %q: want table, wide or json", format)
 }
 
 // ProbesDeps are the probes command's connections to the system.
@@ -31,6 +34,7 @@ type ProbesDeps struct {
 	Check        func() error // RDMA present
 	Stdout       io.Writer
 	Stderr       io.Writer // the "planned, not verified" note (nil: Stdout)
+	Wide         bool      // the table in full (-o wide), not cut to 80 columns
 }
 
 // RunProbes prints every hook, whether this kernel has it and how it would
@@ -65,8 +69,14 @@ func RunProbes(asJSON bool, d ProbesDeps) error {
 		if err := enc.Encode(escape.Value(hooks)); err != nil { // --event-hook names come from the command line
 			return err
 		}
-	} else if err := PrintHooks(d.Stdout, hooks); err != nil {
-		return err
+	} else {
+		table := PrintHooks
+		if d.Wide {
+			table = PrintHooksWide
+		}
+		if err := table(d.Stdout, hooks); err != nil {
+			return err
+		}
 	}
 	switch {
 	case note != "":

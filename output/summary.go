@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/olekukonko/tablewriter"
 )
@@ -55,7 +56,8 @@ func (c *Counts) AddFinding(f *apm.Finding, shown bool) {
 }
 
 // PrintSummary writes the end-of-trace summary: events by kind, losses,
-// and every hook with how it was attached.
+// findings, and one line counting the hooks by how they attached
+// (apmwatch probes lists them).
 func PrintSummary(w io.Writer, c Counts, s event.Stats, hooks []event.Hook) error {
 	var kinds []string
 	var total uint64
@@ -78,7 +80,8 @@ func PrintSummary(w io.Writer, c Counts, s event.Stats, hooks []event.Hook) erro
 	if line := ModelLine(c.Model); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	return PrintHooks(w, hooks)
+	_, err := fmt.Fprintln(w, HooksLine(hooks)+" (apmwatch probes lists each)")
+	return err
 }
 
 // ModelLine says what the model could not judge normally (inputs later than
@@ -117,13 +120,40 @@ func printFindings(w io.Writer, c Counts) {
 	}
 }
 
-// PrintHooks writes the hook table (apmwatch probes, trace --dry-run, summary).
-func PrintHooks(w io.Writer, hooks []event.Hook) error {
+// HooksLine counts the hooks by how they attached.
+func HooksLine(hooks []event.Hook) string {
 	methods := map[event.HookMethod]int{}
+	for _, h := range hooks {
+		methods[h.Method]++
+	}
+	return fmt.Sprintf("hooks: %d fentry, %d kprobe, %d tracepoint, %d skipped, %d missing",
+		methods[event.HookFentry], methods[event.HookKprobe], methods[event.HookTracepoint],
+		methods[event.HookSkipped], methods[event.HookMissing])
+}
+
+// PrintHooks writes the hook table (apmwatch probes, trace --dry-run) to
+// fit 80 columns: each hook, its module, how it attaches and why, the long
+// names and reasons cut with an ellipsis (PrintHooksWide has them whole).
+func PrintHooks(w io.Writer, hooks []event.Hook) error {
+	t := columns.Table{Rows: [][]string{{"HOOK", "MODULE", "METHOD", "WHY"}},
+		Cut: []columns.Cut{{Col: 3, Min: 24}, {Col: 1, Min: 9}, {Col: 0, Min: 26}, {Col: 3, Min: 8}, {Col: 0, Min: 8}}}
+	for _, h := range hooks {
+		t.Rows = append(t.Rows, []string{escape.Text(h.Name), escape.Text(h.Module), escape.Text(string(h.Method)), escape.Text(h.Reason)})
+	}
+	t.Fit(columns.Terminal, 0)
+	if err := t.Write(w, ""); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, HooksLine(hooks))
+	return err
+}
+
+// PrintHooksWide writes the hook table in full (-o wide): whether each
+// hook is present, and the signal it carries.
+func PrintHooksWide(w io.Writer, hooks []event.Hook) error {
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
 	t.Header([]string{"HOOK", "MODULE", "PRESENT", "METHOD", "WHY", "SIGNAL"})
 	for _, h := range hooks {
-		methods[h.Method]++
 		present := "yes"
 		if h.Method == event.HookMissing {
 			present = "no"
@@ -136,8 +166,6 @@ func PrintHooks(w io.Writer, hooks []event.Hook) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "hooks: %d fentry, %d kprobe, %d tracepoint, %d skipped, %d missing\n",
-		methods[event.HookFentry], methods[event.HookKprobe], methods[event.HookTracepoint],
-		methods[event.HookSkipped], methods[event.HookMissing])
+	_, err := fmt.Fprintln(w, HooksLine(hooks))
 	return err
 }

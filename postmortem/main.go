@@ -12,15 +12,15 @@ import (
 
 // Output says where a report goes.
 type Output struct {
-	Format string // "text" or "json", on Stdout
+	Format string // "text" (80 columns), "wide" (the timelines in full) or "json", on Stdout
 	HTML   string // also write the HTML page to this file
 	Stdout io.Writer
 }
 
 // CheckFormat validates an --output value.
 func CheckFormat(f string) error {
-	if f != "text" && f != "json" && f != "" {
-		return fmt.Errorf("bad --output %q: want text or json", f)
+	if f != "text" && f != "wide" && f != "json" && f != "" {
+		return fmt.Errorf("bad --output %q: want text, wide or json", f)
 	}
 	return nil
 }
@@ -39,8 +39,11 @@ func Main(ctx context.Context, paths []string, o Options, out Output) error {
 			return err
 		}
 	}
-	if out.Format == "json" {
+	switch out.Format {
+	case "json":
 		return WriteJSON(out.Stdout, rep)
+	case "wide":
+		return WriteTextWide(out.Stdout, rep)
 	}
 	return WriteText(out.Stdout, rep)
 }

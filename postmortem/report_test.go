@@ -51,6 +51,15 @@ func TestGoldenText(t *testing.T) {
 	golden(t, "one-sided.txt", b.Bytes())
 }
 
+func TestGoldenTextWide(t *testing.T) {
+	r := goldenPair(t)
+	var b bytes.Buffer
+	if err := WriteTextWide(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "one-sided-wide.txt", b.Bytes())
+}
+
 func TestSummaryCounts(t *testing.T) {
 	r := goldenPair(t)
 	s := r.Summary

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
@@ -91,8 +92,15 @@ func escaped(r *Report) *Report {
 }
 
 // WriteText writes the report for people: summary, clocks, findings, then
-// the pair timelines and the timelines of unpaired QPs.
-func WriteText(w io.Writer, r *Report) error {
+// the pair timelines and the timelines of unpaired QPs, each timeline a
+// table that fits 80 columns (long QP names and details cut with an
+// ellipsis).
+func WriteText(w io.Writer, r *Report) error { return writeText(w, r, false) }
+
+// WriteTextWide is WriteText with the timelines in full (-o wide).
+func WriteTextWide(w io.Writer, r *Report) error { return writeText(w, r, true) }
+
+func writeText(w io.Writer, r *Report, wide bool) error {
 	r = escaped(r)
 	ew := &errWriter{w: w}
 	writeSummary(ew, r)
@@ -109,11 +117,11 @@ func WriteText(w io.Writer, r *Report) error {
 			continue
 		}
 		shown[a.ID], shown[b.ID] = true, true
-		writePair(ew, p, a, b)
+		writePair(ew, p, a, b, wide)
 	}
 	for i := range r.QPs {
 		if q := &r.QPs[i]; !shown[q.ID] {
-			writeQP(ew, q)
+			writeQP(ew, q, wide)
 		}
 	}
 	return ew.err
@@ -217,7 +225,7 @@ func writeFindings(w *errWriter, r *Report) {
 	}
 }
 
-func writePair(w *errWriter, p Pair, a, b *QP) {
+func writePair(w *errWriter, p Pair, a, b *QP, wide bool) {
 	w.f("\npair: %s <-> %s\n", a.ID, b.ID)
 	w.f("  a: %s  dest qpn %d  primary %s  alt %s\n", a.ID, a.DestQPN, pathText(a.Primary), pathText(a.Alt))
 	w.f("  b: %s  dest qpn %d  primary %s  alt %s\n", b.ID, b.DestQPN, pathText(b.Primary), pathText(b.Alt))
@@ -240,6 +248,19 @@ func writePair(w *errWriter, p Pair, a, b *QP) {
 		}
 	}
 	slices.SortStableFunc(rows, func(x, y row) int { return x.t.Compare(y.t) })
+	if !wide {
+		t := columns.Table{Rows: [][]string{{"TIME", "a: " + a.ID, "b: " + b.ID}},
+			Cut: []columns.Cut{{Col: 1, Min: 36}, {Col: 2, Min: 36}, {Col: 1, Min: 30}, {Col: 2, Min: 30},
+				{Col: 1, Min: 24}, {Col: 2, Min: 24}, {Col: 1, Min: 12}, {Col: 2, Min: 12}}}
+		for _, r := range rows {
+			cols := []string{r.t.Format(stamp), "", ""}
+			cols[1+r.side] = mark(r.e)
+			t.Rows = append(t.Rows, cols)
+		}
+		t.Fit(columns.Terminal, 2)
+		t.Write(w, "  ")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  TIME\ta: %s\tb: %s\n", a.ID, b.ID)
 	for _, r := range rows {
@@ -250,17 +271,26 @@ func writePair(w *errWriter, p Pair, a, b *QP) {
 	tw.Flush()
 }
 
-func writeQP(w *errWriter, q *QP) {
+func writeQP(w *errWriter, q *QP, wide bool) {
 	w.f("\nqp: %s", q.ID)
 	if q.Comm != "" {
 		w.f(" (%s:%d)", q.Comm, q.PID)
 	}
 	w.f("  dest qpn %d  primary %s  alt %s  migrations %d  rearms %d\n", q.DestQPN, pathText(q.Primary), pathText(q.Alt), q.Migrations, q.Rearms)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, e := range q.Entries {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Time.Format(stamp), mark(e), e.Detail)
+	if wide {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, e := range q.Entries {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Time.Format(stamp), mark(e), e.Detail)
+		}
+		tw.Flush()
+	} else {
+		t := columns.Table{Cut: []columns.Cut{{Col: 2, Min: 20}, {Col: 1, Min: 14}, {Col: 2, Min: 8}}}
+		for _, e := range q.Entries {
+			t.Rows = append(t.Rows, []string{e.Time.Format(stamp), mark(e), e.Detail})
+		}
+		t.Fit(columns.Terminal, 2)
+		t.Write(w, "  ")
 	}
-	tw.Flush()
 	if q.Dropped > 0 {
 		w.f("  (%d later events not kept: raise --max-entries)\n", q.Dropped)
 	}

@@ -60,6 +60,9 @@ func TestCompleteOutput(t *testing.T) {
 	if got, _ := complete(t, "version", "--output", "j"); !slices.Equal(got, []string{"json"}) {
 		t.Errorf("version --output j: %v", got)
 	}
+	if got, _ := complete(t, "qp", "list", "--output", "w"); !slices.Equal(got, []string{"wide"}) {
+		t.Errorf("qp list --output w: %v", got)
+	}
 }
 
 // --kind: event kinds everywhere; on trace, which runs the model, also

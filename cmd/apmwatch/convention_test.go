@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,9 +55,12 @@ func TestExtraArgumentsAreUsageErrors(t *testing.T) {
 	}
 }
 
-// -o/--output table|json on every command that prints something to read.
+// -o/--output table|json on every command that prints something to read;
+// -o wide too on those that print a table.
 func TestOutputFlagEverywhere(t *testing.T) {
-	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version", "hca-check"} {
+	wide := map[string]bool{"trace": true, "probes": true, "postmortem": true, "qp list": true, "qp show": true,
+		"hca-check": true, "fleet status": true}
+	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version", "hca-check", "fleet status"} {
 		cmd, _, err := newRootCmd().Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)
@@ -64,6 +68,15 @@ func TestOutputFlagEverywhere(t *testing.T) {
 		f := cmd.Flags().Lookup("output")
 		if f == nil || f.Shorthand != "o" || f.DefValue != "table" || !strings.HasPrefix(f.Usage, "table or json") {
 			t.Errorf("%s: --output %+v, want -o, default table, table or json", path, f)
+		}
+		want := "want table or json"
+		if wide[path] {
+			want = "want table, wide or json"
+			if !slices.Contains(formatsOf(cmd), "wide") || !strings.Contains(f.Usage, "wide: the table in full") {
+				t.Errorf("%s: no -o wide: %q", path, f.Usage)
+			}
+		} else if slices.Contains(formatsOf(cmd), "wide") {
+			t.Errorf("%s takes -o wide and prints no table", path)
 		}
 		args := append(strings.Fields(path), "-o", "yaml")
 		switch path {
@@ -74,7 +87,7 @@ func TestOutputFlagEverywhere(t *testing.T) {
 		case "hca-check":
 			args = append(args, "--dev", "ibsim0")
 		}
-		if _, _, err := runErr(args...); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "want table or json") {
+		if _, _, err := runErr(args...); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}

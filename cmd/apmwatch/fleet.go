@@ -77,7 +77,7 @@ func newFleetStatusCmd() *cobra.Command {
 		Short: "Print the fabric's connections that cannot fail over now",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(cmd, format)
+			f, err := outputFormat(cmd, format)
 			if err != nil {
 				return err
 			}
@@ -91,14 +91,17 @@ func newFleetStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			switch f {
+			case formatJSON:
 				e := json.NewEncoder(cmd.OutOrStdout())
 				return e.Encode(escape.Value(s))
+			case formatWide:
+				return fleet.WriteStatusTable(cmd.OutOrStdout(), s)
 			}
-			return fleet.WriteStatusTable(cmd.OutOrStdout(), s)
+			return fleet.WriteStatusFit(cmd.OutOrStdout(), s)
 		},
 	}
-	addOutputFlag(cmd, &format, "")
+	addWideOutputFlag(cmd, &format, "")
 	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+fleet.DefaultListen, "the NATS the hosts publish to")
 	addNATSFlags(cmd.Flags(), &o)
 	return cmd

@@ -26,7 +26,7 @@ func newHCACheckCmd() *cobra.Command {
 			"backend, which this build does not have. See docs/hca-check.md.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(cmd, output)
+			format, err := outputFormat(cmd, output)
 			if err != nil {
 				return err
 			}
@@ -35,7 +35,7 @@ func newHCACheckCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return hcacheck.Run(ctx, cfg, asJSON, hcacheck.Deps{Sys: "/sys", Stdout: cmd.OutOrStdout()})
+			return hcacheck.Run(ctx, cfg, format == formatJSON, hcacheck.Deps{Sys: "/sys", Stdout: cmd.OutOrStdout(), Wide: format == formatWide})
 		},
 	}
 	fl := cmd.Flags()
@@ -49,6 +49,6 @@ func newHCACheckCmd() *cobra.Command {
 	fl.DurationVar(&cfg.ArmWait, "arm-wait", cfg.ArmWait, "how long to wait for the QPs to read ARMED")
 	fl.DurationVar(&cfg.EventWait, "event-wait", cfg.EventWait, "how long to wait for an async event (PATH_MIG after a forced migration)")
 	fl.DurationVar(&cfg.FailWait, "fail-wait", cfg.FailWait, "how long to wait for the dead alternate's retries to run out")
-	addOutputFlag(cmd, &output, " (one document)")
+	addWideOutputFlag(cmd, &output, " (one document)")
 	return cmd
 }

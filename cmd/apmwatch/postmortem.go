@@ -48,14 +48,11 @@ func newPostmortemCmd() *cobra.Command {
 			if o.Until, err = postmortem.ParseBound(until); err != nil {
 				return usageError{err}
 			}
-			asJSON, err := outputJSON(cmd, format)
+			shape, err := outputFormat(cmd, format)
 			if err != nil {
 				return err
 			}
-			out.Format = "text"
-			if asJSON {
-				out.Format = "json"
-			}
+			out.Format = map[string]string{formatTable: "text", formatWide: "wide", formatJSON: "json"}[shape]
 			if err := o.Config.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -72,7 +69,7 @@ func newPostmortemCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	addOutputFlag(cmd, &format, "")
+	addWideOutputFlag(cmd, &format, "")
 	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
 	addFilterFlags(fl, &filters, filterQP)
 	completeFilterFlags(cmd, false, true)

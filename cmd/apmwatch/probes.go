@@ -18,11 +18,12 @@ func newProbesCmd() *cobra.Command {
 		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why (loaded to verify, as root)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			j, err := outputJSON(cmd, output)
+			format, err := outputFormat(cmd, output)
 			if err != nil {
 				return err
 			}
-			return apmoutput.RunProbes(asJSON || j, apmoutput.ProbesDeps{
+			return apmoutput.RunProbes(asJSON || format == formatJSON, apmoutput.ProbesDeps{
+				Wide:         format == formatWide,
 				Plan:         func() ([]event.Hook, error) { return collector.Plan(opts) },
 				Verify:       func() ([]event.Hook, error) { return collector.Verify(opts) },
 				Unprivileged: func(err error) bool { return errors.Is(err, collector.ErrNoPrivilege) },
@@ -32,7 +33,7 @@ func newProbesCmd() *cobra.Command {
 			})
 		},
 	}
-	addOutputFlag(cmd, &output, " (a JSON array)")
+	addWideOutputFlag(cmd, &output, " (a JSON array)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as a JSON array")
 	deprecatedAlias(cmd, "json", "use -o json")
 	addAttachFlags(cmd.Flags(), &opts)

@@ -22,7 +22,7 @@ func newQPCmd() *cobra.Command {
 		Short: "Every RC/UC QP from rdma netlink with its mig state, owner and handle",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(cmd, output)
+			format, err := outputFormat(cmd, output)
 			if err != nil {
 				return err
 			}
@@ -36,13 +36,16 @@ func newQPCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return actuator.WriteRows(cmd.OutOrStdout(), rows, asJSON)
+			if format == formatJSON {
+				return actuator.WriteRows(cmd.OutOrStdout(), rows, true)
+			}
+			return actuator.WriteTable(cmd.OutOrStdout(), rows, format == formatWide)
 		},
 	}
 	list.Flags().IntVar(&o.PID, "pid", 0, "only QPs of this process")
 	list.Flags().StringVar(&o.Device, "device", "", "only QPs on this RDMA device")
 	_ = list.RegisterFlagCompletionFunc("device", completeDevices)
-	addOutputFlag(list, &output, " (one object per line)")
+	addWideOutputFlag(list, &output, " (one object per line)")
 	list.Flags().BoolVar(&noHandles, "no-handles", false, "do not borrow the owners' files to find handles")
 
 	var device, showOut string
@@ -52,10 +55,11 @@ func newQPCmd() *cobra.Command {
 		Short: "One QP: the rdma netlink row and the owner's view through QUERY_QP",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(cmd, showOut)
+			format, err := outputFormat(cmd, showOut)
 			if err != nil {
 				return err
 			}
+			asJSON := format == formatJSON
 			if !cmd.Flags().Changed("qpn") {
 				return usageError{fmt.Errorf("--qpn is required")}
 			}
@@ -66,7 +70,12 @@ func newQPCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := actuator.WriteRows(cmd.OutOrStdout(), []actuator.Row{row}, asJSON); err != nil {
+			if asJSON {
+				err = actuator.WriteRows(cmd.OutOrStdout(), []actuator.Row{row}, true)
+			} else {
+				err = actuator.WriteTable(cmd.OutOrStdout(), []actuator.Row{row}, format == formatWide)
+			}
+			if err != nil {
 				return err
 			}
 			if res != nil {
@@ -78,7 +87,7 @@ func newQPCmd() *cobra.Command {
 	show.Flags().Uint32Var(&qpn, "qpn", 0, "the QP number")
 	show.Flags().StringVar(&device, "device", "", "the RDMA device (needed when the QPN exists on several)")
 	_ = show.RegisterFlagCompletionFunc("device", completeDevices)
-	addOutputFlag(show, &showOut, "")
+	addWideOutputFlag(show, &showOut, "")
 	cmd.AddCommand(list, show)
 	return cmd
 }

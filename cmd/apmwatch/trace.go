@@ -31,13 +31,8 @@ func newTraceCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			asJSON, err := outputJSON(cmd, cfg.Output)
-			if err != nil {
+			if cfg.Output, err = outputFormat(cmd, cfg.Output); err != nil {
 				return err
-			}
-			cfg.Output = "table"
-			if asJSON {
-				cfg.Output = "json"
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
@@ -61,7 +56,7 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	addOutputFlag(cmd, &cfg.Output, " (one object per line)")
+	addWideOutputFlag(cmd, &cfg.Output, " (one object per line)")
 	addFilterFlags(fl, &filters, filterFindings)
 	completeFilterFlags(cmd, true, true)
 	fl.DurationVar(&cfg.Duration, "duration", 0, "stop after this long (default: until interrupted)")
