@@ -3,7 +3,7 @@
 # kernel's QPs on two simulated InfiniBand HCAs through a port failure (one
 # application rearms, one does not and dies on the next failure, unless the
 # actuator steps in), then the RoCE half (soft-RoCE, the lab module raising
-# a migration).
+# a migration). The traces print -o wide: one row an event, for the greps below.
 step() { printf '\n=== %s\n' "$*"; }
 # wait_for FILE PATTERN COUNT: until FILE has COUNT lines matching PATTERN (20 s at most).
 wait_for() {
@@ -27,7 +27,7 @@ step "InfiniBand: two hosts' HCAs, simulated (ibsim0, ibsim1; ports 1 and 2, LID
 lab-ib show | grep '"lid"'
 
 step "apmwatch trace on both HCAs (findings only)"
-apmwatch trace --device ibsim0,ibsim1 --kind finding --ready-file /tmp/ibready >/tmp/ibtrace.out 2>/tmp/ibtrace.err &
+apmwatch trace -o wide --device ibsim0,ibsim1 --kind finding --ready-file /tmp/ibready >/tmp/ibtrace.out 2>/tmp/ibtrace.err &
 ibtrace=$!
 wait_file /tmp/ibready
 
@@ -100,7 +100,7 @@ step "apmwatch probes: the hooks this kernel has, and how each attaches (the lab
 apmwatch probes --event-hook apmlab:qp_event | grep -v ' missing '
 
 step "apmwatch trace, recording to /tmp/demo.rec (the model runs inside it)"
-apmwatch trace --rearm-deadline 1s --record /tmp/demo.rec --ready-file /tmp/ready \
+apmwatch trace -o wide --rearm-deadline 1s --record /tmp/demo.rec --ready-file /tmp/ready \
 	>/tmp/trace.out 2>/tmp/trace.err &
 trace=$!
 wait_for /tmp/ready . 1
