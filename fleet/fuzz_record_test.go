@@ -165,14 +165,14 @@ func FuzzConnRecord(f *testing.F) {
 			fleetG.Advance(now)
 			// ReadStatus (all its records are applied at one time)
 			var sc Conn
-			if json.Unmarshal(m, &sc) == nil {
+			if len(m) <= maxRecordBytes && json.Unmarshal(m, &sc) == nil {
 				statusG.Apply(&sc, fuzzBase)
 			}
 			// ReadHistory
 			h.addRecord(histG, byConn, m, now)
 			// loadSeeds
 			var x Conn
-			if seeding && json.Unmarshal(m, &x) == nil && len(seeds) < maxTracked {
+			if seeding && len(m) <= maxRecordBytes && json.Unmarshal(m, &x) == nil && ConnSubject(&x) == subject && len(seeds) < maxTracked {
 				seeds = append(seeds, x)
 			}
 		}

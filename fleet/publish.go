@@ -236,24 +236,17 @@ func (p *Publisher) loadSeeds(ctx context.Context) {
 	for part := range Partitions {
 		filters = append(filters, fmt.Sprintf("%s%d.%s.>", connPrefix, part, token(p.cfg.Host)))
 	}
-	streams, err := streamsOf(c, p.js, filters)
+	var cs []Conn
+	_, err := readLastOf(c, p.js, filters, maxTracked, func(r lastRecord) {
+		var x Conn
+		// a record is this host's as it wrote it: on the subject it makes
+		if len(r.Data) <= maxRecordBytes && json.Unmarshal(r.Data, &x) == nil && ConnSubject(&x) == r.Subject {
+			cs = append(cs, x)
+		}
+	})
 	if err != nil {
 		p.log.Warn("nats: cannot read this host's earlier records", "err", err)
 		return
-	}
-	var cs []Conn
-	for name, fs := range streams {
-		_, err := readAll(c, p.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy},
-			func(m jetstream.Msg) {
-				var x Conn
-				if json.Unmarshal(m.Data(), &x) == nil && len(cs) < maxTracked {
-					cs = append(cs, x)
-				}
-			})
-		if err != nil {
-			p.log.Warn("nats: cannot read this host's earlier records", "err", err)
-			return
-		}
 	}
 	p.log.Info("nats: this host's earlier records read", "records", len(cs))
 	p.seeds <- cs

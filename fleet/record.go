@@ -49,6 +49,10 @@ type Conn struct {
 	Run string    `json:"run,omitempty"`
 }
 
+// maxRecordBytes bounds a record read from the stream: one is about 500
+// bytes (8 migrations, a 16-character command, names of up to 64).
+const maxRecordBytes = 16 << 10
+
 // Addr is one side's address and QPN.
 type Addr struct {
 	GID string `json:"gid,omitempty"` // IPv6 notation

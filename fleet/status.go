@@ -38,6 +38,14 @@ type Status struct {
 	Errors          map[string]string `json:"errors,omitempty"`
 }
 
+// Bounds of a status: the subjects it reads at most (a replica of the
+// records' stream holds some 20 M at the scale docs/fleet.md sizes), and
+// how long it reads them unless the caller's context says.
+const (
+	maxStatusRecords = 1 << 25
+	statusTimeout    = 10 * time.Minute
+)
+
 // ReadStatus rebuilds every partition from the stream (the last record of
 // each end) and lists the connections that cannot fail over: one-sided,
 // unprotected, half-armed.
@@ -58,21 +66,19 @@ func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
 	for p := range Partitions {
 		filters = append(filters, connFilter(p))
 	}
-	streams, err := streamsOf(ctx, js, filters)
-	if err != nil {
-		return nil, err
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
 	}
-	for name, fs := range streams {
-		_, err = readAll(ctx, js, name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-			FilterSubjects: fs}, func(m jetstream.Msg) {
-			var c Conn
-			if json.Unmarshal(m.Data(), &c) == nil {
-				g.Apply(&c, now)
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+	_, err = readLastOf(ctx, js, filters, maxStatusRecords, func(r lastRecord) {
+		var c Conn
+		if len(r.Data) <= maxRecordBytes && json.Unmarshal(r.Data, &c) == nil {
+			g.Apply(&c, now)
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet status: %w", err)
 	}
 	return g.status(now), nil
 }

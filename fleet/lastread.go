@@ -1,0 +1,140 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lastRecord is the last message of one subject, as the stream stored it.
+type lastRecord struct {
+	Subject string
+	Seq     uint64    // its stream sequence
+	Stored  time.Time // when the stream stored it: its receipt
+	Data    []byte
+}
+
+// Bounds of one reading of the last records.
+const (
+	lastFetch     = 256             // messages asked for at once
+	lastFetchSize = 64<<20 + 64<<10 // bytes asked for at once: NATS's largest payload and its headers
+	lastFetchWait = 5 * time.Second // for one batch
+)
+
+// readLast hands fn the last message of each subject of stream that
+// matches filters, as the stream holds them when the reading starts:
+// exactly one message per subject, in stream order. It reads a pull
+// consumer that delivers the last message per subject and acknowledges
+// nothing (no redelivery, no reset: an ordered consumer recreated at
+// every fetch would start again after the last message it delivered and
+// deliver every later revision) for as many messages as it had pending
+// when it was made, which is the number of those subjects. What the
+// stream stores after that is not delivered. The reading fails past max
+// subjects, when a message is missing from the delivery, and at ctx's
+// end; the consumer is deleted after it (the server drops it a minute
+// after its last use if that fails).
+func readLast(ctx context.Context, js jetstream.JetStream, stream string, filters []string, max int, fn func(lastRecord)) (int, error) {
+	cfg := jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1, FilterSubjects: filters}
+	if len(filters) == 1 {
+		cfg.FilterSubject, cfg.FilterSubjects = filters[0], nil
+	}
+	c, err := js.CreateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("making a consumer of the last records: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		js.DeleteConsumer(dctx, stream, c.CachedInfo().Name)
+	}()
+	pending := c.CachedInfo().NumPending
+	if pending > uint64(max) {
+		return 0, fmt.Errorf("%s holds %d subjects, more than the %d read at most", stream, pending, max)
+	}
+	seen := make(map[string]struct{}, pending)
+	var delivered, n uint64
+	for delivered < pending {
+		if err := ctx.Err(); err != nil {
+			return int(n), fmt.Errorf("reading the last records: %w", err)
+		}
+		fctx, cancel := context.WithTimeout(ctx, lastFetchWait)
+		batch, err := c.Fetch(int(min(pending-delivered, lastFetch)), jetstream.FetchMaxBytes(lastFetchSize), jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			return int(n), fmt.Errorf("reading the last records: %w", err)
+		}
+		got, end, err := takeLast(batch, &delivered, pending, seen, fn)
+		cancel()
+		n += got
+		if err != nil {
+			return int(n), err
+		}
+		if end {
+			break
+		}
+	}
+	return int(n), nil
+}
+
+// takeLast hands fn one batch's messages, up to the pending count, each
+// subject once; end reports the stream's end (nothing more pending).
+func takeLast(batch jetstream.MessageBatch, delivered *uint64, pending uint64, seen map[string]struct{}, fn func(lastRecord)) (n uint64, end bool, err error) {
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		md, err := m.Metadata()
+		if err != nil {
+			return n, false, fmt.Errorf("reading the last records: %w", err)
+		}
+		if md.Sequence.Consumer != *delivered+1 {
+			return n, false, fmt.Errorf("reading the last records: message %d delivered after %d: some were lost", md.Sequence.Consumer, *delivered)
+		}
+		*delivered = md.Sequence.Consumer
+		if _, dup := seen[m.Subject()]; !dup {
+			seen[m.Subject()] = struct{}{}
+			fn(lastRecord{Subject: m.Subject(), Seq: md.Sequence.Stream, Stored: md.Timestamp, Data: m.Data()})
+			n++
+		}
+		if md.NumPending == 0 || *delivered >= pending {
+			return n, true, nil
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		return n, false, fmt.Errorf("reading the last records: %w", err)
+	}
+	if got == 0 {
+		return n, false, fmt.Errorf("reading the last records: nothing delivered in %v with %d of %d still pending", lastFetchWait, pending-*delivered, pending)
+	}
+	return n, false, nil
+}
+
+// readLastOf reads the last record of every subject matching filters,
+// over every stream that holds them (an operator may split the records
+// over several streams by partition), the streams in name order, at most
+// max subjects in all.
+func readLastOf(ctx context.Context, js jetstream.JetStream, filters []string, max int, fn func(lastRecord)) (int, error) {
+	streams, err := streamsOf(ctx, js, filters)
+	if err != nil {
+		return 0, err
+	}
+	names := make([]string, 0, len(streams))
+	for name := range streams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		k, err := readLast(ctx, js, name, streams[name], max-n, fn)
+		n += k
+		if err != nil {
+			return n, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return n, nil
+}
