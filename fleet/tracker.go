@@ -90,6 +90,8 @@ func (t *Tracker) Observe(e *event.Event) {
 	}
 	before := *q
 	switch {
+	case e.Kind == event.KindModifyEntry:
+		// a call in progress: its modify record, at the return, says what it did
 	case e.Modify != nil:
 		t.modify(q, e)
 	case e.QP != nil:
@@ -118,7 +120,7 @@ func (t *Tracker) Observe(e *event.Event) {
 func (t *Tracker) creates(e *event.Event) bool {
 	switch {
 	case e.Modify != nil:
-		return e.Modify.Ret == 0 && (e.Modify.QPType == event.QPTypeRC || e.Modify.QPType == event.QPTypeUC)
+		return e.Kind == event.KindModify && e.Modify.Ret == 0 && (e.Modify.QPType == event.QPTypeRC || e.Modify.QPType == event.QPTypeUC)
 	case e.Truth != nil:
 		return e.Truth.Op == event.TruthRead && (e.Truth.QPType == event.QPTypeRC || e.Truth.QPType == event.QPTypeUC)
 	case e.Life != nil && e.Kind == event.KindQPCreate:

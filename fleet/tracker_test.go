@@ -88,3 +88,43 @@ func TestTrackerTakesTheAddressesOfAnOlderQPFromItsSeed(t *testing.T) {
 		t.Fatalf("seeded: %+v", cs)
 	}
 }
+
+// A modify of the APM attributes announces itself at its entry
+// (modify-entry); only its modify record, at the return, says whether it
+// armed: a rearm the driver refused leaves the end unarmed.
+func TestTrackerWaitsForTheReturnOfAModify(t *testing.T) {
+	tr := NewTracker("hostA", t.TempDir())
+	at := time.Unix(1000, 0)
+	ev := func(e *event.Event) {
+		at = at.Add(time.Second)
+		e.Device, e.QPN, e.Time, e.Boot = "ibsim0", 17, at, uint64(at.UnixNano())
+		tr.Observe(e)
+	}
+	rearm := func(k event.Kind, ret int32) *event.Event {
+		return &event.Event{Kind: k, Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrPathMigState, MigState: event.MigRearm, Ret: ret}}
+	}
+	ev(rearm(event.KindModifyEntry, 0))
+	if tr.Len() != 0 {
+		t.Fatal("a call in progress made a QP worth tracking")
+	}
+	ev(&event.Event{Kind: event.KindModify, Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrState | event.AttrAV | event.AttrDestQPN,
+		State: event.StateRTR, DestQPN: 18, Primary: &event.Path{Port: 1, DLID: 2}}})
+	ev(&event.Event{Kind: event.KindQPEvent, QP: &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC}})
+	if c := tr.Flush(at); len(c) != 1 || c[0].Armed || c[0].Episode.N != 1 {
+		t.Fatalf("after the migration: %+v", c)
+	}
+	ev(rearm(event.KindModifyEntry, 0))
+	if c := tr.Flush(at); len(c) != 0 {
+		t.Fatalf("the entry of a rearm changed the record: %+v", c)
+	}
+	ev(rearm(event.KindModify, -22))
+	if c := tr.Flush(at); len(c) != 0 {
+		t.Fatalf("a refused rearm changed the record: %+v", c)
+	}
+	ev(rearm(event.KindModifyEntry, 0))
+	ev(rearm(event.KindModify, 0))
+	c := tr.Flush(at)
+	if len(c) != 1 || !c[0].Armed || !c[0].Episode.Rearm.Equal(at) {
+		t.Fatalf("after the rearm returned: %+v, want armed at %v", c, at)
+	}
+}
