@@ -108,7 +108,7 @@ func checkPage(t *testing.T, r *Report, page string) pageData {
 			t.Errorf("finding %d (%s): %d pieces of evidence shown, %d in the report", i, f.Kind, got, len(f.Evidence))
 		}
 	}
-	for _, want := range []string{`id="legend"`, "mark modify", "mark qp-event", "mark cm-notify", "mark qp-create", "mark qp-truth",
+	for _, want := range []string{`id="legend"`, "mark modify", "mark modify-entry", "mark qp-event", "mark cm-notify", "mark qp-create", "mark qp-truth",
 		"finding sev-critical", "finding sev-error", "finding sev-warning", "finding sev-info", "band rearmed", "band open", "side a", "side b"} {
 		if legend := page[strings.Index(page, `id="legend"`):]; !strings.Contains(legend[:strings.Index(legend, "</div>")], want) {
 			t.Errorf("the legend has no %q", want)
