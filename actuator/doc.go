@@ -10,10 +10,15 @@
 //
 // Files: abi.go (every number and byte layout, encoders), ioctl.go (the
 // syscall, INFO_HANDLES, driver id probe), borrow.go (finding and borrowing
-// the owner's file), resolve.go (QPN -> handle), ops.go (query, load-alt,
-// rearm, migrate: check, act, verify, log), errors.go (error classes),
-// policy.go and enforcer.go (the audit --enforce policy), schedule.go
-// (grace periods, running actions side by side), queue.go and ratelimit.go
-// (the rate limit's queue), generation.go and loss.go (which QP an action
-// may touch). docs/actuator.md is the user's view.
+// the owner's file), process.go (the owner pinned by a pidfd), owner.go
+// (who owns a QP, from rdma netlink and /proc), resolve.go (QPN -> handle),
+// identity.go (a handle's reading checked against netlink's row), ops.go
+// (query, load-alt, rearm, migrate: check, act, verify, log), errors.go
+// (error classes), gid.go (GIDs as IPv6 addresses), flags.go (actuate's
+// alternate-path flags), cli.go (qp list), policy.go, strictjson.go and
+// allow.go (the audit --enforce policy, its strict parsing and its
+// allowlist), enforcer.go (acting on findings), schedule.go (grace
+// periods, running actions side by side), queue.go and ratelimit.go (the
+// rate limit's queue), generation.go and loss.go (which QP an action may
+// touch). docs/actuator.md is the user's view.
 package actuator

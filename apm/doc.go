@@ -59,6 +59,11 @@
 //
 // kinds.go is the one registry of finding kinds (also those of the pairing
 // of two recordings and of the actuator); ids.go the one finding-ID
-// allocator. docs/findings.md states each rule, the evidence that is
-// enough for it, and what is never reported.
+// allocator. The rest: model.go (Model: Handle, Advance, Finish, Stats),
+// config.go (every threshold, DefaultConfig), finding.go (Finding,
+// Severity, Key), emit.go (filling and handing out a finding), qp.go (what
+// the model keeps of one QP), store.go (the QPs in chunked slabs),
+// reorder.go (the reorder stage), timers.go (the deadlines' heap), loss.go
+// (stretches of missing records). docs/findings.md states each rule, the
+// evidence that is enough for it, and what is never reported.
 package apm

@@ -16,10 +16,15 @@
 // recorder and the open-findings table; the source reader, the netlink
 // reader and the bundle writer run beside it and talk to it over channels.
 //
-// Files: config.go (options and their checks), actor.go (the actuator's
-// extension point), loop.go (the run loop), source.go (opening and
-// re-opening the probes), modules.go (noticing ib modules reloaded),
-// findlog.go (the finding log and its line schema), metrics.go,
-// recorder.go (the flight recorder), bundle.go (incident bundles),
-// reconcile.go (rdma netlink ground truth). docs/audit.md is the user's view.
+// Files: main.go (Main: signals, the finding log reopened on SIGHUP),
+// config.go (options and their checks), deps.go (the daemon's connections
+// to the system), actor.go (the actuator's extension point), sink.go (a
+// copy of the stream for a publisher), loop.go (the run loop), wake.go
+// (waking when the model's next deadline falls due), source.go (opening
+// and re-opening the probes), modules.go (noticing ib modules reloaded),
+// outputs.go (each finding to the log, the metrics, the bundles and the
+// actor), findlog.go (the finding log and its line schema), metrics.go,
+// recorder.go (the flight recorder), incidents.go and bundle.go (gathering
+// and writing incident bundles), reconcile.go (rdma netlink ground truth).
+// docs/audit.md is the user's view.
 package audit

@@ -1,5 +1,5 @@
-// Package layering holds the import rules of the module, checked by its
-// test (make lint runs it, and so does go test ./...). Data flows one way,
+// Package layering holds the structure rules of the module, checked by its
+// tests (make lint runs them, and so does go test ./...). Data flows one way,
 // probe -> event -> model -> finding -> output or action, and the imports
 // follow it:
 //
@@ -16,4 +16,8 @@
 //
 // The rules are read from `go list -json` with every build tag the module
 // uses, so the lab's guest tests and the man page generator are checked too.
+//
+// A package's doc.go that names its files (actuator, apm, audit, ...) names
+// every .go file the package has besides its tests, and only files it has
+// (files_test.go).
 package layering
