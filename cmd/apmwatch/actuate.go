@@ -25,6 +25,10 @@ func newActuateCmd() *cobra.Command {
 		Long: "Borrows the owner's /dev/infiniband/uverbsN (pidfd_getfd: needs ptrace access) and runs\n" +
 			"QUERY_QP / MODIFY_QP on its QP handle. Every operation checks the QP before and after and\n" +
 			"logs each step on stderr (or --log). --dry-run shows the exact command and changes nothing.",
+		Example: "  apmwatch actuate query --pid 4242 --qpn 17\n" +
+			"  apmwatch actuate rearm --pid 4242 --qpn 17 --alt-port 2 --alt-dlid 0x13 --dry-run\n" +
+			"  apmwatch actuate migrate --pid 4242 --qpn 17 --log /var/log/apmwatch/actions.jsonl\n" +
+			"  apmwatch actuate policy-check /etc/apmwatch/policy.json",
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeActuateOp,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,9 +78,10 @@ func newActuateCmd() *cobra.Command {
 	addOutputFlag(cmd, &output, "")
 	alt.Register(fl)
 	cmd.AddCommand(&cobra.Command{
-		Use:   "policy-check FILE",
-		Short: "Validate an audit enforcement policy file (no root needed)",
-		Args:  exactArgs(1),
+		Use:     "policy-check FILE",
+		Short:   "Validate an audit enforcement policy file (no root needed)",
+		Example: "  apmwatch actuate policy-check /etc/apmwatch/policy.json",
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := actuator.LoadPolicy(args[0])
 			if err != nil {

@@ -18,7 +18,14 @@ func newFleetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fleet",
 		Short: "Pair both ends of every connection from the hosts' records on NATS JetStream and judge them live",
-		Args:  noArgs,
+		Long: "Consumes the connection records the hosts' apmwatch audit --publish sends to NATS JetStream\n" +
+			"(without --nats: an embedded NATS with JetStream listening on --listen, its streams in --store),\n" +
+			"pairs both ends of every connection, and judges one-sided-rearm and unprotected-connection with\n" +
+			"both hosts' evidence: finding lines on standard output or --findings, and back to the stream.\n" +
+			"Instances share the partitions (--instance of --instances). See docs/fleet.md.",
+		Example: "  apmwatch fleet --store /var/lib/apmwatch/fleet\n" +
+			"  apmwatch fleet --nats nats://nats1:4222,nats://nats2:4222 --instance 0 --instances 2",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.NATS.URL != "" {
 				if err := checkNATSURL("--nats", cfg.NATS.URL); err != nil {
@@ -75,7 +82,13 @@ func newFleetStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the fabric's connections that cannot fail over now",
-		Args:  noArgs,
+		Long: "Reads the last record of every end from the fleet's streams and prints the connections that\n" +
+			"cannot fail over now (one-sided, unprotected, half-armed), oldest first, and a summary line.\n" +
+			"-o table fits 80 columns (a connection on two lines, one an end), -o wide is a connection a\n" +
+			"row, -o json one document.",
+		Example: "  apmwatch fleet status\n" +
+			"  apmwatch fleet status --nats nats://fleet:4222 -o json",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(cmd, format)
 			if err != nil {

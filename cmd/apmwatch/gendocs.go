@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/apmwatch/apmwatch/internal/manpage"
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
 
 // Built only with -tags gendocs (make package): `apmwatch gen-docs DIR`
-// writes the man pages (DIR/man1/apmwatch-*.1) and the shell completions
+// writes the man pages (DIR/man1/apmwatch-*.1, with the FILES, SIGNALS and
+// EXIT STATUS of manpages.go) and the shell completions
 // (DIR/completions/apmwatch.{bash,zsh,fish}) that the packages install.
 func init() {
 	extraCommands = append(extraCommands, func() *cobra.Command {
@@ -31,9 +32,7 @@ func init() {
 						return err
 					}
 				}
-				root.DisableAutoGenTag = true
-				hdr := &doc.GenManHeader{Section: "1", Source: "apmwatch", Manual: "apmwatch manual"}
-				if err := doc.GenManTree(root, hdr, man); err != nil {
+				if err := writeManPages(root, man); err != nil {
 					return fmt.Errorf("writing man pages: %w", err)
 				}
 				for file, gen := range map[string]func(string) error{
@@ -48,5 +47,17 @@ func init() {
 				return nil
 			},
 		}
+	})
+}
+
+// writeManPages writes a page for every command of root into dir.
+func writeManPages(root *cobra.Command, dir string) error {
+	hdr := manpage.Header{Section: "1", Source: "apmwatch", Manual: "apmwatch manual"}
+	return manpage.Tree(root, hdr, dir, func(c *cobra.Command) []manpage.Section {
+		var out []manpage.Section
+		for _, s := range manSections(c) {
+			out = append(out, manpage.Section{Title: s.Title, Body: s.Body})
+		}
+		return out
 	})
 }

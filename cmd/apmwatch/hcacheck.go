@@ -23,7 +23,10 @@ func newHCACheckCmd() *cobra.Command {
 			"answer with the errno, events and QUERY_QP readings seen, and the lab HCA knob values they\n" +
 			"match; then destroys everything it made. Touches no other QP. Refuses a port whose link layer is\n" +
 			"not InfiniBand. Needs the raw uverbs ABI to reach the driver: mlx4/mlx5 need a libibverbs\n" +
-			"backend, which this build does not have. See docs/hca-check.md.",
+			"backend, which this build does not have. -o table fits 80 columns (a point a line, its detail\n" +
+			"under it), -o wide is the table in full, -o json one document. See docs/hca-check.md.",
+		Example: "  apmwatch hca-check --dev mlx5_0\n" +
+			"  apmwatch hca-check --dev ibsim0 --port 1 --alt-port 2 -o json",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd, output)

@@ -24,6 +24,19 @@ func newPostmortemCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "postmortem FILE... | postmortem --nats URL --since T [--until T]",
 		Short: "Replay recordings through the APM model: summary, findings, timelines, both ends of a connection",
+		Long: "Replays recordings (apmwatch record, trace --record, the audit's flight recorder and incident\n" +
+			"bundles) through the APM model the live tool runs, on any machine, without root: the recordings,\n" +
+			"the clock alignment, the summary, the findings with their evidence and fix, and a timeline per QP\n" +
+			"with APM activity (--all: every QP). Recordings of both ends of a connection pair up into two-sided\n" +
+			"timelines (one-sided-rearm). -o table fits the timelines to 80 columns, -o wide shows them in full,\n" +
+			"-o json is one document; --html also writes a self-contained page. On a terminal a progress bar\n" +
+			"shows the bytes read. With --nats it reads a time range of the fleet's streams instead of files.\n" +
+			"See docs/postmortem.md.",
+		Example: "  apmwatch postmortem apm.rec\n" +
+			"  apmwatch postmortem apm.rec.0000*\n" +
+			"  apmwatch postmortem --qpn 17 --since 30s --until 2m apm.rec\n" +
+			"  apmwatch postmortem --html report.html hostA.rec hostB.rec\n" +
+			"  apmwatch postmortem --nats nats://fleet:4222 --since 1h",
 		Args: func(_ *cobra.Command, args []string) error {
 			if fromNATS.URL != "" && len(args) > 0 {
 				return usageError{errors.New("give recording files or --nats, not both")}

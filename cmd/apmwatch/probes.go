@@ -16,7 +16,15 @@ func newProbesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probes",
 		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why (loaded to verify, as root)",
-		Args:  noArgs,
+		Long: "Lists every hook apmwatch knows: whether this kernel has it, how it attaches (fentry, kprobe,\n" +
+			"tracepoint) or why it is missing or skipped. As root the planned programs are loaded to verify\n" +
+			"them (nothing is attached); without the privileges the plan is printed and said to be unverified.\n" +
+			"-o table fits 80 columns, -o wide adds whether each hook is present and the signal it carries,\n" +
+			"-o json is one array.",
+		Example: "  apmwatch probes\n" +
+			"  apmwatch probes -o wide\n" +
+			"  apmwatch probes --event-hook mymodule:my_qp_event_handler -o json",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd, output)
 			if err != nil {

@@ -12,7 +12,9 @@ func newQPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "qp",
 		Short: "List and show RC/UC QPs: mig state, owner, uverbs handle",
-		Args:  noArgs,
+		Example: "  apmwatch qp list\n" +
+			"  apmwatch qp show --qpn 17",
+		Args: noArgs,
 	}
 	var o actuator.ListOptions
 	var output string
@@ -20,7 +22,15 @@ func newQPCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Every RC/UC QP from rdma netlink with its mig state, owner and handle",
-		Args:  noArgs,
+		Long: "Every RC and UC QP the kernel lists over rdma netlink: device, QPN, remote QPN, type, state,\n" +
+			"path-migration state, owner pid and command, and for user QPs the owner's uverbs file and QP\n" +
+			"handle (found by borrowing the owner's file: needs root; --no-handles skips it). Kernel QPs show\n" +
+			"kernel as their handle. -o table fits 80 columns, -o wide has every cell whole, -o json is one\n" +
+			"object a line.",
+		Example: "  apmwatch qp list\n" +
+			"  apmwatch qp list --device mlx5_0 --no-handles\n" +
+			"  apmwatch qp list --pid 4242 -o json",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd, output)
 			if err != nil {
@@ -53,7 +63,11 @@ func newQPCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "One QP: the rdma netlink row and the owner's view through QUERY_QP",
-		Args:  noArgs,
+		Long: "One QP: its rdma netlink row and, for a user QP, the owner's view of it through QUERY_QP on its\n" +
+			"borrowed uverbs file (state, path-migration state, the primary and alternate paths).",
+		Example: "  apmwatch qp show --qpn 17\n" +
+			"  apmwatch qp show --qpn 17 --device mlx5_0 -o json",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(cmd, showOut)
 			if err != nil {

@@ -21,7 +21,14 @@ func newRecordCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "record -w FILE",
 		Short: "Record the events to a crash-safe file for apmwatch postmortem",
-		Args:  noArgs,
+		Long: "Records what the probes see to a crash-safe file (docs/recording.md) for apmwatch postmortem:\n" +
+			"the events the filters keep and, every --reconcile-interval, rdma netlink's reading of every QP.\n" +
+			"With --rotate-size it is a flight recorder (FILE.000000, ...). While recording, the probes'\n" +
+			"counters are written every second, so a file cut by kill -9 still says how many events were lost.",
+		Example: "  apmwatch record -w /var/tmp/apm.rec\n" +
+			"  apmwatch record -w apm.rec --device mlx5_0 --duration 1h\n" +
+			"  apmwatch record -w apm.rec --rotate-size 100000000 --rotate-keep 10",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkRing(opts.RingMiB); err != nil {
 				return err

@@ -22,7 +22,19 @@ func newTraceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
 		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen, with the APM findings they prove",
-		Args:  noArgs,
+		Long: "Streams every QP modify (with its decoded paths and return code), QP and port event, CM notify and\n" +
+			"LAP/APR handling, CM MAD and QP create and destroy as the kernel makes them, and runs the APM model\n" +
+			"on them: its findings come inline (KIND FINDING or RESOLVED). Every --reconcile-interval rdma netlink\n" +
+			"is read into the stream (qp-truth, shown with --kind qp-truth). -o table fits 80 columns (a line of\n" +
+			"fixed columns, the event's text wrapped under it), -o wide is one row an event, -o json one object\n" +
+			"a line (docs/events.md). On exit a summary on stderr: events and findings by kind, lost events, and\n" +
+			"the hooks counted by how they attached (apmwatch probes lists them). Needs root, or CAP_BPF and\n" +
+			"CAP_PERFMON.",
+		Example: "  apmwatch trace\n" +
+			"  apmwatch trace -o json --record f.rec\n" +
+			"  apmwatch trace --device mlx5_0 --kind finding\n" +
+			"  apmwatch trace --dry-run",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkRing(opts.RingMiB); err != nil {
 				return err

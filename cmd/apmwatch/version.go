@@ -14,7 +14,9 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit and Go version",
-		Args:  noArgs,
+		Example: "  apmwatch version\n" +
+			"  apmwatch version -o json",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			j, err := outputJSON(cmd, output)
 			if err != nil {
