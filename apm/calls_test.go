@@ -25,6 +25,9 @@ func slowCall(steps []apmtest.Step, rec *event.Event, d time.Duration, announce 
 		ent.Kind, ent.Modify = event.KindModifyEntry, &md
 		out = append(out, apmtest.Step{Ev: &ent})
 	}
+	if announce {
+		rec.Modify.Took = d
+	}
 	rest := steps[i+1:]
 	j := slices.IndexFunc(rest, func(s apmtest.Step) bool { return s.Ev.Boot >= rec.Boot+uint64(d) })
 	if j < 0 {
@@ -125,6 +128,26 @@ func TestRearmJudgedByEntry(t *testing.T) {
 			b.After(100 * time.Millisecond).Rearm(qpn)
 			clock(b, 6*time.Second, mig)
 			return l, 3 * time.Second
+		}, true, nil, nil, nil},
+		{"a MIGRATED reading taken while the rearm call ran", func(b *apmtest.Builder) (*event.Event, time.Duration) {
+			armedQP(b)
+			mig := b.PathMig(qpn).Boot
+			b.After(1400 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+			r := b.After(100 * time.Millisecond).Rearm(qpn)
+			b.After(600 * time.Millisecond).Create(qpn + 7)
+			b.After(600 * time.Millisecond).Truth(qpn, event.MigMigrated, event.StateRTS)
+			b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
+			clock(b, 6*time.Second, mig)
+			return r, 1500 * time.Millisecond
+		}, true, nil, nil, nil},
+		{"an ARMED reading taken while the rearm call ran, its record later than the grace", func(b *apmtest.Builder) (*event.Event, time.Duration) {
+			armedQP(b)
+			mig := b.PathMig(qpn).Boot
+			b.After(1400 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+			r := b.After(100 * time.Millisecond).Rearm(qpn)
+			b.After(100 * time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
+			clock(b, 8*time.Second, mig)
+			return r, 3 * time.Second
 		}, true, nil, nil, nil},
 		{"a first rearm entered before the arm deadline", func(b *apmtest.Builder) (*event.Event, time.Duration) {
 			b.Connect(qpn, apmtest.PathA, nil)

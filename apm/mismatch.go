@@ -16,6 +16,8 @@ import (
 //     before the reading still arrives within TruthGrace;
 //   - after a rearm and no migration, the QP must not read MIGRATED; the
 //     PATH_MIG may still be on its way, so that is judged TruthGrace later.
+//     A reading that started before the rearm call returned (a firmware
+//     command takes its time: Modify.Took) may show the state before it.
 
 const remedyMismatch = "query the QP after each PATH_MIG and redo the three steps only from a known state: " + stepsRemedy
 
@@ -51,6 +53,9 @@ func (m *Model) checkMismatch(q *qp, ep *episode, at uint64) uint64 {
 	}
 	if dl := p.read + uint64(m.cfg.TruthGrace); at < dl {
 		return dl
+	}
+	if hold := m.callHold(q, p.read, at); hold != 0 {
+		return hold // a rearm entered before the reading may still return (calls.go)
 	}
 	ep.mis = nil
 	if ep.rearm.ok() && ep.rearm.boot <= p.read {
@@ -91,6 +96,9 @@ func afterMigCause(q *qp, ep *episode, t *event.Truth) string {
 func (m *Model) mismatchAfterRearm(slot int32, q *qp, ev *event.Event, start uint64) {
 	if ev.Truth.Mig != event.MigMigrated || !q.rearm.ok() || start <= q.rearm.boot {
 		return
+	}
+	if q.x != nil && start <= q.x.rearmEnd {
+		return // read while the rearm call ran: the HCA may not have taken it yet
 	}
 	x := q.ax()
 	if x.last.at.boot >= q.rearm.boot || x.truthRearm == q.rearm || x.pendTruth != 0 {

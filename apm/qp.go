@@ -115,6 +115,7 @@ type aux struct {
 	rearmSince uint64 // readings have shown REARM since
 	stuckID    uint64
 	truthRearm ref    // rearm judged by the last mismatch check
+	rearmEnd   uint64 // when the last rearm call returned, if it took a millisecond or more
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
 	lastRead   uint64 // the previous reading, for readings without a span (older recorders)

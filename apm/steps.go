@@ -1,6 +1,8 @@
 package apm
 
 import (
+	"time"
+
 	"github.com/apmwatch/apmwatch/event"
 )
 
@@ -43,6 +45,11 @@ func (m *Model) rearmed(slot int32, q *qp, ev *event.Event) {
 		return
 	}
 	q.rearm = refOf(ev)
+	if took := ev.Modify.Took; took >= time.Millisecond {
+		q.ax().rearmEnd = ev.Boot + uint64(took)
+	} else if q.x != nil {
+		q.x.rearmEnd = 0
+	}
 	q.flags &^= fMigErrDone
 	q.mig, q.migAt, q.flags = event.MigRearm, ev.Boot, q.flags|fMigKnown|fArmed
 	m.stuckRestart(q, q.rearm, false)

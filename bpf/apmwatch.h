@@ -98,7 +98,8 @@ struct apm_record {
 	__u8 method;
 	__u8 dir;         /* MAD: 1 send, 2 recv */
 	__u8 status;      /* APR status */
-	__u8 _pad[6];
+	__u8 _pad[2];
+	__u32 took_us;    /* entry/exit records: microseconds from entry to exit (0: under 1 us or unknown) */
 	char comm[APM_COMM_LEN];
 	/* A record without paths (neither APM_F_HAS_PRIMARY nor APM_F_HAS_ALT)
 	 * ends here: APM_RECORD_SHORT bytes go to the ring buffer. */

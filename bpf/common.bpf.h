@@ -265,6 +265,14 @@ static __always_inline struct apm_record *reserve_short_btf(__u8 kind, __u64 ip)
 	return r;
 }
 
+/* Microseconds since the entry stamp at, saturated. */
+static __always_inline __u32 took_us(__u64 at)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 us = now > at ? (now - at) / 1000 : 0;
+	return us > 0xffffffff ? 0xffffffff : (__u32)us;
+}
+
 /* ---- joining an entry with its exit on one thread (map "inflight") ---- */
 
 static __always_inline void join_put(struct apm_record *r, __u32 slot)
@@ -283,6 +291,7 @@ static __always_inline void join_done(__u32 slot, __s64 ret)
 		return;
 	}
 	r->ret = (__s32)ret;
+	r->took_us = took_us(r->boot_ns);
 	emit(r);
 	bpf_map_delete_elem(&inflight, &k);
 }

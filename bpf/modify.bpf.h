@@ -132,8 +132,10 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 	__u64 ret = 0;
 	bpf_get_func_ret(ctx, &ret);
 	fill_header_btf(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
-	if (at)
+	if (at) {
+		r->took_us = took_us(at);
 		r->boot_ns = at;
+	}
 	r->ret = (int)ret;
 	modify_fill_btf(r, qp, attr, mask);
 	bpf_ringbuf_submit(r, APM_RB_FLAGS);

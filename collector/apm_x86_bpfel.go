@@ -102,7 +102,8 @@ type apmApmRecord struct {
 	Method     uint8
 	Dir        uint8
 	Status     uint8
-	Pad        [6]uint8
+	Pad        [2]uint8
+	TookUs     uint32
 	Comm       [16]int8
 	Primary    apmApmPath
 	Alt        apmApmPath

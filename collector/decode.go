@@ -184,6 +184,7 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			DestQPN:    r.DestQpn,
 			Ret:        r.Ret,
 			Hook:       d.hookName(r.FuncIp, "ib_modify_qp"),
+			Took:       time.Duration(r.TookUs) * time.Microsecond,
 		}
 		if r.Flags&flagHasPrimary != 0 {
 			w.paths[0] = path(&r.Primary)

@@ -45,7 +45,7 @@ func (d *decoder) eventRef(r *apmApmRecord) (*event.Event, error) {
 		QPN:    r.Qpn,
 	}
 	switch e.Kind {
-	case event.KindModify:
+	case event.KindModify, event.KindModifyEntry:
 		m := &event.Modify{
 			QPType:     event.QPType(r.QpType),
 			Origin:     origin(r.Flags),
@@ -57,6 +57,7 @@ func (d *decoder) eventRef(r *apmApmRecord) (*event.Event, error) {
 			DestQPN:    r.DestQpn,
 			Ret:        r.Ret,
 			Hook:       d.hookName(r.FuncIp, "ib_modify_qp"),
+			Took:       time.Duration(r.TookUs) * time.Microsecond,
 		}
 		if r.Flags&flagHasPrimary != 0 {
 			p := path(&r.Primary)

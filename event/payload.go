@@ -1,5 +1,7 @@
 package event
 
+import "time"
+
 import "fmt"
 
 // Path is an address vector as ib_modify_qp receives it (primary with
@@ -38,6 +40,10 @@ type Modify struct {
 	Alt        *Path    // set when AttrMask has AttrAltPath
 	Ret        int32    // 0 or -errno
 	Hook       string   // which function: "ib_modify_qp" or "ib_modify_qp_with_udata"
+	// Took is how long the call ran, entry to return, when the record is
+	// stamped at its entry (0: unknown, or under a microsecond): the
+	// return is at Boot+Took. A firmware command can take up to a minute.
+	Took time.Duration
 }
 
 // Has reports whether every bit of mask is in the attribute mask.

@@ -130,6 +130,10 @@ func appendModifyJSON(b []byte, m *event.Modify, entry bool) []byte {
 	if entry {
 		return b
 	}
+	if m.Took > 0 {
+		b = append(b, `,"took_ns":`...)
+		b = strconv.AppendInt(b, int64(m.Took), 10)
+	}
 	return appendRet(b, m.Ret)
 }
 

@@ -51,6 +51,7 @@ type jsonModify struct {
 	DestQPN    *uint32   `json:"dest_qpn,omitempty"`
 	Primary    *jsonPath `json:"primary,omitempty"`
 	Alt        *jsonPath `json:"alt,omitempty"`
+	TookNS     int64     `json:"took_ns,omitempty"`
 	Ret        *int32    `json:"ret,omitempty"` // none for a call in progress (modify-entry)
 	Errno      string    `json:"errno,omitempty"`
 }
@@ -165,6 +166,7 @@ func jsonValue(e *event.Event) any {
 		if e.Kind != event.KindModifyEntry {
 			ret := m.Ret
 			j.Ret, j.Errno = &ret, Errno(m.Ret)
+			j.TookNS = max(int64(m.Took), 0)
 		}
 		if m.Origin == event.OriginUser {
 			h := m.UHandle

@@ -81,6 +81,7 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		}
 		b = binary.AppendVarint(b, int64(m.Ret))
 		b = appendStr(b, m.Hook)
+		b = binary.AppendVarint(b, int64(m.Took)) // added later: older readers ignore it
 		b = endLen(b, pat)
 	}
 	if q := e.QP; q != nil {
@@ -222,6 +223,9 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 		}
 		m.Ret = p.i32()
 		m.Hook = p.str(in)
+		if len(p.b) > 0 { // older recorders wrote no duration
+			m.Took = time.Duration(p.varint())
+		}
 		e.Modify = m
 		if p.err != nil {
 			return nil, fmt.Errorf("modify: %w", p.err)

@@ -56,6 +56,9 @@ func checkSlowRearm(t *testing.T, lines []Line, dev string, qpn int64, inTime bo
 			if at != entry {
 				t.Errorf("%s/%d: the rearm's record is stamped %d, its entry %d: want the entry's stamp", dev, qpn, at, entry)
 			}
+			if took := time.Duration(l.Int("took_ns")); took < 1400*time.Millisecond || took > 10*time.Second {
+				t.Errorf("%s/%d: the rearm took %v by its record, want the firmware's 1.5 s", dev, qpn, took)
+			}
 			if (entry-mig < deadline) != inTime {
 				t.Errorf("%s/%d: the rearm entered %v after the migration: the story needs it %s the deadline", dev, qpn,
 					time.Duration(entry-mig), map[bool]string{true: "before", false: "after"}[inTime])
