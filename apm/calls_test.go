@@ -132,10 +132,10 @@ func TestRearmJudgedByEntry(t *testing.T) {
 		{"a MIGRATED reading taken while the rearm call ran", func(b *apmtest.Builder) (*event.Event, time.Duration) {
 			armedQP(b)
 			mig := b.PathMig(qpn).Boot
-			b.After(1400 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+			b.After(1400*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 			r := b.After(100 * time.Millisecond).Rearm(qpn)
 			b.After(600 * time.Millisecond).Create(qpn + 7)
-			b.After(600 * time.Millisecond).Truth(qpn, event.MigMigrated, event.StateRTS)
+			b.After(600*time.Millisecond).Truth(qpn, event.MigMigrated, event.StateRTS)
 			b.After(time.Second).Truth(qpn, event.MigArmed, event.StateRTS)
 			clock(b, 6*time.Second, mig)
 			return r, 1500 * time.Millisecond
@@ -143,9 +143,9 @@ func TestRearmJudgedByEntry(t *testing.T) {
 		{"an ARMED reading taken while the rearm call ran, its record later than the grace", func(b *apmtest.Builder) (*event.Event, time.Duration) {
 			armedQP(b)
 			mig := b.PathMig(qpn).Boot
-			b.After(1400 * time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+			b.After(1400*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
 			r := b.After(100 * time.Millisecond).Rearm(qpn)
-			b.After(100 * time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
+			b.After(100*time.Millisecond).Truth(qpn, event.MigArmed, event.StateRTS)
 			clock(b, 8*time.Second, mig)
 			return r, 3 * time.Second
 		}, true, nil, nil, nil},
