@@ -21,9 +21,15 @@ type Config struct {
 	NATS        NATSOptions // URL "": serve an embedded NATS
 	Listen      string      // the embedded server's address
 	StoreDir    string      // the embedded server's JetStream store
-	ReadyFile   string      // written once the instance consumes
-	Findings    string      // append finding lines here
-	Stdout      bool        // also to standard output (always without Findings)
+	Auth        string      // the embedded server's users (ServerConfig.AuthFile)
+	TLSCert     string      // the embedded server's TLS (ServerConfig)
+	TLSKey      string
+	TLSCA       string
+	TLSVerify   bool
+	Monitor     string // the embedded server's monitoring address
+	ReadyFile   string // written once the instance consumes
+	Findings    string // append finding lines here
+	Stdout      bool   // also to standard output (always without Findings)
 	MetricsAddr string
 	Instance    int // this instance's index, from 0
 	Instances   int // how many share the partitions
@@ -48,8 +54,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--rearm-deadline must be positive: %v", c.Engine.Deadline)
 	case c.NATS.URL == "" && c.StoreDir == "":
 		return errors.New("the embedded nats needs --store DIR")
+	case c.NATS.URL != "" && (c.Auth != "" || c.TLSCert != "" || c.TLSCA != "" || c.TLSVerify || c.Monitor != ""):
+		return errors.New("--auth, --tls-cert, --tls-key, --tls-ca, --tls-verify and --monitor are the embedded nats's: not with --nats")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	if c.NATS.URL == "" {
+		if err := c.server().Validate(); err != nil {
+			return err
+		}
 	}
 	return c.NATS.Validate()
+}
+
+// server is the embedded server's configuration.
+func (c Config) server() ServerConfig {
+	return ServerConfig{Listen: c.Listen, StoreDir: c.StoreDir, AuthFile: c.Auth, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+		TLSCA: c.TLSCA, TLSVerify: c.TLSVerify, Monitor: c.Monitor}
 }
 
 // partitions returns the partitions this instance owns.
@@ -81,6 +103,8 @@ type instance struct {
 	out    []io.Writer
 	m      *fleetMetrics
 	url    string
+	// embedded: the server is this process's, of a known version
+	embedded bool
 }
 
 // Run runs a fleet instance until ctx is done.
@@ -91,16 +115,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
 	if cfg.NATS.URL == "" {
-		srv, err := StartEmbedded(cfg.Listen, cfg.StoreDir)
+		srv, err := StartServer(cfg.server())
 		if err != nil {
 			return err
 		}
 		defer srv.Shutdown()
-		cfg.NATS.URL = srv.URL()
-		log.Info("embedded nats serving", "url", cfg.NATS.URL, "store", cfg.StoreDir)
+		cfg.NATS = srv.clientOptions() // in-process, as the fleet's own user
+		in.embedded = true
+		log.Info("embedded nats serving", "url", cfg.NATS.URL, "store", cfg.StoreDir, "auth", cfg.Auth != "",
+			"tls", cfg.TLSCert != "", "monitor", srv.MonitorURL())
 	}
 	in.url = cfg.NATS.URL
 	cfg.NATS.Name = fmt.Sprintf("apmwatch fleet %d/%d", cfg.Instance, cfg.Instances)
+	cfg.NATS.Log = log
 	nc, err := cfg.NATS.connect(true)
 	if err != nil {
 		return err
@@ -137,10 +164,17 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	return in.consume(ctx)
 }
 
-// waitStreams creates the streams, waiting for NATS as long as it takes.
+// waitStreams creates the streams, waiting for NATS as long as it takes;
+// a server too old, or an account that refuses the streams or the API,
+// ends the instance at once: waiting would not change them.
 func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
 	said := false
 	for {
+		if !in.embedded && nc.IsConnected() {
+			if err := checkServerVersion(nc.ConnectedServerVersion(), "apmwatch fleet"); err != nil {
+				return err
+			}
+		}
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := ensureStreams(c, in.js, in.cfg.Limits)
 		cancel()
@@ -149,6 +183,10 @@ func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		var d *DeniedError
+		if errors.Is(err, ErrCreateStreams) || errors.Is(err, errJetStreamDisabled) || errors.As(err, &d) {
+			return err
 		}
 		if !said {
 			in.log.Warn("waiting for nats", "url", in.url, "err", err)
@@ -196,10 +234,13 @@ func (in *instance) loadJudged(ctx context.Context) error {
 }
 
 // readAll delivers every message a consumer has now, then returns.
+// A request the server denies ends it at once, with a *DeniedError.
 func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) (int, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
 	c, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
-		return 0, err
+		return 0, denied(ctx, err)
 	}
 	pending := c.CachedInfo().NumPending
 	n := 0
@@ -218,7 +259,11 @@ func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jet
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return n, err
+			return n, denied(ctx, err)
+		}
+		var d *DeniedError
+		if errors.As(context.Cause(ctx), &d) {
+			return n, d
 		}
 		if got == 0 {
 			break

@@ -1,0 +1,343 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runFleet runs a fleet instance as cfg says (an embedded server unless
+// cfg.NATS.URL) until the test ends, and waits for its ready file.
+func runFleet(t *testing.T, cfg Config) (r *running, stderr *syncBuffer) {
+	t.Helper()
+	cfg.MetricsAddr = ""
+	cfg.Engine.Deadline = 500 * time.Millisecond
+	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	r = &running{out: &syncBuffer{}, ready: cfg.ReadyFile, done: make(chan error, 1)}
+	stderr = &syncBuffer{}
+	go func() { r.done <- Run(ctx, cfg, r.out, stderr) }()
+	r.stop = func() {
+		cancel()
+		if err := <-r.done; err != nil {
+			t.Errorf("fleet: %v", err)
+		}
+	}
+	t.Cleanup(r.stop)
+	waitFor(t, 20*time.Second, "the ready file", func() bool {
+		select {
+		case err := <-r.done:
+			t.Fatalf("fleet ended: %v", err)
+		default:
+		}
+		_, err := os.Stat(cfg.ReadyFile)
+		return err == nil
+	})
+	return r, stderr
+}
+
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// embeddedConfig is a fleet with its embedded server on a free loopback port.
+func embeddedConfig(t *testing.T) Config {
+	cfg := DefaultConfig()
+	cfg.Listen, cfg.StoreDir = "127.0.0.1:0", filepath.Join(t.TempDir(), "store")
+	return cfg
+}
+
+// pairOver starts two publishers (hosts a and b, over a fake sysfs) with
+// their own NATS options, logging to the buffers returned.
+func pairOver(t *testing.T, oa, ob NATSOptions, a, b string) (pa, pb *Publisher, logs []*syncBuffer) {
+	t.Helper()
+	sys := t.TempDir()
+	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
+	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	start := func(o NATSOptions, host string) *Publisher {
+		log := &syncBuffer{}
+		logs = append(logs, log)
+		p, err := NewPublisher(PublishConfig{NATS: o, Host: host, QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sys,
+			Log: slogTo(log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(time.Second) })
+		return p
+	}
+	return start(oa, a), start(ob, b), logs
+}
+
+// dial connects as o says, registered for denials (guard).
+func dial(t *testing.T, o NATSOptions) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := o.connect(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// mustDeny runs call with a guarded context and wants the server's
+// denial, in well under the 5 s an unanswered request would take.
+func mustDeny(t *testing.T, nc *nats.Conn, what string, call func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	gctx, done := guard(ctx, nc)
+	defer done()
+	start := time.Now()
+	err := denied(gctx, call(gctx))
+	var d *DeniedError
+	if !errors.As(err, &d) || time.Since(start) > 3*time.Second {
+		t.Errorf("%s: %v after %v, want the server's denial at once", what, err, time.Since(start))
+	}
+}
+
+// Without users (the default: loopback only) a client without
+// credentials publishes and reads as before (scripts, hosts, fleet
+// status on nats://127.0.0.1:4222), and administers nothing: it can
+// neither delete nor purge a stream, nor create one (a memory stream
+// would take the fleet's memory).
+func TestEmbeddedWithoutUsersLetsLocalClientsPublishButNotAdminister(t *testing.T) {
+	f, _ := runFleet(t, embeddedConfig(t))
+	url := f.readyInfo(t).NATS
+	a, b, _ := pairOver(t, NATSOptions{URL: url}, NATSOptions{URL: url}, "hostA", "hostB")
+	oneSided(a, b, 1)
+	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+	if err != nil || len(st.Rows) != 1 {
+		t.Fatalf("fleet status without credentials: %v, %+v", err, st)
+	}
+	nc, js := dial(t, NATSOptions{URL: url})
+	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, ConnStream) })
+	mustDeny(t, nc, "purging a stream", func(ctx context.Context) error {
+		s, err := js.Stream(ctx, ConnStream)
+		if err != nil {
+			return err
+		}
+		return s.Purge(ctx)
+	})
+	mustDeny(t, nc, "creating a memory stream", func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOG", Subjects: []string{"hog.>"}, Storage: jetstream.MemoryStorage})
+		return err
+	})
+	if n := len(streamMsgs(t, url, ConnStream, connPrefix+">")); n != 4 {
+		t.Fatalf("%d records left in the stream, want 4", n)
+	}
+}
+
+// Only a loopback --listen goes without users; the error is one line.
+func TestListenBeyondLoopbackNeedsAuth(t *testing.T) {
+	for _, l := range []string{"0.0.0.0:4222", ":4222", "192.0.2.1:4222", "fleet.example:4222", "[::]:4222"} {
+		cfg := embeddedConfig(t)
+		cfg.Listen = l
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "--auth") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--listen %s without --auth: %v", l, err)
+		}
+		if _, err := StartServer(cfg.server()); err == nil {
+			t.Errorf("--listen %s without --auth: served", l)
+		}
+		cfg.Auth = "/etc/apmwatch/fleet-auth.conf"
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("--listen %s with --auth: %v", l, err)
+		}
+	}
+	for _, l := range []string{"127.0.0.1:4222", "[::1]:4222", "localhost:4222", "127.0.0.2:0"} {
+		cfg := embeddedConfig(t)
+		cfg.Listen = l
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("--listen %s: %v", l, err)
+		}
+	}
+}
+
+// addUsers authorizes node17, node18 (hosts) and fleet in a new file.
+func addUsers(t *testing.T, dir string) (authPath string) {
+	t.Helper()
+	authPath = filepath.Join(dir, "auth.conf")
+	for _, u := range []struct {
+		name  string
+		fleet bool
+	}{{"node17", false}, {"node18", false}, {"fleet", true}} {
+		nu, err := AddUser(authPath, filepath.Join(dir, u.name+".nk"), u.name, u.fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(nu.PublicKey, "U") || nu.Created != (u.name == "node17") {
+			t.Fatalf("%s: %+v", u.name, nu)
+		}
+	}
+	return authPath
+}
+
+// hostOpts are a host's client options for a file from addUsers.
+func hostOpts(url, dir, host string) NATSOptions {
+	return NATSOptions{URL: url, NKeyFile: filepath.Join(dir, host+".nk"), InboxPrefix: HostInboxPrefix(host)}
+}
+
+// add-host's file: a new file and the seeds are 0600; a host already in
+// it, a seed file that exists, and a file without the marker line are
+// refused, leaving the file as it was.
+func TestAddUserWritesTheSeedAndTheAuthorization(t *testing.T) {
+	dir := t.TempDir()
+	authPath := addUsers(t, dir)
+	for _, f := range []string{authPath, filepath.Join(dir, "node17.nk"), filepath.Join(dir, "fleet.nk")} {
+		fi, err := os.Stat(f)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v, want mode 0600", f, err, fi.Mode())
+		}
+	}
+	seed, _ := os.ReadFile(filepath.Join(dir, "node17.nk"))
+	before, _ := os.ReadFile(authPath)
+	if !bytes.HasPrefix(seed, []byte("SU")) || bytes.Contains(before, bytes.TrimSpace(seed)) {
+		t.Fatalf("seed %q, or the seed in the authorization file", seed)
+	}
+	if _, err := loadAuth(authPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		seed, name, want string
+	}{
+		{"again.nk", "node17", "already in"},
+		{"node17.nk", "node19", "exists"},
+	} {
+		_, err := AddUser(authPath, filepath.Join(dir, tc.seed), tc.name, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s into %s: %v, want %q", tc.name, tc.seed, err, tc.want)
+		}
+		if after, _ := os.ReadFile(authPath); !bytes.Equal(after, before) {
+			t.Errorf("%s: the file changed", tc.name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "again.nk")); err == nil {
+		t.Error("a seed was written for a host refused")
+	}
+	bare := filepath.Join(dir, "bare.conf")
+	os.WriteFile(bare, []byte("authorization { users: [ {user: a, password: b} ] }\n"), 0o600)
+	if _, err := AddUser(bare, filepath.Join(dir, "n.nk"), "n", false); err == nil || !strings.Contains(err.Error(), "by hand") {
+		t.Errorf("a file without the marker: %v", err)
+	}
+	os.Chmod(authPath, 0o644)
+	if _, err := loadAuth(authPath); err == nil || !strings.Contains(err.Error(), "chmod") {
+		t.Errorf("an authorization file everyone may read: %v", err)
+	}
+}
+
+// Through the users add-host makes, the embedded server takes no client
+// without credentials; the hosts publish, the fleet judges their pair,
+// fleet status reads as the fleet user; a host can publish nothing in
+// another host's name, read no one else's records or replies, and
+// administer nothing, while it may read its own last records.
+func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
+	dir := t.TempDir()
+	cfg := embeddedConfig(t)
+	cfg.Auth = addUsers(t, dir)
+	f, _ := runFleet(t, cfg)
+	url := f.readyInfo(t).NATS
+	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
+		t.Fatal("a client without credentials connected")
+	}
+	a, b, logs := pairOver(t, hostOpts(url, dir, "node17"), hostOpts(url, dir, "node18"), "node17", "node18")
+	defer func() {
+		if t.Failed() {
+			for _, l := range logs {
+				t.Logf("publisher:\n%s", l.b.String())
+			}
+		}
+	}()
+	a.Line(audit.Line{Type: audit.TypeFinding, Host: "node17", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	oneSided(a, b, 1)
+	// the first message waits for the host's reading of its earlier records
+	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
+	if l := f.out.lines(t)[0]; l.Kind != apm.OneSidedRearm || !slices.Equal(l.Hosts, []string{"node17", "node18"}) {
+		t.Fatalf("finding: %+v", l)
+	}
+	fleetUser := NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
+	st, err := ReadStatus(context.Background(), fleetUser)
+	if err != nil || len(st.Rows) != 1 {
+		t.Fatalf("fleet status as the fleet user: %v %+v", err, st)
+	}
+
+	nc, js := dial(t, hostOpts(url, dir, "node17"))
+	pub := func(subject string) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := js.Publish(ctx, subject, []byte(`{"host":"node18"}`))
+			return err
+		}
+	}
+	mustDeny(t, nc, "node18's finding lines", pub(HostFindingSubject("node18")))
+	mustDeny(t, nc, "node18's records", pub("apmwatch.conn.3.node18.ibsim1.200"))
+	mustDeny(t, nc, "the fleet's findings", pub(fleetFindingSubject(3)))
+	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, ConnStream) })
+	mustDeny(t, nc, "creating a stream", func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOG", Subjects: []string{"hog.>"}})
+		return err
+	})
+	mustDeny(t, nc, "reading node18's records", func(ctx context.Context) error {
+		_, err := js.CreateConsumer(ctx, ConnStream, jetstream.ConsumerConfig{FilterSubject: connPrefix + "*.node18.>", AckPolicy: jetstream.AckNonePolicy})
+		return err
+	})
+	mustDeny(t, nc, "reading every record", func(ctx context.Context) error {
+		_, err := js.CreateConsumer(ctx, ConnStream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy})
+		return err
+	})
+	mustDeny(t, nc, "others' replies", func(ctx context.Context) error {
+		if _, err := nc.SubscribeSync("_INBOX.>"); err != nil {
+			return err
+		}
+		nc.Flush()
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	// its own last records, through one filter (the seeds' reading)
+	nc2, js2 := dial(t, hostOpts(url, dir, "node17"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var own []string
+	_, err = readAll(ctx, js2, ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{connPrefix + "*.node17.>"},
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}, func(m jetstream.Msg) { own = append(own, m.Subject()) })
+	if err != nil || len(own) != 1 || !strings.Contains(own[0], ".node17.") {
+		t.Fatalf("node17's own last records: %v %q", err, own)
+	}
+	nc2.Close()
+
+	// nothing of node17's reached node18's subjects
+	nf, jf := dial(t, fleetUser)
+	_ = nf
+	var lines []string
+	if _, err := readAll(ctx, jf, FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"apmwatch.finding.>"}},
+		func(m jetstream.Msg) { lines = append(lines, m.Subject()) }); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(lines, HostFindingSubject("node18")) || !slices.Contains(lines, HostFindingSubject("node17")) {
+		t.Fatalf("finding subjects stored: %q", lines)
+	}
+	var recs []string
+	if _, err := readAll(ctx, jf, ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{connPrefix + ">"}},
+		func(m jetstream.Msg) { recs = append(recs, string(m.Data())) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r == `{"host":"node18"}` {
+			t.Fatal("node17's forged record was stored")
+		}
+	}
+}
