@@ -103,11 +103,18 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := filepath.Join("/var/lib/apmwatch/btf", unix.ByteSliceToString(u.Release[:]))
-	if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
+	if err := os.MkdirAll(def, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(dir, def); err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.btf"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(def, filepath.Base(f)), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { os.RemoveAll("/var/lib/apmwatch/btf") })
 	out, err := exec.Command("apmwatch", "probes", "-o", "json").Output()
