@@ -18,6 +18,16 @@ type Sink interface {
 	Tick(now time.Time)      // about once a second
 }
 
+// ReadingSink is a Sink that also takes every rdma netlink reading, as
+// taken (within --device): for example a publisher that must know which
+// of the QPs an earlier run published still exist. Reading runs on the
+// goroutine that reads the probes, before the reading's events reach the
+// loop; it must not block nor keep the snapshot's slices.
+type ReadingSink interface {
+	Sink
+	Reading(s rdmanl.Snapshot)
+}
+
 // scopedSource restricts a source to one device (Config.Device) and names
 // the host it reports as (Config.Host). Events of other devices, and
 // events that do not say their device (a driver's copy of a QP event),

@@ -78,3 +78,40 @@ func TestScopeSnapshotKeepsOneDevice(t *testing.T) {
 		t.Fatalf("unscoped: %+v", s)
 	}
 }
+
+// readingSink records the readings it is handed.
+type readingSink struct {
+	recSink
+	readings chan []rdmanl.QP
+}
+
+func (s *readingSink) Reading(snap rdmanl.Snapshot) {
+	select {
+	case s.readings <- append([]rdmanl.QP(nil), snap.QPs...):
+	default:
+	}
+}
+
+// A sink that takes readings is handed each one as taken, within
+// --device.
+func TestReadingSinkGetsTheReadingsOfItsDevice(t *testing.T) {
+	sink := &readingSink{recSink: recSink{devices: map[string]int{}}, readings: make(chan []rdmanl.QP, 16)}
+	h := newHarness(t, func(c *Config) { c.Device, c.Sink, c.ReconcileInterval = "rxe0", sink, 100*time.Millisecond })
+	h.qps.Store(&[]rdmanl.QP{{Device: "rxe0", LQPN: 17, RQPN: 18, Type: event.QPTypeRC}, {Device: "rxe1", LQPN: 17, Type: event.QPTypeRC}})
+	h.daemon()
+	defer h.stop()
+	for deadline := time.After(5 * time.Second); ; {
+		select {
+		case qps := <-sink.readings:
+			if len(qps) == 0 {
+				continue // taken before the table was filled
+			}
+			if len(qps) != 1 || qps[0].Device != "rxe0" || qps[0].RQPN != 18 {
+				t.Fatalf("reading: %+v", qps)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no reading handed to the sink in 5s")
+		}
+	}
+}

@@ -48,7 +48,7 @@ func (d *daemon) attach(reason string) error {
 		return err
 	}
 	src = rdmanl.Merge(d.scope(src), rdmanl.MergeOptions{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
-		OnRead: d.m.reading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
+		OnRead: d.onReading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
 	d.src, d.counts = src, counted{}
 	d.wake.wanted = 0 // ask the new source afresh
@@ -74,6 +74,15 @@ func (d *daemon) attach(reason string) error {
 		d.rec.start(meta, d.now())
 	}
 	return nil
+}
+
+// onReading sees every rdma netlink reading as it is taken: the metrics
+// of the table, and a ReadingSink.
+func (d *daemon) onReading(s rdmanl.Snapshot, err error) {
+	d.m.reading(s, err)
+	if rs, ok := d.cfg.Sink.(ReadingSink); ok && err == nil {
+		rs.Reading(s)
+	}
 }
 
 // detach closes the probes; the events they delivered still arrive (the

@@ -40,6 +40,11 @@ type EngineConfig struct {
 	Deadline time.Duration
 	// Partition is put in the findings (which partition judged them).
 	Partition func(l, r EndKey) int
+	// TombstoneTTL is how long a gone end's tombstone is kept
+	// (DefaultTombstoneTTL); MaxTombstones bounds them
+	// (DefaultMaxTombstones).
+	TombstoneTTL  time.Duration
+	MaxTombstones int
 }
 
 // Engine pairs the two ends of every connection and judges the pairs.
@@ -54,9 +59,11 @@ type Engine struct {
 	due    dueHeap
 	counts [nStates]int // paired connections by state; unpaired counts ends
 	emit   func(Line)
+	tombs  tombs
 	// Records counts the records applied; Stale those older than what the
-	// engine had, Invalid those with no local address.
-	Records, Stale, Invalid uint64
+	// engine had, Invalid those with no local address; TombsEvicted the
+	// tombstones dropped before their time, past MaxTombstones.
+	Records, Stale, Invalid, TombsEvicted uint64
 }
 
 // end is one end of a connection, as its last record says.
@@ -85,6 +92,12 @@ func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 	if cfg.Partition == nil {
 		cfg.Partition = partitionOf
 	}
+	if cfg.TombstoneTTL <= 0 {
+		cfg.TombstoneTTL = DefaultTombstoneTTL
+	}
+	if cfg.MaxTombstones <= 0 {
+		cfg.MaxTombstones = DefaultMaxTombstones
+	}
 	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit}
 }
 
@@ -92,7 +105,11 @@ func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 // instance's earlier run or another: it is not given again.
 func (g *Engine) MarkJudged(id uint64) { g.judged[id] = true }
 
-// Apply takes one record at time now.
+// Apply takes one record at time now. Records come in the order the
+// stream stored them: within one run of a publisher its revisions order
+// them (one sent again is stale), across runs their arrival does (a host
+// whose clock stepped back at its restart is not frozen behind its
+// earlier run's records).
 func (g *Engine) Apply(c *Conn, now time.Time) {
 	g.Records++
 	local, remote := c.Keys()
@@ -102,15 +119,20 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 	}
 	at := c.At.UnixNano()
 	e := g.ends[local]
-	run := runHash(c.Run)
-	if e != nil && e.newer(run, uint32(c.Rev), at) {
+	run, rev := runHash(c.Run), uint32(c.Rev)
+	if e != nil && e.newer(run, rev) || e == nil && g.buried(local, run, rev) {
 		g.Stale++
 		return
 	}
 	if c.Gone {
+		if e != nil && remote.Valid() && e.remote.Valid() && remote != e.remote {
+			g.Stale++ // the end of an earlier connection of this QP (another subject): not the one the key holds
+			return
+		}
 		if e != nil {
 			g.remove(e)
 		}
+		g.bury(local, run, rev, now)
 		return
 	}
 	if e == nil {
@@ -229,6 +251,7 @@ func (g *Engine) evaluate(e *end, now time.Time) {
 
 // Advance judges the pairs whose deadline passed by now.
 func (g *Engine) Advance(now time.Time) {
+	g.expireTombs(now)
 	n := now.UnixNano()
 	for len(g.due) > 0 && g.due[0].at <= n {
 		d := heap.Pop(&g.due).(dueAt)
@@ -308,13 +331,10 @@ func (n *names) id(s string) uint32 {
 func (n *names) name(i uint32) string { return n.list[i] }
 
 // newer reports whether the end's record is newer than a record of run,
-// revision rev, published at at: within one run by revision, across runs
-// by time.
-func (e *end) newer(run, rev uint32, at int64) bool {
-	if run != 0 && run == e.run {
-		return rev <= e.rev
-	}
-	return at < e.at || at == e.at && rev <= e.rev
+// revision rev: within one run by revision; across runs the record that
+// arrives later is (the host's clock is not trusted to order them).
+func (e *end) newer(run, rev uint32) bool {
+	return run != 0 && run == e.run && rev <= e.rev
 }
 
 // runHash names a publisher's run in 32 bits (0: none).

@@ -168,6 +168,7 @@ func TestEngineIgnoresStaleRecords(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
 	a := conn("hostA", 1, 17, 2, 18)
+	a.Run = "hostA-1"
 	newer := migrated(a, t0.Add(time.Second))
 	g.Apply(&newer, t0)
 	g.Apply(&a, t0)

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/escape"
+	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +30,7 @@ type PublishConfig struct {
 	SysfsRoot string // /sys/class/infiniband ("" for that)
 	Limits    StreamLimits
 	Refresh   time.Duration // republish unchanged ends this often (DefaultRefresh)
+	Device    string        // the one device audited ("": all), whose QPs the readings list
 	Log       *slog.Logger
 }
 
@@ -59,6 +63,13 @@ type Publisher struct {
 	m       pubMetrics
 	closeMu sync.Once
 	said    bool // the send goroutine's: NATS unreachable was logged
+	// pubAsync hands one message to JetStream (js.PublishMsgAsync; a
+	// test's stand-in fails some).
+	pubAsync func(*nats.Msg, ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+	// readings hands the loop the first rdma netlink reading after the
+	// seeds were taken (wantReading): the QPs it lists, to their remote QPN
+	readings    chan map[event.QPKey]uint32
+	wantReading atomic.Bool
 }
 
 // intakeSize bounds the messages between the audit loop and the queue.
@@ -103,8 +114,9 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	tr.Run = cfg.Host + "-" + run
 	p := &Publisher{cfg: cfg, tracker: tr, q: q, in: make(chan Msg, intakeSize),
-		wake: make(chan struct{}, 1), seeds: make(chan []Conn, 1), run: run, nc: nc, js: js, log: cfg.Log,
+		wake: make(chan struct{}, 1), seeds: make(chan []Conn, 1), readings: make(chan map[event.QPKey]uint32, 1), run: run, nc: nc, js: js, log: cfg.Log,
 		m: newPubMetrics(q, nc)}
+	p.pubAsync = js.PublishMsgAsync
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.wg.Add(2)
@@ -125,19 +137,54 @@ func (p *Publisher) Line(l audit.Line) {
 // Observe takes one event (audit.Sink).
 func (p *Publisher) Observe(e *event.Event) { p.tracker.Observe(e) }
 
-// Tick queues the records of the ends that changed (audit.Sink).
+// Tick queues the records of the ends that changed (audit.Sink). The
+// ends of this host's earlier runs that the first reading after their
+// seeds does not list are gone: their gone records go first.
 func (p *Publisher) Tick(now time.Time) {
 	select {
 	case cs := <-p.seeds:
 		p.tracker.Seed(cs)
+		p.wantReading.Store(true)
+	default:
+	}
+	select {
+	case live := <-p.readings:
+		gone := p.tracker.Unlisted(live, p.cfg.Device, now)
+		if len(gone) > 0 {
+			p.log.Info("this host's earlier ends not listed by rdma netlink: marked gone", "ends", len(gone))
+		}
+		for _, c := range gone {
+			p.putConn(&c)
+		}
 	default:
 	}
 	for _, c := range p.tracker.Flush(now) {
-		b, err := json.Marshal(&c)
-		if err != nil {
-			continue
-		}
-		p.put(ConnSubject(&c), b, "conn")
+		p.putConn(&c)
+	}
+}
+
+func (p *Publisher) putConn(c *Conn) {
+	b, err := json.Marshal(c)
+	if err == nil {
+		p.put(ConnSubject(c), b, "conn")
+	}
+}
+
+// Reading takes an rdma netlink reading (audit.ReadingSink), on the
+// goroutine that reads it: the first one after this host's earlier
+// records were read says which of their ends are live.
+func (p *Publisher) Reading(s rdmanl.Snapshot) {
+	if !p.wantReading.Load() {
+		return
+	}
+	live := make(map[event.QPKey]uint32, len(s.QPs))
+	for _, q := range s.QPs {
+		live[event.QPKey{Device: q.Device, QPN: q.LQPN}] = q.RQPN
+	}
+	select {
+	case p.readings <- live:
+		p.wantReading.Store(false)
+	default:
 	}
 }
 
@@ -187,9 +234,22 @@ func (p *Publisher) send(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
-	p.loadSeeds(ctx)
+	seeded := false
 	for {
 		msgs, pos := p.q.Peek(sendBatch)
+		if !seeded {
+			// what earlier runs queued goes first; the seeds are read
+			// once the stream holds it all
+			i := p.earlierRuns(msgs)
+			if i == 0 {
+				p.loadSeeds(ctx)
+				seeded = true
+				continue
+			}
+			msgs, pos = msgs[:i], pos[:i]
+		}
+		n := inFlight(msgs)
+		msgs, pos = msgs[:n], pos[:n]
 		if len(msgs) == 0 {
 			select {
 			case <-ctx.Done():
@@ -224,6 +284,18 @@ func (p *Publisher) send(ctx context.Context) {
 			down = false
 		}
 	}
+}
+
+// earlierRuns returns how many of msgs, from the first, earlier runs of
+// the publisher queued (their IDs name their run).
+func (p *Publisher) earlierRuns(msgs []Msg) int {
+	this := p.cfg.Host + "-" + p.run + "-"
+	for i, m := range msgs {
+		if strings.HasPrefix(m.ID, this) {
+			return i
+		}
+	}
+	return len(msgs)
 }
 
 // loadSeeds reads the last record of each of this host's ends (an
@@ -265,6 +337,27 @@ func (p *Publisher) ensured(ctx context.Context) bool {
 	return err == nil
 }
 
+// inFlight returns how many of msgs, from the first, are sent together:
+// up to the second record of one connection subject. With one record of a
+// subject in flight at a time, a record that fails is sent again before
+// any later record of its subject is sent at all, so that the stream's
+// last record of a subject is always its publisher's last (a gone end is
+// never followed by the live record it replaced). Finding lines, which
+// nothing reads as "the last of a subject", all go together.
+func inFlight(msgs []Msg) int {
+	seen := make(map[string]struct{}, len(msgs))
+	for i, m := range msgs {
+		if !strings.HasPrefix(m.Subject, connPrefix) {
+			continue
+		}
+		if _, twice := seen[m.Subject]; twice {
+			return i
+		}
+		seen[m.Subject] = struct{}{}
+	}
+	return len(msgs)
+}
+
 // publish sends msgs and returns how many from the first were stored.
 func (p *Publisher) publish(ctx context.Context, msgs []Msg) (int, error) {
 	if !p.nc.IsConnected() {
@@ -272,7 +365,7 @@ func (p *Publisher) publish(ctx context.Context, msgs []Msg) (int, error) {
 	}
 	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
-		f, err := p.js.PublishMsgAsync(&nats.Msg{Subject: m.Subject, Data: m.Data,
+		f, err := p.pubAsync(&nats.Msg{Subject: m.Subject, Data: m.Data,
 			Header: nats.Header{jetstream.MsgIDHeader: []string{m.ID}}})
 		if err != nil {
 			break

@@ -54,6 +54,10 @@ type tqp struct {
 	published bool
 	pubAt     time.Time // when its last record was made
 	seedLocal *Addr     // the local address from a seed (the AV's GID index is not known)
+	// last is where its last record went (its subject's names and
+	// addresses): the end's gone record goes there too, when the QP goes,
+	// leaves the connection (RESET) or connects anew elsewhere.
+	last *Conn
 }
 
 // hasAddr reports whether the QP's remote address is known.
@@ -105,7 +109,7 @@ func (t *Tracker) Observe(e *event.Event) {
 		}
 	case e.Life != nil && e.Kind == event.KindQPCreate:
 		if e.Life.Ret == 0 && (q.gone || q.published) {
-			*q = tqp{typ: e.Life.QPType, published: q.published} // a reused QPN: a new end
+			*q = tqp{typ: e.Life.QPType, published: q.published, last: q.last} // a reused QPN: a new end
 		}
 		q.typ = e.Life.QPType
 	case e.Truth != nil:
@@ -140,7 +144,7 @@ func (t *Tracker) modify(q *tqp, e *event.Event) {
 	if m.Has(event.AttrState) {
 		q.state = m.State
 		if m.State == event.StateReset {
-			*q = tqp{typ: q.typ, published: q.published, pid: q.pid, comm: q.comm}
+			*q = tqp{typ: q.typ, published: q.published, pid: q.pid, comm: q.comm, last: q.last}
 			return
 		}
 	}
@@ -265,7 +269,11 @@ func (t *Tracker) seed(k event.QPKey, q *tqp) {
 // Flush returns a record of every end that changed since the last call,
 // and forgets the ends that are gone. An end whose remote address is not
 // known yet (a QP older than the daemon, before its seed came) waits: a
-// record without it could not pair.
+// record without it could not pair. A gone end's record goes on the
+// subject of its last record, with its addresses; so does the gone
+// record of a QP's earlier connection when the QP leaves it (RESET) or
+// its record moves to another subject (connected anew elsewhere), just
+// before the new connection's record.
 func (t *Tracker) Flush(now time.Time) []Conn {
 	if t.Refresh > 0 && !now.Before(t.nextScan) {
 		t.nextScan = now.Add(time.Minute)
@@ -290,22 +298,70 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 		}
 		if q.gone {
 			delete(t.qps, k)
-			if !q.published {
-				continue
+			if q.last != nil {
+				out = append(out, t.goneRecord(q.last, now))
 			}
+			continue
 		}
-		if !q.gone && !q.hasAddr() {
+		if !q.hasAddr() {
 			t.seed(k, q)
 		}
-		if !q.gone && (q.destQPN == 0 || q.typ != event.QPTypeRC && q.typ != event.QPTypeUC) {
-			continue // not connected yet
+		if q.destQPN == 0 || q.typ != event.QPTypeRC && q.typ != event.QPTypeUC {
+			if q.last != nil { // left its connection
+				out = append(out, t.goneRecord(q.last, now))
+				q.last = nil
+			}
+			continue // not connected (yet)
 		}
-		if !q.hasAddr() && !q.gone {
+		if !q.hasAddr() {
 			again = append(again, k) // at the next flush: its seed may come
 			continue
 		}
 		q.published, q.pubAt = true, now
-		out = append(out, t.record(k, q, now))
+		c := t.record(k, q, now)
+		if q.last != nil && ConnSubject(q.last) != ConnSubject(&c) {
+			g := t.goneRecord(q.last, now)
+			g.Rev, c.Rev = c.Rev, g.Rev // the gone first
+			out = append(out, g)
+		}
+		q.last = lastOf(&c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// lastOf keeps what makes a record's subject, and its addresses.
+func lastOf(c *Conn) *Conn {
+	return &Conn{Host: c.Host, Device: c.Device, Port: c.Port, Type: c.Type, Local: c.Local, Remote: c.Remote, Global: c.Global,
+		Changed: c.Changed}
+}
+
+// goneRecord is the gone record of the end whose last record was last:
+// on the same subject, with the same addresses.
+func (t *Tracker) goneRecord(last *Conn, now time.Time) Conn {
+	t.rev++
+	g := *last
+	g.Gone, g.At, g.Rev, g.Run = true, now.UTC(), t.rev, t.Run
+	return g
+}
+
+// Unlisted returns the gone records of this host's ends that its earlier
+// runs published (the seeds not taken yet) and that a reading of rdma
+// netlink does not list as live: live maps the QPs it lists to their
+// remote QPN (0: not said); a QP listed with another remote QPN is
+// another connection on a QP number used again. Only the seeds of device
+// are looked at ("" for every device: the reading's scope). The seeds go.
+func (t *Tracker) Unlisted(live map[event.QPKey]uint32, device string, now time.Time) []Conn {
+	var out []Conn
+	for k, s := range t.seeds {
+		if device != "" && k.Device != device {
+			continue
+		}
+		if rq, ok := live[k]; ok && (rq == 0 || rq == s.Remote.QPN) {
+			continue
+		}
+		delete(t.seeds, k)
+		out = append(out, t.goneRecord(lastOf(&s), now))
 	}
 	return out
 }

@@ -79,7 +79,7 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	}
 	o := p.nats
 	o.URL = p.url
-	pub, err := fleet.NewPublisher(fleet.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax,
+	pub, err := fleet.NewPublisher(fleet.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax, Device: cfg.Device,
 		Log: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
 		return nil, err
