@@ -121,11 +121,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 		defer srv.Shutdown()
 		cfg.NATS = srv.clientOptions() // in-process, as the fleet's own user
-		in.embedded = true
-		log.Info("embedded nats serving", "url", cfg.NATS.URL, "store", cfg.StoreDir, "auth", cfg.Auth != "",
+		in.embedded, in.url = true, srv.URL()
+		log.Info("embedded nats serving", "url", in.url, "store", cfg.StoreDir, "auth", cfg.Auth != "",
 			"tls", cfg.TLSCert != "", "monitor", srv.MonitorURL())
+	} else {
+		in.url = cfg.NATS.URL
 	}
-	in.url = cfg.NATS.URL
 	cfg.NATS.Name = fmt.Sprintf("apmwatch fleet %d/%d", cfg.Instance, cfg.Instances)
 	cfg.NATS.Log = log
 	nc, err := cfg.NATS.connect(true)

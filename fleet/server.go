@@ -230,10 +230,11 @@ func (e *Embedded) MonitorURL() string {
 	return ""
 }
 
-// clientOptions reach the server from this process: without a socket,
-// as the fleet's own user.
+// clientOptions reach the server from this process: without a socket
+// (so without TLS: the server offers it, the client declines), as the
+// fleet's own user.
 func (e *Embedded) clientOptions() NATSOptions {
-	return NATSOptions{URL: e.URL(), inProcess: e.s, internal: e.internal}
+	return NATSOptions{URL: strings.Replace(e.URL(), "tls://", "nats://", 1), inProcess: e.s, internal: e.internal}
 }
 
 // Shutdown stops the server.

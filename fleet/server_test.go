@@ -1,0 +1,329 @@
+package fleet
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/audit"
+	"github.com/nats-io/nkeys"
+)
+
+// The embedded server speaks TLS: a client that trusts its CA stores its
+// line with or without a client certificate (optional), one that does not
+// trust it never connects; with --tls-verify a certificate is required.
+// The fleet itself reaches its server in-process, TLS or not.
+func TestEmbeddedServesTLS(t *testing.T) {
+	dir := t.TempDir()
+	pki(t, dir)
+	pem := func(n string) string { return filepath.Join(dir, n) }
+	cfg := embeddedConfig(t)
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = pem("server.pem"), pem("server-key.pem"), pem("ca.pem")
+	f, _ := runFleet(t, cfg)
+	url := f.readyInfo(t).NATS
+	if !strings.HasPrefix(url, "tls://") {
+		t.Fatalf("ready file's URL %s", url)
+	}
+	for _, o := range []NATSOptions{{URL: url, TLSCA: pem("ca.pem")},
+		{URL: url, TLSCA: pem("ca.pem"), TLSCert: pem("client.pem"), TLSKey: pem("client-key.pem")}} {
+		p, err := NewPublisher(PublishConfig{NATS: o, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+		p.Close(time.Second)
+	}
+	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
+		t.Error("a client that does not trust the server's CA connected")
+	}
+
+	cfg = embeddedConfig(t)
+	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA, cfg.TLSVerify = pem("server.pem"), pem("server-key.pem"), pem("ca.pem"), true
+	f, _ = runFleet(t, cfg)
+	url = f.readyInfo(t).NATS
+	if _, err := (NATSOptions{URL: url, TLSCA: pem("ca.pem")}).connect(false); err == nil {
+		t.Error("--tls-verify: a client without a certificate connected")
+	}
+	nc, err := (NATSOptions{URL: url, TLSCA: pem("ca.pem"), TLSCert: pem("client.pem"), TLSKey: pem("client-key.pem")}).connect(false)
+	if err != nil {
+		t.Fatalf("--tls-verify with a client certificate: %v", err)
+	}
+	nc.Close()
+
+	for _, bad := range []Config{{TLSCert: "c"}, {TLSCA: "ca"}, {TLSCert: "c", TLSKey: "k", TLSVerify: true}} {
+		c := embeddedConfig(t)
+		c.TLSCert, c.TLSKey, c.TLSCA, c.TLSVerify = bad.TLSCert, bad.TLSKey, bad.TLSCA, bad.TLSVerify
+		if err := c.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// --monitor serves NATS's monitoring; a bare port listens on loopback.
+func TestEmbeddedMonitorPort(t *testing.T) {
+	for in, want := range map[string]string{"8222": "127.0.0.1:8222", ":8222": "127.0.0.1:8222", "0.0.0.0:8222": "0.0.0.0:8222", "[::1]:9": "::1:9"} {
+		h, p, err := monitorAddr(in)
+		if err != nil || fmt.Sprintf("%s:%d", h, p) != want {
+			t.Errorf("--monitor %s: %s:%d %v, want %s", in, h, p, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "1:2:3", "99999", "host:"} {
+		if _, _, err := monitorAddr(bad); err == nil {
+			t.Errorf("--monitor %s accepted", bad)
+		}
+	}
+	s, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Monitor: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	u := s.MonitorURL()
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("monitor at %q, want loopback", u)
+	}
+	resp, err := http.Get(u + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	none, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Shutdown()
+	if none.MonitorURL() != "" {
+		t.Fatalf("a monitor without --monitor: %s", none.MonitorURL())
+	}
+}
+
+// writeAuth writes an authorization file (0600) with the given body and
+// a host user, so that it has one.
+func writeAuth(t *testing.T, body string) string {
+	t.Helper()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	p := filepath.Join(t.TempDir(), "auth.conf")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(body, "PUB", pub)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An account that requires limits apmwatch was not given stops the fleet
+// at once, saying to create the streams first and naming them; with
+// --stream-max-bytes it starts. A user that may not create streams (a
+// host's) stops it at once too.
+func TestStreamsTheAccountRefusesFailFast(t *testing.T) {
+	auth := writeAuth(t, `accounts { APMWATCH { jetstream { max_file: 1G, max_bytes_required: true }
+		users: [ { nkey: "PUB" } ] } }`)
+	cfg := embeddedConfig(t)
+	cfg.Auth = auth
+	start := time.Now()
+	err := Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{})
+	if !errors.Is(err, ErrCreateStreams) || !strings.Contains(err.Error(), ConnStream) || !strings.Contains(err.Error(), FindingsStream) ||
+		!strings.Contains(err.Error(), "max bytes") || strings.Contains(err.Error(), "\n") || time.Since(start) > 10*time.Second {
+		t.Fatalf("%v after %v", err, time.Since(start))
+	}
+	cfg.Limits.MaxBytes = 64 << 20
+	runFleet(t, cfg)
+
+	dir := t.TempDir()
+	ecfg := embeddedConfig(t)
+	ecfg.Auth = addUsers(t, dir)
+	srv, err := StartServer(ecfg.server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	cfg = DefaultConfig()
+	cfg.NATS = hostOpts(srv.URL(), dir, "node17")
+	cfg.MetricsAddr = ""
+	start = time.Now()
+	err = Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{})
+	if !errors.Is(err, ErrCreateStreams) || !strings.Contains(err.Error(), "may not create") || time.Since(start) > 10*time.Second {
+		t.Fatalf("a fleet as a host: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestStreamLimitsValidate(t *testing.T) {
+	if err := DefaultLimits.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(l *StreamLimits){
+		func(l *StreamLimits) { l.Replicas = 0 },
+		func(l *StreamLimits) { l.Replicas = 6 },
+		func(l *StreamLimits) { l.MaxBytes = 0 },
+		func(l *StreamLimits) { l.MaxBytes = 1000 },
+		func(l *StreamLimits) { l.ConnMaxAge = 0 },
+		func(l *StreamLimits) { l.FindingsMaxAge = -time.Hour },
+		func(l *StreamLimits) { l.ConnPerSubject = 0 },
+	} {
+		l := DefaultLimits
+		bad(&l)
+		if err := l.Validate(); err == nil || !strings.HasPrefix(err.Error(), "--") {
+			t.Errorf("%+v: %v", l, err)
+		}
+	}
+}
+
+// oldServer speaks just enough NATS to be connected to, announcing
+// version in its INFO (a server older than the fleet needs).
+func oldServer(t *testing.T, version string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fmt.Fprintf(c, "INFO {\"server_id\":\"OLD\",\"server_name\":\"old\",\"version\":%q,\"proto\":1,\"headers\":true,\"max_payload\":1048576}\r\n", version)
+				r := bufio.NewReader(c)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if strings.HasPrefix(l, "PING") {
+						c.Write([]byte("PONG\r\n"))
+					}
+				}
+			}()
+		}
+	}()
+	return "nats://" + ln.Addr().String()
+}
+
+// A server older than 2.10 (Debian bookworm's 2.9.10) cannot serve the
+// fleet: its consumers take one filter subject and would give every
+// instance every partition. The fleet, fleet status and postmortem
+// --nats refuse it at once, naming its version.
+func TestServerOlderThan210IsRefused(t *testing.T) {
+	url := oldServer(t, "2.9.10")
+	cfg := DefaultConfig()
+	cfg.NATS.URL, cfg.MetricsAddr = url, ""
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := Run(ctx, cfg, &syncBuffer{}, &syncBuffer{})
+	if err == nil || !strings.HasPrefix(err.Error(), "nats-server 2.9.10: apmwatch fleet needs 2.10 or later for ") {
+		t.Fatalf("fleet: %v", err)
+	}
+	if _, err := ReadStatus(ctx, NATSOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "nats-server 2.9.10: apmwatch fleet status needs 2.10") {
+		t.Fatalf("fleet status: %v", err)
+	}
+	for v, ok := range map[string]bool{"2.10.0": true, "2.12.1-beta.2": true, "v2.11.3": true, "3.0.0": true, "2.9.25": false, "1.4.1": false, "": true} {
+		if err := checkServerVersion(v, "x"); (err == nil) != ok {
+			t.Errorf("version %q: %v", v, err)
+		}
+	}
+	if err := checkServerVersion("2.9\x1b[2J\nforged", "x"); err == nil || strings.ContainsAny(err.Error(), "\x1b\n") {
+		t.Errorf("a hostile version: %q", err)
+	}
+}
+
+// Credentials come from files only, and no secret reaches a log or a
+// ready file: the fleet's log and ready file, and the logs of publishers
+// with a password file, with an NKey seed file and with a wrong password,
+// hold neither password nor seed. A URL with a password is refused
+// without repeating it; a seed file others may read is refused.
+func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
+	const pw, wrong = "pw-3c1f9a77e2", "wrong-8d02bb41f6"
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	dir := t.TempDir()
+	auth := filepath.Join(dir, "auth.conf")
+	os.WriteFile(auth, []byte(`accounts { APMWATCH { jetstream: enabled
+		users: [ { user: node17, password: "`+pw+`" }, { nkey: "`+pub+`" } ] } }`), 0o600)
+	secret := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pwFile, wrongFile, seedFile := secret("pw", []byte(pw+"\n")), secret("wrong", []byte(wrong+"\n")), secret("node18.nk", append(seed, '\n'))
+
+	cfg := embeddedConfig(t)
+	cfg.Auth = auth
+	f, fleetLog := runFleet(t, cfg)
+	url := f.readyInfo(t).NATS
+	logs := map[string]*syncBuffer{"fleet": fleetLog}
+	for _, c := range []struct {
+		host string
+		o    NATSOptions
+		ok   bool
+	}{
+		{"node17", NATSOptions{URL: url, User: "node17", PasswordFile: pwFile}, true},
+		{"node18", NATSOptions{URL: url, NKeyFile: seedFile}, true},
+		{"node19", NATSOptions{URL: url, User: "node17", PasswordFile: wrongFile}, false},
+	} {
+		log := &syncBuffer{}
+		logs[c.host] = log
+		p, err := NewPublisher(PublishConfig{NATS: c.o, Host: c.host, QueueDir: filepath.Join(t.TempDir(), "q"), Log: slogTo(log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Line(audit.Line{Type: audit.TypeFinding, Host: c.host, Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+		if c.ok {
+			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+		} else {
+			time.Sleep(2 * time.Second)
+			if sent(p) != 0 {
+				t.Errorf("%s sent with a wrong password", c.host)
+			}
+		}
+		p.Close(time.Second)
+	}
+	ready, _ := os.ReadFile(f.ready)
+	logs["ready file"] = &syncBuffer{}
+	logs["ready file"].Write(ready)
+	for name, b := range logs {
+		s := b.b.String()
+		for _, sec := range []string{pw, wrong, string(seed), string(seed[2:20])} {
+			if strings.Contains(s, sec) {
+				t.Errorf("the %s holds a secret:\n%s", name, s)
+			}
+		}
+	}
+
+	for _, u := range []string{"nats://node17:" + pw + "@127.0.0.1:4222", "nats://127.0.0.1:4222,tls://" + pw + "@n2:4222", "node17:" + pw + "@127.0.0.1:4222"} {
+		o := NATSOptions{URL: u}
+		err := o.Validate()
+		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "--nats-password-file") {
+			t.Errorf("URL with a password: %v", err)
+		}
+		if _, err := o.connect(false); err == nil || strings.Contains(err.Error(), pw) {
+			t.Errorf("connecting to a URL with a password: %v", err)
+		}
+	}
+	os.Chmod(seedFile, 0o644)
+	if _, err := (NATSOptions{URL: url, NKeyFile: seedFile}).connect(false); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a seed file others may read: %v", err)
+	}
+	junk := secret("junk.nk", []byte("SUnot-a-seed-"+pw+"\n"))
+	if _, err := (NATSOptions{URL: url, NKeyFile: junk}).connect(false); err == nil || strings.Contains(err.Error(), pw) {
+		t.Errorf("a file that is no seed: %v", err)
+	}
+	for _, o := range []NATSOptions{{NKeyFile: "a", Creds: "b"}, {NKeyFile: "a", User: "u", PasswordFile: "p"}, {InboxPrefix: "_INBOX.>"}, {InboxPrefix: "a..b"}, {InboxPrefix: "a b"}} {
+		if err := o.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
