@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apmwatch/apmwatch/internal/promcheck"
+	"github.com/apmwatch/apmwatch/deploy/promcheck"
 )
 
 // labBlocks splits the output of testdata/lab/e2e.sh into its

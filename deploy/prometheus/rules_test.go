@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/internal/promcheck"
+	"github.com/apmwatch/apmwatch/deploy/promcheck"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -11,7 +11,7 @@
 //   - cmd/ wires the packages into commands: nothing imports it;
 //   - lab/ is the lab: nothing outside it imports it;
 //   - the test kits (apm/apmtest, recording/recordingtest,
-//     internal/testkit, deploy/promcheck, internal/promcheck) are imported
+//     internal/testkit, deploy/promcheck) are imported
 //     by tests and by other test kits only, never by the product.
 //
 // The rules are read from `go list -json` with every build tag the module

@@ -18,7 +18,7 @@ const module = "github.com/apmwatch/apmwatch"
 const buildTags = "labguest,gendocs"
 
 // testKits may be imported by tests and by each other only.
-var testKits = []string{"apm/apmtest", "recording/recordingtest", "internal/testkit", "deploy/promcheck", "internal/promcheck"}
+var testKits = []string{"apm/apmtest", "recording/recordingtest", "internal/testkit", "deploy/promcheck"}
 
 // pkg is what the rules read of one package of `go list -json`.
 type pkg struct {
