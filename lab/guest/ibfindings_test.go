@@ -21,7 +21,7 @@ import (
 const settle = 3500 * time.Millisecond
 
 // allKinds shows every event, the netlink readings and the findings.
-const allKinds = "modify,qp-event,port-event,cm-notify,cm-handler,mad,qp-create,qp-destroy,qp-truth,finding"
+const allKinds = "modify,modify-entry,qp-event,port-event,cm-notify,cm-handler,mad,qp-create,qp-destroy,qp-truth,finding"
 
 // ibTrace runs `apmwatch trace -o json` on the two ibsim devices.
 func ibTrace(t *testing.T, extra ...string) *Proc {
