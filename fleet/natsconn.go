@@ -350,7 +350,7 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) 
 			return fmt.Errorf("%w (%s: docs/fleet.md, Streams): this user may not create them: %v", ErrCreateStreams, strings.Join(names, ", "), err)
 		case errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeJetStreamNotEnabledForAccount:
 			return fmt.Errorf("creating stream %s: %w", c.Name, errJetStreamDisabled)
-		case errors.As(err, &api) && refusal(api):
+		case errors.As(err, &api) && streamRefused(api):
 			return fmt.Errorf("%w (%s: docs/fleet.md, Streams), or give the limits the account requires: nats refused stream %s: %s",
 				ErrCreateStreams, strings.Join(names, ", "), c.Name, escape.Text(api.Description))
 		}
@@ -359,10 +359,10 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, l StreamLimits) 
 	return nil
 }
 
-// refusal tells the server's answers that creating the stream again
+// streamRefused tells the server's answers that creating the stream again
 // would repeat (the account's limits, a configuration it cannot hold)
 // from passing ones (no leader yet, resources a peer will bring back).
-func refusal(e *jetstream.APIError) bool {
+func streamRefused(e *jetstream.APIError) bool {
 	switch e.ErrorCode {
 	case 10028, 10047, 10053, 10074: // memory, storage, limits, replicas
 		return true

@@ -24,6 +24,7 @@ func newFleetCmd() *cobra.Command {
 			"both hosts' evidence: finding lines on standard output or --findings, and back to the stream.\n" +
 			"Instances share the partitions (--instance of --instances). See docs/fleet.md.",
 		Example: "  apmwatch fleet --store /var/lib/apmwatch/fleet\n" +
+			"  apmwatch fleet --listen 0.0.0.0:4222 --auth /etc/apmwatch/fleet-auth.conf --tls-cert server.pem --tls-key server-key.pem\n" +
 			"  apmwatch fleet --nats nats://nats1:4222,nats://nats2:4222 --instance 0 --instances 2",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,7 +55,8 @@ func newFleetCmd() *cobra.Command {
 	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
 	fl.DurationVar(&cfg.Engine.Deadline, "rearm-deadline", cfg.Engine.Deadline, "a pair one-sided or unprotected this long is judged")
 	addNATSFlags(fl, &cfg.NATS)
-	cmd.AddCommand(newFleetStatusCmd())
+	addFleetServerFlags(fl, &cfg)
+	cmd.AddCommand(newFleetStatusCmd(), newFleetAddHostCmd())
 	return cmd
 }
 
