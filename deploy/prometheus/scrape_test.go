@@ -18,9 +18,9 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/deploy/promcheck"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/fleet"
-	"github.com/apmwatch/apmwatch/deploy/promcheck"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
