@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"container/heap"
+	"fmt"
 	"hash/fnv"
 	"time"
 )
@@ -45,6 +46,19 @@ type EngineConfig struct {
 	// (DefaultMaxTombstones).
 	TombstoneTTL  time.Duration
 	MaxTombstones int
+	// MaxSkew is how far ahead of its receipt a record's at and changed
+	// may be (DefaultMaxSkew); MaxEndsPerHost bounds the ends one host
+	// holds (DefaultMaxEndsPerHost).
+	MaxSkew        time.Duration
+	MaxEndsPerHost int
+}
+
+// Validate reports a bad threshold in one line.
+func (c EngineConfig) Validate() error {
+	if c.MaxSkew < 0 {
+		return fmt.Errorf("--max-skew must not be negative: %v", c.MaxSkew)
+	}
+	return nil
 }
 
 // Engine pairs the two ends of every connection and judges the pairs.
@@ -60,19 +74,24 @@ type Engine struct {
 	counts [nStates]int // paired connections by state; unpaired counts ends
 	emit   func(Line)
 	tombs  tombs
+	// hostEnds counts the ends each host holds (by owner)
+	hostEnds map[uint32]int
+	claims   []Claim // refused claims, the first maxClaimsKept
 	// Records counts the records applied; Stale those older than what the
 	// engine had, Invalid those with no local address; TombsEvicted the
 	// tombstones dropped before their time, past MaxTombstones.
 	Records, Stale, Invalid, TombsEvicted uint64
+	// Refused counts the records refused, by reason.
+	Refused [nRefusals]uint64
 }
 
 // end is one end of a connection, as its last record says.
 type end struct {
 	key, remote EndKey
 	host, dev   uint32 // names
+	owner       uint32 // the name of the host's subject token: the host that claimed the key first
 	pid         uint32
 	epN         uint32
-	port        uint8
 	mig         uint8 // 0 unknown, else event.MigState+1
 	armed, apm  bool
 	state       PairState
@@ -98,46 +117,74 @@ func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 	if cfg.MaxTombstones <= 0 {
 		cfg.MaxTombstones = DefaultMaxTombstones
 	}
-	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit}
+	if cfg.MaxSkew <= 0 {
+		cfg.MaxSkew = DefaultMaxSkew
+	}
+	if cfg.MaxEndsPerHost <= 0 {
+		cfg.MaxEndsPerHost = DefaultMaxEndsPerHost
+	}
+	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit, hostEnds: map[uint32]int{}}
 }
 
 // MarkJudged notes a finding (or resolution) ID given before, by this
 // instance's earlier run or another: it is not given again.
 func (g *Engine) MarkJudged(id uint64) { g.judged[id] = true }
 
-// Apply takes one record at time now. Records come in the order the
-// stream stored them: within one run of a publisher its revisions order
-// them (one sent again is stale), across runs their arrival does (a host
-// whose clock stepped back at its restart is not frozen behind its
-// earlier run's records).
+// Apply takes one record received at now, its host named by the record
+// (Take names it by the record's subject, and checks the record against
+// the subject). Records come in the order the stream stored them: within
+// one run of a publisher its revisions order them (one sent again is
+// stale), across runs their arrival does (a host whose clock stepped
+// back at its restart is not frozen behind its earlier run's records).
 func (g *Engine) Apply(c *Conn, now time.Time) {
+	if why := g.apply(c, token(c.Host), now, now); why != nRefusals {
+		g.Refused[why]++
+	}
+}
+
+// apply applies a record of the host whose subject token is host,
+// received at receipt; it returns why it refused it (nRefusals: it did
+// not).
+func (g *Engine) apply(c *Conn, host string, receipt, now time.Time) refuseReason {
 	g.Records++
 	local, remote := c.Keys()
 	if !local.Valid() {
 		g.Invalid++
-		return
+		return nRefusals
 	}
+	if g.future(c, receipt) {
+		return refusedFuture
+	}
+	owner := g.names.id(host)
 	at := c.At.UnixNano()
 	e := g.ends[local]
+	if e != nil && e.owner != owner {
+		g.claimed(e, c, owner)
+		return refusedClaimed
+	}
 	run, rev := runHash(c.Run), uint32(c.Rev)
-	if e != nil && e.newer(run, rev) || e == nil && g.buried(local, run, rev) {
+	if e != nil && e.newer(run, rev) || e == nil && g.buried(local, owner, run, rev) {
 		g.Stale++
-		return
+		return nRefusals
 	}
 	if c.Gone {
 		if e != nil && remote.Valid() && e.remote.Valid() && remote != e.remote {
 			g.Stale++ // the end of an earlier connection of this QP (another subject): not the one the key holds
-			return
+			return nRefusals
 		}
 		if e != nil {
 			g.remove(e)
 		}
-		g.bury(local, run, rev, now)
-		return
+		g.bury(local, owner, run, rev, now)
+		return nRefusals
 	}
 	if e == nil {
-		e = &end{key: local}
+		if g.hostEnds[owner] >= g.cfg.MaxEndsPerHost {
+			return refusedHostEnds
+		}
+		e = &end{key: local, owner: owner}
 		g.ends[local] = e
+		g.hostEnds[owner]++
 		g.counts[StateUnpaired]++
 	}
 	if !remote.Valid() && e.remote.Valid() && e.remote.QPN() == c.Remote.QPN {
@@ -147,7 +194,7 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 		g.unlink(e)
 	}
 	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
-	e.host, e.dev, e.pid, e.port = g.names.id(c.Host), g.names.id(c.Device), c.PID, uint8(min(c.Port, 255))
+	e.host, e.dev, e.pid = g.names.id(c.Host), g.names.id(c.Device), c.PID
 	e.since = unixNano(c.Changed)
 	if e.since == 0 {
 		e.since = at
@@ -167,6 +214,7 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 		}
 	}
 	g.evaluate(e, now)
+	return nRefusals
 }
 
 func unixNano(t time.Time) int64 {
@@ -184,6 +232,9 @@ func (g *Engine) remove(e *end) {
 	}
 	g.counts[StateUnpaired]--
 	delete(g.ends, e.key)
+	if g.hostEnds[e.owner]--; g.hostEnds[e.owner] <= 0 {
+		delete(g.hostEnds, e.owner)
+	}
 }
 
 func (g *Engine) unlink(e *end) {

@@ -164,12 +164,9 @@ func FuzzConnRecord(f *testing.F) {
 			}
 			fleetG.Advance(now)
 			// ReadStatus (all its records are applied at one time)
-			var sc Conn
-			if len(m) <= maxRecordBytes && json.Unmarshal(m, &sc) == nil {
-				statusG.Apply(&sc, fuzzBase)
-			}
+			statusG.Take(Received{Subject: subject, Stored: fuzzBase, Data: m}, fuzzBase)
 			// ReadHistory
-			h.addRecord(histG, byConn, m, now)
+			h.addRecord(histG, byConn, subject, m, now)
 			// loadSeeds
 			var x Conn
 			if seeding && len(m) <= maxRecordBytes && json.Unmarshal(m, &x) == nil && ConnSubject(&x) == subject && len(seeds) < maxTracked {
@@ -485,7 +482,10 @@ func TestHistoryLinesBoundedAndEscaped(t *testing.T) {
 	g := NewEngine(EngineConfig{Deadline: time.Second}, func(Line) {})
 	c := conn(strings.Repeat("h", 1000), 1, 17, 2, 18)
 	b, _ := json.Marshal(&c)
-	h.addRecord(g, hc, b, fuzzBase)
+	h.addRecord(g, hc, ConnSubject(&c), b, fuzzBase)
+	if len(hc) != 1 {
+		t.Fatalf("a record of a 1000-character host not listed: %+v", h.Refused)
+	}
 	for _, x := range hc {
 		if len(x.Records) != 1 || len(x.Records[0].Host) != maxNameLen {
 			t.Fatalf("records kept: %+v", x.Records)

@@ -35,7 +35,10 @@ type History struct {
 	Judged      []Line            `json:"judged"` // the replay's findings
 	Connections []HistConn        `json:"connections"`
 	Truncated   bool              `json:"truncated,omitempty"` // bounds reached: not everything is listed
-	lineBytes   int               // of Lines
+	// Refused counts the records the replay refused, by reason (as the
+	// fleet refuses them); they are not listed.
+	Refused   map[string]int `json:"refused,omitempty"`
+	lineBytes int            // of Lines
 }
 
 // HistConn is one connection's records in the range.
@@ -117,7 +120,7 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 
 func (h *History) replay(ctx context.Context, js jetstream.JetStream, stream string, filters []string, o HistoryOptions, byConn map[string]*HistConn) error {
 	g := NewEngine(EngineConfig{Deadline: o.Deadline}, func(l Line) { h.Judged = append(h.Judged, l) })
-	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) { h.addRecord(g, byConn, m.Data(), ts) })
+	err := readRange(ctx, js, stream, filters, o.Since, o.Until, func(m jetstream.Msg, ts time.Time) { h.addRecord(g, byConn, m.Subject(), m.Data(), ts) })
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", stream, err)
 	}
@@ -191,16 +194,25 @@ func jsonText(b []byte) []byte {
 	return out
 }
 
-// addRecord replays one connection record, stored at ts, through the
-// pairing engine g and lists it under its connection.
-func (h *History) addRecord(g *Engine, byConn map[string]*HistConn, b []byte, ts time.Time) {
-	var c Conn
-	if json.Unmarshal(b, &c) != nil {
+// addRecord replays one connection record, stored on subject at ts,
+// through the pairing engine g and lists it under its connection; a
+// record the engine refuses (Take) is counted, not listed.
+func (h *History) addRecord(g *Engine, byConn map[string]*HistConn, subject string, b []byte, ts time.Time) {
+	g.Advance(ts)
+	c, why := g.Take(Received{Subject: subject, Stored: ts, Data: b}, ts)
+	switch why {
+	case "":
+	case refusedTooLarge.String(), refusedBadSubject.String(), refusedUndecodable.String():
+		return
+	default:
+		h.Records++
+		if h.Refused == nil {
+			h.Refused = map[string]int{}
+		}
+		h.Refused[why]++
 		return
 	}
 	h.Records++
-	g.Advance(ts)
-	g.Apply(&c, ts)
 	l, r := c.Keys()
 	a, bk := l, r
 	if less(bk, a) {
@@ -301,6 +313,11 @@ func WriteHistoryText(w io.Writer, h *History) error {
 		h.Since.Format(time.RFC3339), h.Until.Format(time.RFC3339), h.Records, len(h.Lines))
 	if h.Truncated {
 		fmt.Fprintln(w, "(bounds reached: not everything is listed; narrow --since/--until)")
+	}
+	for _, r := range refusalNames {
+		if n := h.Refused[r]; n > 0 {
+			fmt.Fprintf(w, "%d records refused: %s (not listed)\n", n, r)
+		}
 	}
 	fmt.Fprintf(w, "\nfinding lines published (%d):\n", len(h.Lines))
 	for _, raw := range h.Lines {

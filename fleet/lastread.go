@@ -37,8 +37,12 @@ const (
 // stream stores after that is not delivered. The reading fails past max
 // subjects, when a message is missing from the delivery, and at ctx's
 // end; the consumer is deleted after it (the server drops it a minute
-// after its last use if that fails).
-func readLast(ctx context.Context, js jetstream.JetStream, stream string, filters []string, max int, fn func(lastRecord)) (int, error) {
+// after its last use if that fails). A request the server denies ends it
+// at once, with a *DeniedError.
+func readLast(ctx context.Context, js jetstream.JetStream, stream string, filters []string, max int, fn func(lastRecord)) (n int, err error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
+	defer func() { err = denied(ctx, err) }()
 	cfg := jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
 		InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1, FilterSubjects: filters}
 	if len(filters) == 1 {
@@ -58,28 +62,28 @@ func readLast(ctx context.Context, js jetstream.JetStream, stream string, filter
 		return 0, fmt.Errorf("%s holds %d subjects, more than the %d read at most", stream, pending, max)
 	}
 	seen := make(map[string]struct{}, pending)
-	var delivered, n uint64
+	var delivered uint64
 	for delivered < pending {
 		if err := ctx.Err(); err != nil {
-			return int(n), fmt.Errorf("reading the last records: %w", err)
+			return n, fmt.Errorf("reading the last records: %w", err)
 		}
 		fctx, cancel := context.WithTimeout(ctx, lastFetchWait)
 		batch, err := c.Fetch(int(min(pending-delivered, lastFetch)), jetstream.FetchMaxBytes(lastFetchSize), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
-			return int(n), fmt.Errorf("reading the last records: %w", err)
+			return n, fmt.Errorf("reading the last records: %w", err)
 		}
 		got, end, err := takeLast(batch, &delivered, pending, seen, fn)
 		cancel()
-		n += got
+		n += int(got)
 		if err != nil {
-			return int(n), err
+			return n, err
 		}
 		if end {
 			break
 		}
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // takeLast hands fn one batch's messages, up to the pending count, each
@@ -134,6 +138,37 @@ func readLastOf(ctx context.Context, js jetstream.JetStream, filters []string, m
 		n += k
 		if err != nil {
 			return n, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	return n, nil
+}
+
+// readLastSingly is readLastOf through consumers of one filter each (a
+// host's permissions name the filter, which is part of the API subject of
+// a consumer of one filter): merged, which must match what filters do,
+// when one stream holds them all, else each filter apart.
+func readLastSingly(ctx context.Context, js jetstream.JetStream, filters []string, merged string, max int, fn func(lastRecord)) (int, error) {
+	streams, err := streamsOf(ctx, js, filters)
+	if err != nil {
+		return 0, err
+	}
+	names := make([]string, 0, len(streams))
+	for name := range streams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	n := 0
+	for _, name := range names {
+		each := streams[name]
+		if len(streams) == 1 {
+			each = []string{merged}
+		}
+		for _, f := range each {
+			k, err := readLast(ctx, js, name, []string{f}, max-n, fn)
+			n += k
+			if err != nil {
+				return n, fmt.Errorf("reading %s: %w", name, err)
+			}
 		}
 	}
 	return n, nil

@@ -202,3 +202,36 @@ func TestPublisherSeedsWithTheLastRecordOfEachOfItsEnds(t *testing.T) {
 		t.Fatalf("%d seeds of %d ends, want %d", len(cs), len(ends), n)
 	}
 }
+
+// A host reads its earlier records back with the permissions fleet
+// add-host gives it: a consumer of one filter, its own subjects.
+func TestPublisherSeedsThroughItsHostsPermissions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := embeddedConfig(t)
+	cfg.Auth = addUsers(t, dir)
+	f, _ := runFleet(t, cfg)
+	url := f.readyInfo(t).NATS
+	a, _, _ := pairOver(t, hostOpts(url, dir, "node17"), hostOpts(url, dir, "node18"), "node17", "node18")
+	s := &side{p: a, dev: "ibsim0", qpn: 100}
+	s.connect(2, 200)
+	a.Tick(time.Now())
+	fleetUser := NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
+	waitFor(t, 30*time.Second, "the record", func() bool {
+		st, err := ReadStatus(context.Background(), fleetUser)
+		return err == nil && st.Ends == 1
+	})
+	a.Close(time.Second)
+	again, err := NewPublisher(PublishConfig{NATS: hostOpts(url, dir, "node17"), Host: "node17", QueueDir: filepath.Join(t.TempDir(), "q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close(time.Second)
+	select {
+	case cs := <-again.seeds:
+		if len(cs) != 1 || cs[0].Local.QPN != 100 {
+			t.Fatalf("seeds: %+v", cs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no seeds in 30s")
+	}
+}

@@ -22,6 +22,8 @@ type fleetMetrics struct {
 	lagSeconds    prometheus.Gauge
 	findings      *prometheus.CounterVec // kind, type
 	publishErrors prometheus.Counter
+	refused       *prometheus.CounterVec // reason
+	refusedSeen   [nRefusals]uint64      // the engine's counts added so far
 }
 
 func newFleetMetrics() *fleetMetrics {
@@ -46,12 +48,18 @@ func newFleetMetrics() *fleetMetrics {
 		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
 	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
 		Help: "Findings that could not be handed to JetStream."})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "records_refused_total",
+		Help: "Connection records refused, by reason: too-large, bad-subject, undecodable, subject-mismatch (host, device, QPN or partition not the subject's), " +
+			"future (dated past --max-skew after their receipt), claimed (another host's end), host-ends (the host holds its bound of ends)."}, []string{"reason"})
+	for r := range nRefusals {
+		m.refused.WithLabelValues(r.String())
+	}
 	v := version.Get()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "build_info", Help: "Always 1.",
 		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
 	info.Set(1)
 	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
-		m.findings, m.publishErrors, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.findings, m.publishErrors, m.refused, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -63,6 +71,12 @@ func (m *fleetMetrics) update(g *Engine) {
 	m.unpaired.Set(float64(st.Unpaired))
 	m.ends.Set(float64(st.Ends))
 	m.staleRecords.Set(float64(g.Stale))
+	for r := range nRefusals {
+		if n := g.Refused[r]; n > m.refusedSeen[r] {
+			m.refused.WithLabelValues(r.String()).Add(float64(n - m.refusedSeen[r]))
+			m.refusedSeen[r] = n
+		}
+	}
 }
 
 func (m *fleetMetrics) serve(ctx context.Context, addr string, onErr func(error)) error {

@@ -309,7 +309,7 @@ func (p *Publisher) loadSeeds(ctx context.Context) {
 		filters = append(filters, fmt.Sprintf("%s%d.%s.>", connPrefix, part, token(p.cfg.Host)))
 	}
 	var cs []Conn
-	_, err := readLastOf(c, p.js, filters, maxTracked, func(r lastRecord) {
+	_, err := readLastSingly(c, p.js, filters, connPrefix+"*."+token(p.cfg.Host)+".>", maxTracked, func(r lastRecord) {
 		var x Conn
 		// a record is this host's as it wrote it: on the subject it makes
 		if len(r.Data) <= maxRecordBytes && json.Unmarshal(r.Data, &x) == nil && ConnSubject(&x) == r.Subject {

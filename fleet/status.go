@@ -2,10 +2,10 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apmwatch/apmwatch/internal/escape"
@@ -36,6 +36,11 @@ type Status struct {
 	Unconfirmed     []Unconfirmed     `json:"unconfirmed,omitempty"`
 	UnconfirmedEnds int               `json:"unconfirmed_ends"`
 	Errors          map[string]string `json:"errors,omitempty"`
+	// Refused counts the records refused (records_refused_total's
+	// reasons); Claims lists the refused claims on another host's end
+	// (the first 100).
+	Refused map[string]uint64 `json:"refused,omitempty"`
+	Claims  []Claim           `json:"claims,omitempty"`
 }
 
 // Bounds of a status: the subjects it reads at most (a replica of the
@@ -72,10 +77,7 @@ func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
 		defer cancel()
 	}
 	_, err = readLastOf(ctx, js, filters, maxStatusRecords, func(r lastRecord) {
-		var c Conn
-		if len(r.Data) <= maxRecordBytes && json.Unmarshal(r.Data, &c) == nil {
-			g.Apply(&c, now)
-		}
+		g.Take(Received{Subject: r.Subject, Stored: r.Stored, Data: r.Data}, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet status: %w", err)
@@ -90,6 +92,15 @@ func (g *Engine) status(now time.Time) *Status {
 		s.ByState[k.String()] = v
 	}
 	s.Unconfirmed, s.UnconfirmedEnds = g.unconfirmedRows()
+	s.Claims = g.Claims()
+	for k, v := range g.RefusedBy() {
+		if v > 0 {
+			if s.Refused == nil {
+				s.Refused = map[string]uint64{}
+			}
+			s.Refused[k] = v
+		}
+	}
 	for _, e := range g.ends {
 		if e.peer == nil || !e.state.Bad() || less(e.peer.key, e.key) {
 			continue
@@ -129,6 +140,27 @@ func WriteStatusTable(w io.Writer, s *Status) error {
 	if err == nil && s.UnconfirmedEnds > 0 {
 		_, err = fmt.Fprintf(w, "%d unpaired ends point at an end that does not point back (not judged as pairs; -o json says why)\n", s.UnconfirmedEnds)
 	}
+	if err == nil {
+		err = writeRefused(w, s)
+	}
+	return err
+}
+
+// writeRefused says how many records were refused, and why, when any
+// were.
+func writeRefused(w io.Writer, s *Status) error {
+	n := uint64(0)
+	var why []string
+	for _, r := range refusalNames {
+		if v := s.Refused[r]; v > 0 {
+			n += v
+			why = append(why, fmt.Sprintf("%d %s", v, r))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "%d records refused (%s; -o json lists the claims on another host's end)\n", n, strings.Join(why, ", "))
 	return err
 }
 

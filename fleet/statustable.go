@@ -37,5 +37,8 @@ func WriteStatusFit(w io.Writer, s *Status) error {
 	if err == nil && s.UnconfirmedEnds > 0 {
 		_, err = fmt.Fprintf(w, "%d unpaired ends point at an end that does not point back (not judged as pairs; -o json says why)\n", s.UnconfirmedEnds)
 	}
+	if err == nil {
+		err = writeRefused(w, s)
+	}
 	return err
 }

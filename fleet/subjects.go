@@ -72,20 +72,38 @@ func ownSubject(subject, host string) (msgKind, bool) {
 	if rest, ok := strings.CutPrefix(subject, hostFindingPrefix); ok && rest == token(host) {
 		return kindFinding, true
 	}
+	if cs, ok := parseConnSubject(subject); ok && cs.host == token(host) {
+		return kindConn, true
+	}
+	return 0, false
+}
+
+// connSubject is what a connection subject names.
+type connSubject struct {
+	partition    int
+	host, device string // tokens
+	qpn          uint32
+}
+
+// parseConnSubject parses a connection subject exactly as ConnSubject
+// writes one: apmwatch.conn.<partition>.<host>.<device>.<qpn>, the
+// partition below Partitions, host and device tokens, the QPN a 32-bit
+// number (decimal, no leading zero).
+func parseConnSubject(subject string) (connSubject, bool) {
 	rest, ok := strings.CutPrefix(subject, connPrefix)
 	if !ok {
-		return 0, false
+		return connSubject{}, false
 	}
 	f := strings.Split(rest, ".")
-	if len(f) != 4 || f[1] != token(host) || !isToken(f[2]) {
-		return 0, false
+	if len(f) != 4 || !isToken(f[1]) || !isToken(f[2]) {
+		return connSubject{}, false
 	}
 	p, ok1 := decimal(f[0])
-	_, ok2 := decimal(f[3])
+	q, ok2 := decimal(f[3])
 	if !ok1 || !ok2 || p >= Partitions {
-		return 0, false
+		return connSubject{}, false
 	}
-	return kindConn, true
+	return connSubject{partition: int(p), host: f[1], device: f[2], qpn: uint32(q)}, true
 }
 
 // isToken reports whether s is what token makes of a name.

@@ -3,13 +3,14 @@ package fleet
 import "time"
 
 // A gone end leaves a tombstone: the run and revision of its gone record.
-// A record of that run no later than it (one sent again after the stream's
-// duplicate window, a partition's copy that arrives late) is stale and
-// does not bring the end back as a ghost; a later revision, or another
-// run's record (a QP number used again), is a new end and takes the key.
+// A record of that host's run no later than it (one sent again after the
+// stream's duplicate window, a partition's copy that arrives late) is
+// stale and does not bring the end back as a ghost; a later revision, or
+// another run's record (a QP number used again), is a new end and takes
+// the key.
 type tomb struct {
-	run, rev uint32
-	until    int64 // when it is dropped, the engine's clock
+	owner, run, rev uint32 // the host that laid it, and its record's run and revision
+	until           int64  // when it is dropped, the engine's clock
 }
 
 // DefaultTombstoneTTL is how long a tombstone is kept: the streams'
@@ -36,12 +37,12 @@ type tombAt struct {
 
 // bury lays a tombstone for key at now, and drops the expired and those
 // past the bound.
-func (g *Engine) bury(key EndKey, run, rev uint32, now time.Time) {
+func (g *Engine) bury(key EndKey, owner, run, rev uint32, now time.Time) {
 	if g.tombs.m == nil {
 		g.tombs.m = map[EndKey]tomb{}
 	}
 	until := now.UnixNano() + int64(g.cfg.TombstoneTTL)
-	g.tombs.m[key] = tomb{run: run, rev: rev, until: until}
+	g.tombs.m[key] = tomb{owner: owner, run: run, rev: rev, until: until}
 	g.tombs.queue = append(g.tombs.queue, tombAt{key: key, until: until})
 	g.expireTombs(now)
 	for len(g.tombs.m) > g.cfg.MaxTombstones {
@@ -97,14 +98,15 @@ func (g *Engine) popTomb() bool {
 	return dropped
 }
 
-// buried reports whether a record of run, revision rev, is one its end's
-// tombstone outlives; a record that outlives it lifts it.
-func (g *Engine) buried(key EndKey, run, rev uint32) bool {
+// buried reports whether a record of owner's run, revision rev, is one
+// its end's tombstone outlives; a record that outlives it lifts it (a
+// tombstone binds only the records of the host that laid it).
+func (g *Engine) buried(key EndKey, owner, run, rev uint32) bool {
 	t, ok := g.tombs.m[key]
 	if !ok {
 		return false
 	}
-	if run != 0 && run == t.run && rev <= t.rev {
+	if owner == t.owner && run != 0 && run == t.run && rev <= t.rev {
 		return true
 	}
 	delete(g.tombs.m, key)

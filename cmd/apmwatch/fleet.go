@@ -38,6 +38,9 @@ func newFleetCmd() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
+			if err := cfg.Engine.Validate(); err != nil {
+				return usageError{err}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return fleet.Run(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -54,6 +57,7 @@ func newFleetCmd() *cobra.Command {
 	fl.IntVar(&cfg.Instance, "instance", 0, "this instance's index among --instances (they split the partitions)")
 	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
 	fl.DurationVar(&cfg.Engine.Deadline, "rearm-deadline", cfg.Engine.Deadline, "a pair one-sided or unprotected this long is judged")
+	fl.DurationVar(&cfg.Engine.MaxSkew, "max-skew", fleet.DefaultMaxSkew, "refuse a record whose at or changed is more than this after NATS stored it (hosts' clocks are NTP-synchronised)")
 	addNATSFlags(fl, &cfg.NATS)
 	addFleetServerFlags(fl, &cfg)
 	cmd.AddCommand(newFleetStatusCmd(), newFleetAddHostCmd())
