@@ -226,21 +226,35 @@ accounts {
 `
 
 // UserEntry is a user as the authorization file holds it: its NKey's
-// public key, and the permissions of a host (Host) or the fleet.
-func UserEntry(indent, host string, fleet bool, publicKey string) string {
-	p, who := fleetPermissions(), "fleet user "+token(host)+": fleet instances, fleet status, postmortem --nats"
+// public key, and the permissions of a host or (fleet) of the fleet.
+func UserEntry(indent, name string, fleet bool, publicKey string) string {
+	p, who := fleetPermissions(), "fleet instances, fleet status, postmortem --nats: user "+token(name)
 	if !fleet {
-		p, who = hostPermissions(host), "host "+token(host)+": apmwatch audit --host "+token(host)+" --nats-inbox-prefix "+HostInboxPrefix(host)
+		p, who = hostPermissions(name), "host "+token(name)+": apmwatch audit --host "+token(name)+" --nats-inbox-prefix "+HostInboxPrefix(name)
 	}
-	quote := func(l []string) string {
-		q := make([]string, len(l))
-		for i, s := range l {
-			q[i] = `"` + s + `"`
+	// subjects quoted, lines wrapped before 100 columns
+	list := func(key string, subjects []string) string {
+		lead := indent + "    " + key + ": ["
+		var b strings.Builder
+		line := lead
+		for i, s := range subjects {
+			q := `"` + s + `"`
+			if i < len(subjects)-1 {
+				q += ","
+			}
+			if line != lead && len(line)+1+len(q) > 100 {
+				b.WriteString(line + "\n")
+				line = indent + "      "
+			} else if line != lead {
+				line += " "
+			}
+			line += q
 		}
-		return "[" + strings.Join(q, ", ") + "]"
+		b.WriteString(line + "]")
+		return b.String()
 	}
-	return fmt.Sprintf("%s# %s\n%s{ nkey: %q, permissions: {\n%s    publish: %s\n%s    subscribe: %s } }\n",
-		indent, who, indent, publicKey, indent, quote(p.Publish.Allow), indent, quote(p.Subscribe.Allow))
+	return fmt.Sprintf("%s# %s\n%s{ nkey: %q, permissions: {\n%s\n%s } }\n",
+		indent, who, indent, publicKey, list("publish", p.Publish.Allow), list("subscribe", p.Subscribe.Allow))
 }
 
 // NewUser is what AddUser made.
@@ -272,19 +286,6 @@ func AddUser(authPath, seedPath, name string, fleet bool) (*NewUser, error) {
 	} else if old, err = readAuthFile(authPath); err != nil {
 		return nil, err
 	}
-	text := string(old)
-	if !fleet && strings.Contains(text, `"`+hostFindingPrefix+token(name)+`"`) {
-		return nil, fmt.Errorf("host %s is already in %s", token(name), authPath)
-	}
-	i := strings.Index(text, AddMarker)
-	if i < 0 {
-		return nil, fmt.Errorf("%s has no line %q: add the user by hand (docs/fleet.md, Security)", authPath, AddMarker)
-	}
-	lineStart := strings.LastIndexByte(text[:i], '\n') + 1
-	indent := text[lineStart:i]
-	if strings.TrimSpace(indent) != "" {
-		indent = "      "
-	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
 		return nil, fmt.Errorf("making an nkey: %w", err)
@@ -295,7 +296,10 @@ func AddUser(authPath, seedPath, name string, fleet bool) (*NewUser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making an nkey: %w", err)
 	}
-	text = text[:lineStart] + UserEntry(indent, name, fleet, pub) + text[lineStart:]
+	text, err := insertUser(string(old), name, fleet, pub)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", authPath, err)
+	}
 
 	dir := filepath.Dir(authPath)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(authPath)+".*")
@@ -341,6 +345,24 @@ func AddUser(authPath, seedPath, name string, fleet bool) (*NewUser, error) {
 		return nil, fmt.Errorf("writing %s: %w", authPath, err)
 	}
 	return &NewUser{PublicKey: pub, Token: token(name), InboxPrefix: HostInboxPrefix(name), Created: created}, nil
+}
+
+// insertUser adds a user's entry to an authorization file's text, before
+// its AddMarker line, as AddUser does.
+func insertUser(text, name string, fleet bool, publicKey string) (string, error) {
+	if !fleet && strings.Contains(text, `"`+hostFindingPrefix+token(name)+`"`) {
+		return "", fmt.Errorf("host %s is already in it", token(name))
+	}
+	i := strings.Index(text, AddMarker)
+	if i < 0 {
+		return "", fmt.Errorf("no line %q: add the user by hand (docs/fleet.md, Security)", AddMarker)
+	}
+	lineStart := strings.LastIndexByte(text[:i], '\n') + 1
+	indent := text[lineStart:i]
+	if strings.TrimSpace(indent) != "" {
+		indent = "      "
+	}
+	return text[:lineStart] + UserEntry(indent, name, fleet, publicKey) + text[lineStart:], nil
 }
 
 // writeSeed writes a new seed file, 0600; an existing file or a link is
