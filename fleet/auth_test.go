@@ -49,6 +49,13 @@ func runFleet(t *testing.T, cfg Config) (r *running, stderr *syncBuffer) {
 	return r, stderr
 }
 
+// text is what the buffer holds now.
+func (s *syncBuffer) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 // embeddedConfig is a fleet with its embedded server on a free loopback port.
@@ -259,7 +266,7 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			for _, l := range logs {
-				t.Logf("publisher:\n%s", l.b.String())
+				t.Logf("publisher:\n%s", l.text())
 			}
 		}
 	}()
@@ -269,6 +276,12 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
 	if l := f.out.lines(t)[0]; l.Kind != apm.OneSidedRearm || !slices.Equal(l.Hosts, []string{"node17", "node18"}) {
 		t.Fatalf("finding: %+v", l)
+	}
+	// a host's permissions let it read its own earlier records (its seeds)
+	for i, l := range logs {
+		if !strings.Contains(l.text(), "earlier records read") {
+			t.Errorf("publisher %d did not read its earlier records:\n%s", i, l.text())
+		}
 	}
 	fleetUser := NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
 	st, err := ReadStatus(context.Background(), fleetUser)

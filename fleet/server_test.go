@@ -295,7 +295,7 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 	logs["ready file"] = &syncBuffer{}
 	logs["ready file"].Write(ready)
 	for name, b := range logs {
-		s := b.b.String()
+		s := b.text()
 		for _, sec := range []string{pw, wrong, string(seed), string(seed[2:20])} {
 			if strings.Contains(s, sec) {
 				t.Errorf("the %s holds a secret:\n%s", name, s)
@@ -325,5 +325,38 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 		if err := o.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: %v", o, err)
 		}
+	}
+}
+
+// --auth takes users and their permissions only: a file with anything
+// else (a listen address, an include), a single user or token, a user
+// for clients without credentials, no user, or users in an account not
+// named APMWATCH is refused in one line; users without accounts go to
+// the global account, where the fleet runs too.
+func TestAuthFileTakesUsersOnly(t *testing.T) {
+	for body, want := range map[string]string{
+		`listen: 0.0.0.0:4222
+		 accounts { APMWATCH { jetstream: enabled, users: [ { nkey: "PUB" } ] } }`: "only accounts and authorization",
+		`include other.conf`:                     "include",
+		`authorization { user: a, password: b }`: "single user",
+		`authorization { token: "s3cret" }`:      "single user",
+		`accounts { APMWATCH { jetstream: enabled, users: [ { nkey: "PUB" }, { user: a, password: b } ] } }
+		 no_auth_user: a`: "no_auth_user",
+		`accounts { APMWATCH { jetstream: enabled } }`:                                 "no users",
+		`accounts { OTHER { jetstream: enabled, users: [ { nkey: "PUB" } ] } }`:        "named APMWATCH",
+		`accounts { APMWATCH { jetstream: enabled, users: [ { nkey: "NOTAKEY" } ] } }`: "",
+	} {
+		_, err := loadAuth(writeAuth(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	cfg := embeddedConfig(t)
+	cfg.Auth = writeAuth(t, `authorization { users: [ { nkey: "PUB" } ] }`)
+	runFleet(t, cfg)
+	cfg = embeddedConfig(t)
+	cfg.Auth = writeAuth(t, `accounts { APMWATCH { users: [ { nkey: "PUB" } ] } }`)
+	if err := Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{}); err == nil || !strings.Contains(err.Error(), "jetstream: enabled") {
+		t.Errorf("an APMWATCH account without jetstream: %v", err)
 	}
 }
