@@ -341,3 +341,37 @@ func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
 		t.Fatalf("ready: %+v", r)
 	}
 }
+
+// A running fleet binds each record to its subject: a record of hostB's end
+// on a subject of hostA (a forgery) is refused, never applied; hostA's own
+// record on its own subject is taken.
+func TestFleetRefusesARecordOnAnotherHostsSubject(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	forged := conn("hostB", 2, 18, 1, 17)
+	forged.At, forged.Changed = now, now
+	honest := conn("hostA", 1, 17, 2, 18)
+	honest.At, honest.Changed = now, now
+	other := conn("hostA", 1, 99, 2, 98) // another end of hostA: its subject carries the forgery
+	if _, err := js.Publish(context.Background(), ConnSubject(&honest), mustJSON(t, honest)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), ConnSubject(&other), mustJSON(t, forged)); err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, srv.URL(), 0, 1) // waits for the ready file
+	defer f.stop()
+	if r := f.readyInfo(t); r.Ends != 1 {
+		t.Fatalf("ready: %+v: want the one record on its own subject", r)
+	}
+}

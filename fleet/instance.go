@@ -337,17 +337,24 @@ func (in *instance) consume(ctx context.Context) error {
 		case m := <-msgs:
 			applied++
 			now := time.Now()
-			var rec Conn
-			if err := json.Unmarshal(m.Data(), &rec); err != nil {
-				in.m.badRecords.Inc()
-			} else {
-				in.engine.Apply(&rec, now)
+			md, mdErr := m.Metadata()
+			var stored time.Time
+			if mdErr == nil {
+				stored = md.Timestamp
+			}
+			// The record is bound to its subject (trust.go): a host
+			// speaks only for its own ends.
+			rec, why := in.engine.Take(Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}, now)
+			switch why {
+			case "":
 				in.m.records.Inc()
 				if !rec.At.IsZero() {
 					in.m.lagSeconds.Set(max(0, now.Sub(rec.At).Seconds()))
 				}
+			case refusedUndecodable.String():
+				in.m.badRecords.Inc()
 			}
-			if md, err := m.Metadata(); err == nil {
+			if mdErr == nil {
 				in.m.lagMessages.Set(float64(md.NumPending))
 				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
 					markReady()
