@@ -122,7 +122,8 @@ func fuzzEmit(t *testing.T, out *bytes.Buffer, n *int, now *time.Time) func(Line
 }
 
 // FuzzConnRecord feeds connection records as they come from NATS to
-// what reads them: the fleet instance's consume loop (decode, Apply,
+// what reads them: the fleet instance's consume loop (Take: decode and
+// bind to the subject, Apply,
 // the 200 ms Advance, emit), `apmwatch fleet status` (ReadStatus: its
 // table and JSON), `apmwatch postmortem --nats` (ReadHistory's replay:
 // text and JSON) and a restarted publisher's seeds (loadSeeds, Seed,
@@ -157,11 +158,8 @@ func FuzzConnRecord(f *testing.F) {
 		seeding := matchesAny(seedFilters, subject)
 		for i, m := range msgs {
 			now = fuzzBase.Add(time.Duration(i) * 200 * time.Millisecond)
-			// consume
-			var rec Conn
-			if json.Unmarshal(m, &rec) == nil {
-				fleetG.Apply(&rec, now)
-			}
+			// consume (the instance binds each record to its subject)
+			fleetG.Take(Received{Subject: subject, Stored: now, Data: m}, now)
 			fleetG.Advance(now)
 			// ReadStatus (all its records are applied at one time)
 			statusG.Take(Received{Subject: subject, Stored: fuzzBase, Data: m}, fuzzBase)
