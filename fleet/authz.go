@@ -225,9 +225,9 @@ accounts {
 }
 `
 
-// UserEntry is a user as the authorization file holds it: its NKey's
+// userEntry is a user as the authorization file holds it: its NKey's
 // public key, and the permissions of a host or (fleet) of the fleet.
-func UserEntry(indent, name string, fleet bool, publicKey string) string {
+func userEntry(indent, name string, fleet bool, publicKey string) string {
 	p, who := fleetPermissions(), "fleet instances, fleet status, postmortem --nats: user "+token(name)
 	if !fleet {
 		p, who = hostPermissions(name), "host "+token(name)+": apmwatch audit --host "+token(name)+" --nats-inbox-prefix "+HostInboxPrefix(name)
@@ -362,7 +362,7 @@ func insertUser(text, name string, fleet bool, publicKey string) (string, error)
 	if strings.TrimSpace(indent) != "" {
 		indent = "      "
 	}
-	return text[:lineStart] + UserEntry(indent, name, fleet, publicKey) + text[lineStart:], nil
+	return text[:lineStart] + userEntry(indent, name, fleet, publicKey) + text[lineStart:], nil
 }
 
 // writeSeed writes a new seed file, 0600; an existing file or a link is

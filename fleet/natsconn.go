@@ -113,9 +113,6 @@ func readSecret(path, what string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s: %w", what, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s %s is not a regular file", what, path)
-	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%s %s is readable or writable by others (%v): chmod 600 it", what, path, fi.Mode().Perm())
 	}
