@@ -354,3 +354,34 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 		}
 	}
 }
+
+// A host whose permissions deny the consumer API (its seeds cannot be
+// read) neither needs it nor waits for it: the reading gives up at the
+// server's denial, and its line is stored at once.
+func TestSeedsDeniedDoNotHoldThePublisher(t *testing.T) {
+	dir := t.TempDir()
+	authPath := addUsers(t, dir)
+	b, _ := os.ReadFile(authPath)
+	narrowed := strings.Replace(string(b), `"$JS.API.CONSUMER.CREATE.*.*.apmwatch.conn.*.node17.>",`, "", 1)
+	if narrowed == string(b) {
+		t.Fatal("no consumer permission to take away")
+	}
+	os.WriteFile(authPath, []byte(narrowed), 0o600)
+	cfg := embeddedConfig(t)
+	cfg.Auth = authPath
+	f, _ := runFleet(t, cfg)
+	log := &syncBuffer{}
+	start := time.Now()
+	p, err := NewPublisher(PublishConfig{NATS: hostOpts(f.readyInfo(t).NATS, dir, "node17"), Host: "node17",
+		QueueDir: filepath.Join(t.TempDir(), "q"), Log: slogTo(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	p.Line(audit.Line{Type: audit.TypeFinding, Host: "node17", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+	waitFor(t, 20*time.Second, "the line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+	if d := time.Since(start); d > 10*time.Second || !strings.Contains(log.text(), "cannot read this host's earlier records") ||
+		!strings.Contains(log.text(), "denies") {
+		t.Fatalf("stored after %v; log:\n%s", d, log.text())
+	}
+}
