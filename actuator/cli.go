@@ -78,21 +78,6 @@ func (a *Actuator) List(o ListOptions) ([]Row, error) {
 	return out, nil
 }
 
-// WriteRows prints `qp list` as JSON lines, or as the table in full (as
-// -o wide does).
-func WriteRows(w io.Writer, rows []Row, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, r := range rows {
-			if err := enc.Encode(escape.Value(r)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return WriteTable(w, rows, true)
-}
-
 // WriteTable prints `qp list` as a table: fit to 80 columns, the owner's
 // name, the handle and the device cut with an ellipsis where the row would
 // be wider; wide, every cell whole.

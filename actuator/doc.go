@@ -15,7 +15,7 @@
 // identity.go (a handle's reading checked against netlink's row), ops.go
 // (query, load-alt, rearm, migrate: check, act, verify, log), errors.go
 // (error classes), gid.go (GIDs as IPv6 addresses), flags.go (actuate's
-// alternate-path flags), cli.go (qp list), policy.go, strictjson.go and
+// alternate-path flags), cli.go (qp list and show), qpdoc.go (their JSON documents), policy.go, strictjson.go and
 // allow.go (the audit --enforce policy, its strict parsing and its
 // allowlist), enforcer.go (acting on findings), schedule.go (grace
 // periods, running actions side by side), queue.go and ratelimit.go (the

@@ -11,7 +11,7 @@ import (
 func TestTextOutputEscapesHostStrings(t *testing.T) {
 	const hostile = "\x1b[2J\r\nactuator: forged"
 	var b bytes.Buffer
-	if err := WriteRows(&b, []Row{{Device: "rxe\xff", QPN: 17, Comm: hostile, PID: 7}}, false); err != nil {
+	if err := WriteTable(&b, []Row{{Device: "rxe\xff", QPN: 17, Comm: hostile, PID: 7}}, true); err != nil {
 		t.Fatal(err)
 	}
 	WriteLog(&b, LogEntry{Op: OpRearm, Device: hostile, Step: "resolve", Detail: "owner " + hostile}, false)
@@ -36,7 +36,7 @@ func TestTextOutputEscapesHostStrings(t *testing.T) {
 // replacing its bytes by U+FFFD.
 func TestJSONOutputEscapesHostStrings(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteRows(&b, []Row{{Device: "rxe\xff", QPN: 17, Comm: "a\x1b"}}, true); err != nil {
+	if err := WriteDoc(&b, ListDoc{Schema: DocSchema, QPs: []Row{{Device: "rxe\xff", QPN: 17, Comm: "a\x1b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	WriteLog(&b, LogEntry{Op: OpRearm, Device: "rxe\xff", Detail: "x"}, true)

@@ -65,7 +65,7 @@ type Finding struct {
 	Explanation string        `json:"explanation"`
 	Remediation string        `json:"remediation"`
 	Errno       int32         `json:"errno,omitempty"` // apm-modify-failed, lap-race from a failed notify
-	Resolved    bool          `json:"resolved,omitempty"`
+	Resolved    bool          `json:"resolved"`
 	Resolves    uint64        `json:"resolves,omitempty"`
 	Unprotected time.Duration `json:"unprotected_ns,omitempty"` // missed-rearm resolution, unprotected-failure: time without a valid armed alternate
 	Cause       uint64        `json:"cause,omitempty"`          // unprotected-failure: the finding that left the QP unprotected

@@ -11,6 +11,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -84,7 +85,7 @@ func TestActorResolverGetsResolutions(t *testing.T) {
 	h.boot.Store(b.Now() + uint64(3*time.Second))
 	ls := h.lines(3) // and the resolution
 	h.stop()
-	if ls[2].Type != TypeResolution || ls[2].Resolves != act.acted[0].ID {
+	if ls[2].Type != findingline.TypeResolution || ls[2].Resolves != act.acted[0].ID {
 		t.Fatalf("lines %+v", ls)
 	}
 	if len(act.resolved) != 1 || !act.resolved[0].Resolved || act.resolved[0].Resolves != act.acted[0].ID {

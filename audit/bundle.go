@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/apmwatch/apmwatch/rdmanl"
@@ -34,7 +35,7 @@ type bundle struct {
 	dir   string    // final directory
 	due   time.Time // when it is written
 	from  uint64    // Boot of the first event it keeps
-	lines []Line
+	lines []findingline.Line
 	qps   []rdmanl.QP
 	keys  map[event.QPKey]bool
 	errs  []string // netlink errors
@@ -65,7 +66,7 @@ type BundleInfoFile struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-func newBundle(root string, now time.Time, first Line, after time.Duration, from uint64) *bundle {
+func newBundle(root string, now time.Time, first findingline.Line, after time.Duration, from uint64) *bundle {
 	name := fmt.Sprintf("%s-%s-%s-%d", now.UTC().Format("20060102T150405.000Z"), first.Kind, first.QP.Device, first.QP.QPN)
 	return &bundle{dir: filepath.Join(root, incidentsDir, name), due: now.Add(after), from: from, keys: map[event.QPKey]bool{}}
 }
@@ -104,7 +105,7 @@ func (b *bundle) snapshot(now time.Time, read func() (rdmanl.Snapshot, error)) (
 }
 
 func (b *bundle) has(id uint64) bool {
-	return slices.ContainsFunc(b.lines, func(l Line) bool { return l.ID == id })
+	return slices.ContainsFunc(b.lines, func(l findingline.Line) bool { return l.ID == id })
 }
 
 // writeBundle writes b: the slice of the flight recorder's files from
@@ -130,7 +131,7 @@ func writeBundle(ctx context.Context, b *bundle) (err error) {
 		line, _ := json.Marshal(escape.Value(l))
 		fl.Write(line)
 		fl.WriteByte('\n')
-		if l.Type == TypeFinding {
+		if l.Type == findingline.TypeFinding {
 			ids = append(ids, l.ID)
 		}
 	}

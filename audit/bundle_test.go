@@ -12,6 +12,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
 )
@@ -49,8 +50,8 @@ func TestBundleSliceAndFiles(t *testing.T) {
 		t.Fatalf("want rotated files, got %v", files)
 	}
 	f := apm.Finding{ID: 9, Kind: apm.MissedRearm, Severity: apm.SevError, QP: apm.Key{Device: "rxe0", QPN: 17, Gen: 1}, Last: b.Now()}
-	bd := newBundle(dir, time.Now(), Line{Finding: f}, 0, from)
-	bd.lines = []Line{{Type: TypeFinding, Finding: f}}
+	bd := newBundle(dir, time.Now(), findingline.Line{Finding: f}, 0, from)
+	bd.lines = []findingline.Line{{Type: findingline.TypeFinding, Finding: f}}
 	bd.addQPs(event.QPKey{Device: "rxe0", QPN: 17}, rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: "rxe0", LQPN: 17}, {Device: "rxe0", LQPN: 18}}}, nil)
 	bd.files, bd.host = files, "h"
 	if err := writeBundle(context.Background(), bd); err != nil {
@@ -102,7 +103,7 @@ func TestBundlesDoNotLeak(t *testing.T) {
 	files := flight(t, dir, b.Steps)
 	measure := func(n int) (uint64, int) {
 		for i := 0; i < n; i++ {
-			bd := newBundle(dir, time.Now(), Line{}, 0, 0)
+			bd := newBundle(dir, time.Now(), findingline.Line{}, 0, 0)
 			bd.dir += "-" + time.Now().Format("150405.000000000")
 			bd.files = files
 			if err := writeBundle(context.Background(), bd); err != nil {

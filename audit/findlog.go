@@ -7,28 +7,10 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"time"
 
-	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/outfile"
-)
-
-// Line is one line of the finding log: an apm.Finding (its fields inline,
-// see docs/findings.md) with what the daemon adds. docs/audit.md documents
-// the schema; the field names are an interface.
-type Line struct {
-	Type   string    `json:"type"`             // "finding" or "resolution"
-	Logged time.Time `json:"logged"`           // when the daemon wrote the line
-	Host   string    `json:"host"`             // the source's host name
-	Bundle string    `json:"bundle,omitempty"` // the incident bundle that will hold it (findings only)
-	apm.Finding
-}
-
-// Line types.
-const (
-	TypeFinding    = "finding"
-	TypeResolution = "resolution"
 )
 
 // maxPending bounds the lines kept in memory while the file cannot be
@@ -73,7 +55,7 @@ func newFindLog(path string, open fileOpener, stdout io.Writer, m *metrics, warn
 
 // write appends one line. It never fails the daemon: errors are logged and
 // counted, and file lines are kept for a retry.
-func (l *findLog) write(line Line) {
+func (l *findLog) write(line findingline.Line) {
 	b, err := json.Marshal(escape.Value(line)) // host strings escaped, valid UTF-8
 	if err != nil {                            // cannot happen for these types; say so anyway
 		l.warn("cannot encode a finding", "id", line.ID, "err", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -32,8 +33,8 @@ func (f *fullFile) Write(b []byte) (int, error) {
 
 func (f *fullFile) Close() error { return nil }
 
-func testLine(id uint64, kind apm.Kind) Line {
-	return Line{Type: TypeFinding, Host: "h", Finding: apm.Finding{ID: id, Kind: kind, Severity: apm.SevError,
+func testLine(id uint64, kind apm.Kind) findingline.Line {
+	return findingline.Line{Type: findingline.TypeFinding, Host: "h", Finding: apm.Finding{ID: id, Kind: kind, Severity: apm.SevError,
 		QP: apm.Key{Device: "rxe0", QPN: 17, Gen: 1}, Explanation: strings.Repeat("x", 50)}}
 }
 
@@ -74,7 +75,7 @@ func TestFindLogDiskFullKeepsWholeLinesInOrder(t *testing.T) {
 		if err := json.Unmarshal([]byte(s), &got); err != nil {
 			t.Fatalf("line %d is not whole JSON: %v: %q", i, err, s)
 		}
-		if got.ID != uint64(i+1) || got.Kind != string(apm.MissedRearm) || got.Severity != "error" || got.QP.QPN != 17 || got.Type != TypeFinding {
+		if got.ID != uint64(i+1) || got.Kind != string(apm.MissedRearm) || got.Severity != "error" || got.QP.QPN != 17 || got.Type != findingline.TypeFinding {
 			t.Fatalf("line %d: %+v", i, got)
 		}
 	}

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 )
 
 // addToBundle puts a new finding into the bundle being gathered (starting
 // one when none is), with the netlink rows of its QP as they are now, and
 // returns the bundle's directory.
-func (d *daemon) addToBundle(line Line) string {
+func (d *daemon) addToBundle(line findingline.Line) string {
 	if d.pending == nil {
 		var from uint64
 		if b := uint64(d.cfg.BundleBefore); line.First > b {

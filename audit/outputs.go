@@ -2,6 +2,7 @@ package audit
 
 import (
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/findingline"
 )
 
 // publish writes what the model found in the last call.
@@ -17,9 +18,9 @@ func (d *daemon) publish() {
 // finding writes, counts and bundles one finding or resolution; new model
 // findings go to the actor, whose findings are handled the same way.
 func (d *daemon) finding(f apm.Finding, fromModel bool) {
-	line := Line{Type: TypeFinding, Logged: d.now().UTC(), Host: d.meta.Host, Finding: f}
+	line := findingline.New(f, d.meta.Host)
+	line.Logged = d.now().UTC()
 	if f.Resolved {
-		line.Type = TypeResolution
 		d.m.resolutions.WithLabelValues(string(f.Kind)).Inc()
 		if f.Kind == apm.MissedRearm && f.Unprotected > 0 {
 			d.m.unprotected.Observe(f.Unprotected.Seconds())
@@ -54,7 +55,7 @@ func (d *daemon) finding(f apm.Finding, fromModel bool) {
 }
 
 // write sends a line to the finding log and the sink.
-func (d *daemon) write(line Line) {
+func (d *daemon) write(line findingline.Line) {
 	d.flog.write(line)
 	if d.cfg.Sink != nil {
 		d.cfg.Sink.Line(line)

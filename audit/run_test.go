@@ -15,6 +15,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/testkit"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/apmwatch/apmwatch/recording"
@@ -197,7 +198,7 @@ func TestRunMissedRearmEndToEnd(t *testing.T) {
 	h.boot.Store(b.Now() + uint64(3*time.Second))
 	ls := h.lines(1)
 	f := ls[0]
-	if f.Type != TypeFinding || f.Kind != string(apm.MissedRearm) || f.Severity != "error" || f.QP.Device != "rxe0" ||
+	if f.Type != findingline.TypeFinding || f.Kind != string(apm.MissedRearm) || f.Severity != "error" || f.QP.Device != "rxe0" ||
 		f.QP.QPN != 17 || f.Host != "hostA" || f.Bundle == "" {
 		t.Fatalf("finding line: %+v", f)
 	}
@@ -234,7 +235,7 @@ func TestRunMissedRearmEndToEnd(t *testing.T) {
 	h.feed(b.Steps[len(b.Steps)-1:])
 	ls = h.lines(2)
 	r := ls[1]
-	if r.Type != TypeResolution || !r.Resolved || r.Resolves != f.ID || r.Unprotected < int64(5*time.Second) {
+	if r.Type != findingline.TypeResolution || !r.Resolved || r.Resolves != f.ID || r.Unprotected < int64(5*time.Second) {
 		t.Fatalf("resolution line: %+v", r)
 	}
 	if got := testutil.ToFloat64(m.openFindings.WithLabelValues("missed-rearm")); got != 0 {
@@ -397,7 +398,7 @@ func TestRunSIGHUPReopensFindingLog(t *testing.T) {
 	b.LoadAltRearm(17, apmtest.PathC)
 	h.feed(b.Steps[len(b.Steps)-1:])
 	h.boot.Store(b.Now() + uint64(3*time.Second)) // the host's clock only goes on
-	if ls := h.lines(1); ls[0].Type != TypeResolution {
+	if ls := h.lines(1); ls[0].Type != findingline.TypeResolution {
 		t.Fatalf("after SIGHUP the new file has %+v", ls)
 	}
 	h.stop()

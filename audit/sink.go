@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
@@ -14,7 +15,7 @@ import (
 // A sink that is also a prometheus.Collector joins the daemon's metrics.
 type Sink interface {
 	Observe(ev *event.Event) // every event (after --device), in delivery order; must not keep ev
-	Line(l Line)             // every finding and resolution line
+	Line(l findingline.Line) // every finding and resolution line
 	Tick(now time.Time)      // about once a second
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
@@ -14,7 +15,7 @@ import (
 type recSink struct {
 	mu      sync.Mutex
 	devices map[string]int
-	lines   []Line
+	lines   []findingline.Line
 	ticks   int
 }
 
@@ -24,7 +25,7 @@ func (s *recSink) Observe(e *event.Event) {
 	s.devices[e.Device]++
 }
 
-func (s *recSink) Line(l Line) {
+func (s *recSink) Line(l findingline.Line) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lines = append(s.lines, l)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -270,7 +270,7 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 			}
 		}
 	}()
-	a.Line(audit.Line{Type: audit.TypeFinding, Host: "node17", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "node17"))
 	oneSided(a, b, 1)
 	// the first message waits for the host's reading of its earlier records
 	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
@@ -378,7 +378,7 @@ func TestSeedsDeniedDoNotHoldThePublisher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
-	p.Line(audit.Line{Type: audit.TypeFinding, Host: "node17", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+	p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "node17"))
 	waitFor(t, 20*time.Second, "the line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
 	if d := time.Since(start); d > 10*time.Second || !strings.Contains(log.text(), "cannot read this host's earlier records") ||
 		!strings.Contains(log.text(), "denies") {

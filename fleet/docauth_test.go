@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
@@ -102,7 +102,7 @@ func TestDocumentedAuthorization(t *testing.T) {
 	f, _ := runFleet(t, cfg)
 	url := f.readyInfo(t).NATS
 	a, b, _ := pairOver(t, hostOpts(url, dir, "node17"), hostOpts(url, dir, "node18"), "node17", "node18")
-	a.Line(audit.Line{Type: audit.TypeFinding, Host: "node17", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "node17"))
 	oneSided(a, b, 1)
 	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
 	if l := f.out.lines(t)[0]; l.Kind != apm.OneSidedRearm || l.Host != "node18" || !slices.Equal(l.Hosts, []string{"node17", "node18"}) {

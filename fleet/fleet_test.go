@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/findingline/findinglinetest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -56,7 +57,7 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 	f := startFleet(t, srv.URL(), 0, 1)
 	defer f.stop()
 	a, b := twoHosts(t, srv.URL())
-	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 1)
 	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) > 0 })
 	ls := f.out.lines(t)
@@ -68,8 +69,14 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 	waitFor(t, 10*time.Second, "the finding in the stream", func() bool {
 		return len(streamMsgs(t, srv.URL(), FindingsStream, fleetFindingSubject(l.Partition))) == 1
 	})
-	if n := len(streamMsgs(t, srv.URL(), FindingsStream, HostFindingSubject("hostA"))); n != 1 {
-		t.Fatalf("hostA's finding lines in the stream: %d", n)
+	hostLines := streamMsgs(t, srv.URL(), FindingsStream, HostFindingSubject("hostA"))
+	if len(hostLines) != 1 {
+		t.Fatalf("hostA's finding lines in the stream: %d", len(hostLines))
+	}
+	for _, m := range append(hostLines, streamMsgs(t, srv.URL(), FindingsStream, fleetFindingSubject(l.Partition))...) {
+		if err := findinglinetest.Check(m); err != nil {
+			t.Errorf("a line in the findings stream: %v\n%s", err, m)
+		}
 	}
 	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
 	if err != nil {
@@ -148,7 +155,7 @@ func TestPublishQueueHoldsWhileNATSIsDownAndCatchesUp(t *testing.T) {
 	}
 	defer p.Close(time.Second)
 	line := func(i int) {
-		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: uint64(i), Kind: apm.MissedRearm}})
+		p.Line(findingline.New(apm.Finding{ID: uint64(i), Kind: apm.MissedRearm}, "hostA"))
 	}
 	line(0)
 	waitFor(t, 10*time.Second, "the first line stored", func() bool {
@@ -186,7 +193,7 @@ func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
 	defer srv.Shutdown()
 	since := time.Now().Add(-time.Second)
 	a, b := twoHosts(t, srv.URL())
-	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 2)
 	waitFor(t, 20*time.Second, "the records in the stream", func() bool {
 		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
@@ -308,7 +315,7 @@ func TestPublisherNeverBlocksTheLoop(t *testing.T) {
 	defer p.Close(0)
 	const n = 3 * intakeSize
 	for i := range n {
-		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: uint64(i + 1), Kind: apm.MissedRearm}})
+		p.Line(findingline.New(apm.Finding{ID: uint64(i + 1), Kind: apm.MissedRearm}, "hostA"))
 	}
 	queued := testutil.ToFloat64(p.m.queued.WithLabelValues("finding"))
 	dropped := testutil.ToFloat64(p.m.dropped.WithLabelValues("intake-full"))

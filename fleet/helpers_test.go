@@ -15,6 +15,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline/findinglinetest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -131,6 +132,9 @@ func (s *syncBuffer) lines(t *testing.T) []outLine {
 		var x outLine
 		if err := json.Unmarshal([]byte(l), &x); err != nil {
 			t.Fatalf("bad line %q: %v", l, err)
+		}
+		if err := findinglinetest.Check([]byte(l)); err != nil {
+			t.Errorf("a fleet line against the finding schema: %v\n%s", err, l)
 		}
 		out = append(out, x)
 	}

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 )
 
-// Line is a fleet finding line: the audit's line format (docs/audit.md,
-// the same fields, `host` and `qp` naming the end to fix) plus the other
+// Line is a fleet finding line: the finding line every output writes
+// (findingline.Line, `host` and `qp` naming the end to fix) plus the other
 // end and the connection.
 type Line struct {
-	audit.Line
+	findingline.Line
 	Peer       *PeerEnd `json:"peer,omitempty"`
 	Hosts      []string `json:"hosts"`      // both ends' hosts
 	Connection string   `json:"connection"` // both ends' addresses and QPNs
@@ -108,13 +108,11 @@ func (g *Engine) resolve(e *end) {
 	f := apm.Finding{ID: id, Kind: apm.OneSidedRearm, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
 		FirstTime: now, LastTime: now, Evidence: []apm.Evidence{g.evidence(a), g.evidence(b)}, Resolved: true, Resolves: open,
 		Explanation: fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b))}
-	l := g.line(f, a, b, connName(a, b), a, b)
-	l.Type = audit.TypeResolution
-	g.emit(l)
+	g.emit(g.line(f, a, b, connName(a, b), a, b))
 }
 
 func (g *Engine) line(f apm.Finding, fix, other *end, conn string, a, b *end) Line {
-	return Line{Line: audit.Line{Type: audit.TypeFinding, Host: g.names.name(fix.host), Finding: f},
+	return Line{Line: findingline.New(f, g.names.name(fix.host)),
 		Peer:  &PeerEnd{Host: g.names.name(other.host), Device: g.names.name(other.dev), QPN: other.key.QPN()},
 		Hosts: []string{g.names.name(a.host), g.names.name(b.host)}, Connection: conn, Partition: g.cfg.Partition(a.key, b.key)}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -37,7 +37,7 @@ func TestPublisherWithAPasswordFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
-	p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+	p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
 	waitFor(t, 20*time.Second, "the line stored with the password from the file", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
 
 	for _, tc := range []struct {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/rdmanl"
 	"github.com/nats-io/nats.go"
@@ -126,7 +126,7 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 }
 
 // Line queues a finding line (audit.Sink).
-func (p *Publisher) Line(l audit.Line) {
+func (p *Publisher) Line(l findingline.Line) {
 	b, err := json.Marshal(escape.Value(l))
 	if err != nil {
 		return

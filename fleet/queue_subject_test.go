@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 )
 
 func TestOwnSubject(t *testing.T) {
@@ -178,7 +178,7 @@ func TestPublisherNeverSendsAPlantedMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
-	p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	p.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	waitFor(t, 20*time.Second, "hostA's line stored", func() bool {
 		m, err := tryStreamMsgs(srv.URL(), FindingsStream, HostFindingSubject("hostA"))
 		return err == nil && len(m) == 1

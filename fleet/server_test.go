@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nkeys"
 )
 
@@ -39,7 +39,7 @@ func TestEmbeddedServesTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
 		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
 		p.Close(time.Second)
 	}
@@ -280,7 +280,7 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Line(audit.Line{Type: audit.TypeFinding, Host: c.host, Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, c.host))
 		if c.ok {
 			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
 		} else {

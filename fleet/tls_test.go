@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -93,7 +93,7 @@ func TestPublisherOverTLSWithAClientCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
-	p.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 7, Kind: apm.MissedRearm}})
+	p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
 	waitFor(t, 20*time.Second, "the line stored over TLS", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
 
 	// without the client certificate the server refuses: the line waits on disk
@@ -103,7 +103,7 @@ func TestPublisherOverTLSWithAClientCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close(0)
-	q.Line(audit.Line{Type: audit.TypeFinding, Host: "hostB", Finding: apm.Finding{ID: 8, Kind: apm.MissedRearm}})
+	q.Line(findingline.New(apm.Finding{ID: 8, Kind: apm.MissedRearm}, "hostB"))
 	waitFor(t, 10*time.Second, "the line queued", func() bool { return q.q.Stats().Pending == 1 })
 	time.Sleep(2 * time.Second)
 	if sent(q) != 0 || q.q.Stats().Pending != 1 {

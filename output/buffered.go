@@ -27,6 +27,14 @@ func NewBuffered(format string, w io.Writer) (*Buffered, error) {
 	return &Buffered{Writer: inner, buf: buf}, nil
 }
 
+// SetHost names the host the findings are from, where the format writes
+// it (JSON).
+func (b *Buffered) SetHost(host string) {
+	if j, ok := b.Writer.(*JSONWriter); ok {
+		j.SetHost(host)
+	}
+}
+
 // Pending says whether output waits in the buffer.
 func (b *Buffered) Pending() bool { return b.buf.Buffered() > 0 }
 

@@ -6,36 +6,24 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
-// jsonFinding is a finding or a resolution as one line of --output json,
-// beside the events (docs/events.md): "kind" says which, "finding" names
-// the finding kind, and the QP and owner are where events keep them.
-type jsonFinding struct {
-	Kind          string         `json:"kind"` // "finding" or "resolution"
-	Time          string         `json:"time,omitempty"`
-	BootNS        uint64         `json:"boot_ns"`
-	Finding       apm.Kind       `json:"finding"`
-	ID            uint64         `json:"id"`
-	Severity      apm.Severity   `json:"severity"`
-	PID           uint32         `json:"pid"`
-	Comm          string         `json:"comm"`
-	Device        string         `json:"device"`
-	QPN           uint32         `json:"qpn"`
-	Gen           uint32         `json:"gen"`
-	FirstTime     string         `json:"first_time,omitempty"`
-	FirstBootNS   uint64         `json:"first_boot_ns"`
-	Evidence      []apm.Evidence `json:"evidence"`
-	Explanation   string         `json:"explanation"`
-	Remediation   string         `json:"remediation"`
-	Errno         int32          `json:"errno,omitempty"`
-	ErrnoName     string         `json:"errno_name,omitempty"`
-	Resolved      bool           `json:"resolved"`
-	Resolves      uint64         `json:"resolves,omitempty"`
-	UnprotectedNS int64          `json:"unprotected_ns,omitempty"`
-	Cause         uint64         `json:"cause,omitempty"` // unprotected-failure: the finding that left the QP unprotected
-	Uncertain     string         `json:"uncertain,omitempty"`
+// traceFinding is a finding or a resolution as one line of trace's
+// --output json, beside the events: the finding line every output writes
+// (findingline.Line, docs/events.md), with the fields trace's stream had
+// before it, kept for one release: "kind" names the line's kind among the
+// events ("finding" or "resolution", like "type"), and the QP and times
+// are also where events keep them.
+type traceFinding struct {
+	Kind string `json:"kind"` // deprecated: equal to type
+	findingline.Line
+	Time   string `json:"time,omitempty"` // deprecated: last_time
+	BootNS uint64 `json:"boot_ns"`        // deprecated: last_boot_ns
+	Device string `json:"device"`         // deprecated: qp.device
+	QPN    uint32 `json:"qpn"`            // deprecated: qp.qpn
+	Gen    uint32 `json:"gen"`            // deprecated: qp.gen
 }
 
 func wallText(t time.Time) string {
@@ -45,29 +33,21 @@ func wallText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// FindingJSON is the JSON form of a finding or resolution. Its strings are
-// escaped (internal/escape): valid UTF-8, the original bytes recoverable.
-func FindingJSON(f *apm.Finding) any {
-	j := jsonFinding{Kind: "finding", Time: wallText(f.LastTime), BootNS: f.Last, Finding: f.Kind, ID: f.ID,
-		Severity: f.Severity, PID: f.PID, Comm: f.Comm, Device: f.QP.Device, QPN: f.QP.QPN, Gen: f.QP.Gen,
-		FirstTime: wallText(f.FirstTime), FirstBootNS: f.First, Evidence: f.Evidence,
-		Explanation: f.Explanation, Remediation: f.Remediation, Errno: f.Errno, Resolved: f.Resolved,
-		Resolves: f.Resolves, UnprotectedNS: int64(f.Unprotected), Cause: f.Cause,
-		Uncertain: f.Uncertain}
-	if f.Resolved {
-		j.Kind = "resolution"
-	}
-	if f.Errno > 0 {
-		j.ErrnoName = Errno(-f.Errno)
-	}
-	if j.Evidence == nil {
-		j.Evidence = []apm.Evidence{}
-	}
+// FindingJSON is the JSON form of a finding or resolution in trace's
+// stream, host the host it runs on. Its strings are escaped
+// (internal/escape): valid UTF-8, the original bytes recoverable.
+func FindingJSON(f *apm.Finding, host string) any {
+	l := findingline.New(*f, host)
+	j := traceFinding{Kind: l.Type, Line: l, Time: wallText(f.LastTime), BootNS: f.Last,
+		Device: f.QP.Device, QPN: f.QP.QPN, Gen: f.QP.Gen}
 	return escape.Value(j)
 }
 
 // WriteFinding writes f as one line.
-func (j *JSONWriter) WriteFinding(f *apm.Finding) error { return j.enc.Encode(FindingJSON(f)) }
+func (j *JSONWriter) WriteFinding(f *apm.Finding) error { return j.enc.Encode(FindingJSON(f, j.host)) }
+
+// SetHost names the host the findings are from (the source's).
+func (j *JSONWriter) SetHost(host string) { j.host = host }
 
 // FindingRow is the table row of a finding: KIND is FINDING or RESOLVED in
 // capitals so it stands out among the events.

@@ -23,6 +23,7 @@ func sampleFinding() *apm.Finding {
 func TestFindingJSON(t *testing.T) {
 	var b bytes.Buffer
 	w := NewJSONWriter(&b)
+	w.SetHost("hostA")
 	f := sampleFinding()
 	r := &apm.Finding{ID: 4, Kind: apm.MissedRearm, Resolved: true, Resolves: 1, QP: f.QP, Unprotected: time.Second}
 	if err := w.WriteFinding(f); err != nil {
@@ -38,15 +39,19 @@ func TestFindingJSON(t *testing.T) {
 	}
 	for k, v := range map[string]any{"kind": "finding", "finding": "apm-modify-failed", "severity": "warning",
 		"device": "rxe0", "qpn": 17.0, "gen": 2.0, "pid": 200.0, "comm": "lab-pair", "errno": 22.0,
-		"errno_name": "EINVAL", "resolved": false, "time": "2026-01-02T03:04:05.005006Z", "boot_ns": 1005.0} {
+		"errno_name": "EINVAL", "resolved": false, "time": "2026-01-02T03:04:05.005006Z", "boot_ns": 1005.0,
+		"schema": 1.0, "type": "finding", "host": "hostA", "last_boot_ns": 1005.0, "first_boot_ns": 1000.0} {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
 	}
+	if qp, _ := m["qp"].(map[string]any); qp["device"] != "rxe0" || qp["qpn"] != 17.0 || qp["gen"] != 2.0 {
+		t.Errorf("qp %v: want the key nested as in every output", m["qp"])
+	}
 	if ev := m["evidence"].([]any); len(ev) != 2 {
 		t.Errorf("evidence %v", ev)
 	}
-	if res["kind"] != "resolution" || res["resolves"] != 1.0 || res["unprotected_ns"] != 1e9 || res["time"] != nil {
+	if res["kind"] != "resolution" || res["type"] != "resolution" || res["finding"] != "missed-rearm" || res["resolves"] != 1.0 || res["unprotected_ns"] != 1e9 || res["time"] != nil {
 		t.Errorf("resolution line %v", res)
 	}
 	if _, ok := m["cause"]; ok {

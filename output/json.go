@@ -289,6 +289,7 @@ type JSONWriter struct {
 	buf   []byte
 	times timeCache
 	enc   *json.Encoder // findings
+	host  string        // the findings' host (SetHost)
 }
 
 // NewJSONWriter writes to w.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/recording"
 )
@@ -90,11 +91,13 @@ type Summary struct {
 	DroppedWarnings uint64 `json:"warnings_dropped"`
 }
 
-// Finding is a model or pairing finding with its side and its resolution.
+// Finding is a model or pairing finding, as every output writes one
+// (findingline.Line: host is the recording's), with its side and its
+// resolution.
 type Finding struct {
-	Side string `json:"side"`
-	apm.Finding
-	Resolution *apm.Finding `json:"resolution,omitempty"`
+	findingline.Line
+	Side       string            `json:"side"`
+	Resolution *findingline.Line `json:"resolution,omitempty"`
 }
 
 // QP is one QP history with its timeline.
@@ -246,12 +249,13 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 			if i, ok := index[fkey{f.s, f.Resolves}]; ok {
 				r := f.Finding
 				r.FirstTime, r.LastTime = f.s.wall(r.First), f.s.wall(r.Last)
-				fs[i].Resolution = &r
+				l := findingline.New(r, f.s.hdr.Meta.Host)
+				fs[i].Resolution = &l
 			}
 			continue
 		}
 		rep.Summary.Findings[string(f.Kind)]++
-		g := Finding{Side: f.s.label, Finding: f.Finding}
+		g := Finding{Side: f.s.label, Line: findingline.New(f.Finding, f.s.hdr.Meta.Host)}
 		g.FirstTime, g.LastTime = f.s.wall(f.First), f.s.wall(f.Last)
 		index[fkey{f.s, f.ID}] = len(fs)
 		fs = append(fs, g)

@@ -71,6 +71,7 @@ func RunTrace(ctx context.Context, cfg TraceConfig, d TraceDeps) error {
 	}
 	defer src.Close()
 	meta := src.Meta()
+	w.SetHost(meta.Host)
 	if cfg.ReadyFile != "" {
 		if err := readyfile.Write(cfg.ReadyFile, meta); err != nil {
 			return err

@@ -26,7 +26,7 @@ func newQPCmd() *cobra.Command {
 			"path-migration state, owner pid and command, and for user QPs the owner's uverbs file and QP\n" +
 			"handle (found by borrowing the owner's file: needs root; --no-handles skips it). Kernel QPs show\n" +
 			"kernel as their handle. -o table fits 80 columns, -o wide has every cell whole, -o json is one\n" +
-			"object a line.",
+			"document, {\"schema\":1,\"qps\":[...]} (docs/actuator.md maps its fields to rdma -j resource show qp).",
 		Example: "  apmwatch qp list\n" +
 			"  apmwatch qp list --device mlx5_0 --no-handles\n" +
 			"  apmwatch qp list --pid 4242 -o json",
@@ -47,7 +47,7 @@ func newQPCmd() *cobra.Command {
 				return err
 			}
 			if format == formatJSON {
-				return actuator.WriteRows(cmd.OutOrStdout(), rows, true)
+				return actuator.WriteDoc(cmd.OutOrStdout(), actuator.ListDoc{Schema: actuator.DocSchema, QPs: append([]actuator.Row{}, rows...)})
 			}
 			return actuator.WriteTable(cmd.OutOrStdout(), rows, format == formatWide)
 		},
@@ -55,7 +55,7 @@ func newQPCmd() *cobra.Command {
 	list.Flags().IntVar(&o.PID, "pid", 0, "only QPs of this process")
 	list.Flags().StringVar(&o.Device, "device", "", "only QPs on this RDMA device")
 	_ = list.RegisterFlagCompletionFunc("device", completeDevices)
-	addWideOutputFlag(list, &output, " (one object per line)")
+	addWideOutputFlag(list, &output, " (one document)")
 	list.Flags().BoolVar(&noHandles, "no-handles", false, "do not borrow the owners' files to find handles")
 
 	var device, showOut string
@@ -64,7 +64,8 @@ func newQPCmd() *cobra.Command {
 		Use:   "show",
 		Short: "One QP: the rdma netlink row and the owner's view through QUERY_QP",
 		Long: "One QP: its rdma netlink row and, for a user QP, the owner's view of it through QUERY_QP on its\n" +
-			"borrowed uverbs file (state, path-migration state, the primary and alternate paths).",
+			"borrowed uverbs file (state, path-migration state, the primary and alternate paths). -o json is\n" +
+			"one document: {\"schema\":1,\"qp\":{...},\"owner_view\":{...}}, enums as names.",
 		Example: "  apmwatch qp show --qpn 17\n" +
 			"  apmwatch qp show --qpn 17 --device mlx5_0 -o json",
 		Args: noArgs,
@@ -85,15 +86,13 @@ func newQPCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				err = actuator.WriteRows(cmd.OutOrStdout(), []actuator.Row{row}, true)
-			} else {
-				err = actuator.WriteTable(cmd.OutOrStdout(), []actuator.Row{row}, format == formatWide)
+				return actuator.WriteDoc(cmd.OutOrStdout(), actuator.NewShowDoc(row, res))
 			}
-			if err != nil {
+			if err := actuator.WriteTable(cmd.OutOrStdout(), []actuator.Row{row}, format == formatWide); err != nil {
 				return err
 			}
 			if res != nil {
-				return actuator.WriteResult(cmd.OutOrStdout(), res, asJSON)
+				return actuator.WriteResult(cmd.OutOrStdout(), res, false)
 			}
 			return nil
 		},

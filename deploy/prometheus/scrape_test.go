@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/deploy/promcheck"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/fleet"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -65,7 +65,7 @@ func TestServiceScrapes(t *testing.T) {
 	fakePort(t, sys, "ibsim0", 1, "fe80::1")
 	fakePort(t, sys, "ibsim1", 2, "fe80::2")
 	a, b := publisher(t, srv.URL(), "hostA", sys), publisher(t, srv.URL(), "hostB", sys)
-	a.Line(audit.Line{Type: audit.TypeFinding, Host: "hostA", Finding: apm.Finding{ID: 1, Kind: apm.MissedRearm}})
+	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	// QPs 100 and 200 connect, arm and migrate; hostA rearms, hostB does
 	// not: one-sided. QPs 101 and 201 migrate and neither rearms:
 	// unprotected.

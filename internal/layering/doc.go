@@ -10,8 +10,11 @@
 //     output;
 //   - cmd/ wires the packages into commands: nothing imports it;
 //   - lab/ is the lab: nothing outside it imports it;
+//   - the modes (session, audit, fleet, postmortem, actuator) import
+//     none of each other: what they share lives below them (the finding
+//     line in findingline, output, recording, ...);
 //   - the test kits (apm/apmtest, recording/recordingtest,
-//     internal/testkit, deploy/promcheck) are imported
+//     internal/testkit, deploy/promcheck, findingline/findinglinetest) are imported
 //     by tests and by other test kits only, never by the product.
 //
 // The rules are read from `go list -json` with every build tag the module

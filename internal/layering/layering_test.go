@@ -18,7 +18,13 @@ const module = "github.com/apmwatch/apmwatch"
 const buildTags = "labguest,gendocs"
 
 // testKits may be imported by tests and by each other only.
-var testKits = []string{"apm/apmtest", "recording/recordingtest", "internal/testkit", "deploy/promcheck"}
+var testKits = []string{"apm/apmtest", "recording/recordingtest", "internal/testkit", "deploy/promcheck",
+	"findingline/findinglinetest"}
+
+// modes are the packages that each run one use of the product (trace and
+// record, audit, the fleet, postmortem, the actuator): none imports
+// another; what they share lives below them (findingline, output, ...).
+var modes = []string{"session", "audit", "fleet", "postmortem", "actuator"}
 
 // pkg is what the rules read of one package of `go list -json`.
 type pkg struct {
@@ -107,6 +113,8 @@ func violations(pkgs []pkg) []string {
 					bad(from, imp, "only the lab imports lab/")
 				case to != "" && slices.Contains(testKits, to) && !test && !kit:
 					bad(from, imp, "a test kit is imported by tests only")
+				case !test && slices.Contains(modes, from) && slices.Contains(modes, to) && from != to:
+					bad(from, imp, "a mode imports no other mode")
 				}
 			}
 		}
@@ -150,6 +158,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{pkg{ImportPath: m("postmortem"), Imports: []string{m("recording/recordingtest")}}, "a test kit is imported by tests only"},
 		{pkg{ImportPath: m("postmortem"), TestImports: []string{m("recording/recordingtest")}}, ""},
 		{pkg{ImportPath: m("internal/testkit"), Imports: []string{m("apm"), m("recording")}}, ""},
+		{pkg{ImportPath: m("fleet"), Imports: []string{m("audit")}}, "a mode imports no other mode"},
+		{pkg{ImportPath: m("fleet"), Imports: []string{m("findingline")}}, ""},
+		{pkg{ImportPath: m("fleet"), TestImports: []string{m("audit")}}, ""},
 		{pkg{ImportPath: "example.com/other", Imports: []string{m("cmd/apmwatch")}}, ""},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ package guest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -237,7 +238,7 @@ func TestActuatorCost(t *testing.T) {
 func TestActuatorKernelQPNotTried(t *testing.T) {
 	MustRun(t, "lab-ulp", "start")
 	t.Cleanup(func() { Run(t, "lab-ulp", "stop") })
-	rows := MustRun(t, "apmwatch", "qp", "list", "-o", "json", "--device", "rxe0")
+	rows := qpListDoc(t, "--device", "rxe0")
 	var qpn int64 = -1
 	for _, r := range Filter(rows, Match("kernel", true)) {
 		qpn = r.Int("qpn")
@@ -249,4 +250,75 @@ func TestActuatorKernelQPNotTried(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "kernel qp:") || strings.Contains(r.Stderr, "resolve:") {
 		t.Errorf("actuate on a kernel qp: exit %d, stderr %s", r.Code, r.Stderr)
 	}
+}
+
+// qpListDoc runs `apmwatch qp list -o json` and returns its document's
+// rows (one document: {"schema":1,"qps":[...]}).
+func qpListDoc(t *testing.T, args ...string) []Line {
+	t.Helper()
+	out := MustRun(t, "apmwatch", append([]string{"qp", "list", "-o", "json"}, args...)...)
+	if len(out) != 1 || out[0].Int("schema") != 1 {
+		t.Fatalf("qp list -o json: want one document of schema 1, got %v", out)
+	}
+	raw, ok := out[0]["qps"].([]any)
+	if !ok {
+		t.Fatalf("qp list -o json: no qps list: %v", out[0])
+	}
+	var rows []Line
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			t.Fatalf("qp list -o json: a row that is no object: %v", r)
+		}
+		rows = append(rows, Line(m))
+	}
+	return rows
+}
+
+// `qp list -o json` says what `rdma -j resource show qp` says of every
+// RC/UC QP, under the names docs/actuator.md maps: ifname -> device, lqpn
+// -> qpn, rqpn, type, state, path-mig-state -> path_mig_state, pid, port.
+func TestQPListMapsToRdmaTool(t *testing.T) {
+	MustRun(t, "lab-ulp", "start")
+	t.Cleanup(func() { Run(t, "lab-ulp", "stop") })
+	ours := map[string]Line{}
+	for _, r := range qpListDoc(t, "--no-handles") {
+		ours[fmt.Sprintf("%s/%d", r.Str("device"), r.Int("qpn"))] = r
+	}
+	out, err := exec.Command("rdma", "-j", "resource", "show", "qp").Output()
+	if err != nil {
+		t.Fatalf("rdma -j resource show qp: %v", err)
+	}
+	var theirs []map[string]any
+	if err := json.Unmarshal(out, &theirs); err != nil {
+		t.Fatalf("rdma -j resource show qp: %v\n%s", err, out)
+	}
+	matched := 0
+	for _, m := range theirs {
+		r := Line(m)
+		if typ := r.Str("type"); typ != "RC" && typ != "UC" {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d", r.Str("ifname"), r.Int("lqpn"))
+		o, ok := ours[key]
+		if !ok {
+			t.Errorf("rdma lists %s, qp list does not: %v", key, r)
+			continue
+		}
+		matched++
+		for _, f := range [][2]string{{"type", "type"}, {"state", "state"}, {"path-mig-state", "path_mig_state"}} {
+			if r.Str(f[0]) != o.Str(f[1]) {
+				t.Errorf("%s: rdma %s %q, qp list %s %q", key, f[0], r.Str(f[0]), f[1], o.Str(f[1]))
+			}
+		}
+		for _, f := range [][2]string{{"rqpn", "rqpn"}, {"pid", "pid"}, {"port", "port"}} {
+			if r.Int(f[0]) != o.Int(f[1]) {
+				t.Errorf("%s: rdma %s %d, qp list %s %d", key, f[0], r.Int(f[0]), f[1], o.Int(f[1]))
+			}
+		}
+	}
+	if matched == 0 {
+		t.Fatalf("no RC/UC QP in rdma's list to compare (lab-ulp runs): %s", out)
+	}
+	t.Logf("%d RC/UC QPs agree with rdma -j resource show qp", matched)
 }
