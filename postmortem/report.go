@@ -25,6 +25,7 @@ type Options struct {
 	QPNs       []uint32          // and these QPs
 	Since      Bound             // and this time window
 	Until      Bound
+	Now        time.Time    // what -DURATION bounds count back from (time.Now() when zero)
 	All        bool         // timelines of every QP, not only those with APM activity
 	Warn       func(string) // each distinct recording warning, once
 	Progress   io.Writer    // a terminal: draw a progress bar on it
@@ -217,7 +218,11 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 			}
 		}
 	}
-	since, until := o.Since.resolve(first), o.Until.resolve(first)
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	since, until := o.Since.Time(first, now), o.Until.Time(first, now)
 	inWindow := func(a, b time.Time) bool {
 		return (since.IsZero() || !b.Before(since)) && (until.IsZero() || !a.After(until))
 	}

@@ -94,7 +94,7 @@ func TestFilters(t *testing.T) {
 		t.Fatalf("--device nope: %d qps %d findings", len(r.QPs), len(r.Findings))
 	}
 	// --until before the migration: setup entries only, no findings
-	until, _ := ParseBound("1s")
+	until, _, _ := ParseBound("--until", "+1s", BareFromFirst)
 	r = run(t, Options{Until: until}, pa, pb)
 	if len(r.Findings) != 0 {
 		t.Fatalf("--until 1s shows %d findings", len(r.Findings))
@@ -106,7 +106,7 @@ func TestFilters(t *testing.T) {
 			}
 		}
 	}
-	since, _ := ParseBound(t0.Add(2 * time.Second).Format(time.RFC3339Nano))
+	since, _, _ := ParseBound("--since", t0.Add(2*time.Second).Format(time.RFC3339Nano), BareFromFirst)
 	r = run(t, Options{Since: since}, pa, pb)
 	for _, q := range r.QPs {
 		for _, e := range q.Entries {
@@ -117,15 +117,36 @@ func TestFilters(t *testing.T) {
 	}
 }
 
+// The three forms of a time bound, and the bare duration read as each
+// use's old meaning with a warning naming the explicit form.
 func TestParseBound(t *testing.T) {
-	for _, bad := range []string{"yesterday", "-5s", "12:00"} {
-		if _, err := ParseBound(bad); err == nil || !strings.HasPrefix(err.Error(), "bad time") {
+	for _, bad := range []string{"yesterday", "12:00", "--5s", "+-5s", "-", "+"} {
+		if _, _, err := ParseBound("--since", bad, BareFromFirst); err == nil || !strings.HasPrefix(err.Error(), "bad --since") {
 			t.Errorf("ParseBound(%q): %v", bad, err)
 		}
 	}
-	b, err := ParseBound("+1m")
-	if err != nil || b.resolve(t0) != t0.Add(time.Minute) {
-		t.Fatalf("+1m: %+v %v", b, err)
+	now := t0.Add(time.Hour)
+	for _, c := range []struct {
+		in   string
+		bare BareMeaning
+		want time.Time
+		warn string
+	}{
+		{"+1m", BareFromFirst, t0.Add(time.Minute), ""},
+		{"+1m", BareBeforeNow, t0.Add(time.Minute), ""},
+		{"-5s", BareFromFirst, now.Add(-5 * time.Second), ""},
+		{"-5s", BareBeforeNow, now.Add(-5 * time.Second), ""},
+		{"30s", BareFromFirst, t0.Add(30 * time.Second), "reads as +30s"},
+		{"30s", BareBeforeNow, now.Add(-30 * time.Second), "reads as -30s"},
+		{t0.Format(time.RFC3339), BareBeforeNow, t0, ""},
+	} {
+		b, warn, err := ParseBound("--since", c.in, c.bare)
+		if err != nil || !b.Time(t0, now).Equal(c.want) || (c.warn == "") != (warn == "") || !strings.Contains(warn, c.warn) {
+			t.Errorf("%q (bare %d): %v at %v, warning %q; want %v, %q", c.in, c.bare, err, b.Time(t0, now), warn, c.want, c.warn)
+		}
+		if want := c.want.Sub(t0) < 30*time.Minute && c.in != t0.Format(time.RFC3339); b.FromFirst() != want {
+			t.Errorf("%q (bare %d): FromFirst %v, want %v", c.in, c.bare, b.FromFirst(), want)
+		}
 	}
 }
 

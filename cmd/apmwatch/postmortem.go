@@ -34,9 +34,9 @@ func newPostmortemCmd() *cobra.Command {
 			"See docs/postmortem.md.",
 		Example: "  apmwatch postmortem apm.rec\n" +
 			"  apmwatch postmortem apm.rec.0000*\n" +
-			"  apmwatch postmortem --qpn 17 --since 30s --until 2m apm.rec\n" +
+			"  apmwatch postmortem --qpn 17 --since +30s --until +2m apm.rec\n" +
 			"  apmwatch postmortem --html report.html hostA.rec hostB.rec\n" +
-			"  apmwatch postmortem --nats nats://fleet:4222 --since 1h",
+			"  apmwatch postmortem --nats nats://fleet:4222 --since -1h",
 		Args: func(_ *cobra.Command, args []string) error {
 			if fromNATS.URL != "" && len(args) > 0 {
 				return usageError{errors.New("give recording files or --nats, not both")}
@@ -55,11 +55,11 @@ func newPostmortemCmd() *cobra.Command {
 				return err
 			}
 			o.Devices, o.QPNs = f.Devices, f.QPNs
-			if o.Since, err = postmortem.ParseBound(since); err != nil {
-				return usageError{err}
+			if o.Since, err = bound(cmd, "--since", since, postmortem.BareFromFirst); err != nil {
+				return err
 			}
-			if o.Until, err = postmortem.ParseBound(until); err != nil {
-				return usageError{err}
+			if o.Until, err = bound(cmd, "--until", until, postmortem.BareFromFirst); err != nil {
+				return err
 			}
 			shape, err := outputFormat(cmd, format)
 			if err != nil {
@@ -86,7 +86,7 @@ func newPostmortemCmd() *cobra.Command {
 	fl.StringVar(&out.HTML, "html", "", "also write a self-contained HTML report to this file")
 	addFilterFlags(fl, &filters, filterQP)
 	completeFilterFlags(cmd, false, true)
-	fl.StringVar(&since, "since", "", "show from this time (RFC 3339, or an offset from the first event: 30s)")
+	fl.StringVar(&since, "since", "", "show from this time: RFC 3339, +DURATION after the first event (+30s), -DURATION before now (-1h)")
 	fl.StringVar(&until, "until", "", "show up to this time (as --since)")
 	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")
 	fl.BoolVar(&o.All, "all", false, "timelines of every QP, not only those with APM activity")
@@ -98,7 +98,7 @@ func newPostmortemCmd() *cobra.Command {
 }
 
 // postmortemNATS replays a time range of the fleet streams. Its --since
-// and --until are RFC 3339 times or durations before now (--since 1h).
+// and --until are RFC 3339 times or -DURATION before now (--since -1h).
 func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, format string, deadline time.Duration) error {
 	if err := checkNATSURL("--nats", o.URL); err != nil {
 		return usageError{err}
@@ -111,18 +111,25 @@ func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, forma
 		return err
 	}
 	if since == "" {
-		return usageError{errors.New("--nats needs --since (RFC 3339, or a duration before now: 1h)")}
+		return usageError{errors.New("--nats needs --since (RFC 3339, or -DURATION before now: -1h)")}
 	}
 	now := time.Now()
 	var h fleet.HistoryOptions
-	if h.Since, err = agoOrTime("--since", since, now); err != nil {
-		return err
-	}
-	h.Until = now
-	if until != "" {
-		if h.Until, err = agoOrTime("--until", until, now); err != nil {
+	for _, b := range []struct {
+		flag, val string
+		to        *time.Time
+	}{{"--since", since, &h.Since}, {"--until", until, &h.Until}} {
+		bd, err := bound(cmd, b.flag, b.val, postmortem.BareBeforeNow)
+		if err != nil {
 			return err
 		}
+		if bd.FromFirst() {
+			return usageError{fmt.Errorf("%s %s with --nats: %w", b.flag, b.val, postmortem.ErrRelativeToFirst)}
+		}
+		*b.to = bd.Time(time.Time{}, now)
+	}
+	if h.Until.IsZero() {
+		h.Until = now
 	}
 	h.NATS, h.Deadline = o, deadline
 	hist, err := fleet.ReadHistory(cmd.Context(), h)
@@ -135,13 +142,15 @@ func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, forma
 	return fleet.WriteHistoryText(cmd.OutOrStdout(), hist)
 }
 
-func agoOrTime(flag, s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+// bound parses a --since or --until value (postmortem.ParseBound), a bad
+// one a usage error, and prints the warning of a deprecated bare duration.
+func bound(cmd *cobra.Command, flag, val string, bare postmortem.BareMeaning) (postmortem.Bound, error) {
+	b, warning, err := postmortem.ParseBound(flag, val, bare)
+	if err != nil {
+		return b, usageError{err}
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return time.Time{}, usageError{fmt.Errorf("bad %s %q: want RFC 3339 (2026-01-02T15:04:05Z) or a duration before now (1h)", flag, s)}
+	if warning != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "apmwatch: warning:", warning)
 	}
-	return now.Add(-d), nil
+	return b, nil
 }

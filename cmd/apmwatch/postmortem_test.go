@@ -112,3 +112,41 @@ func TestBadValuesAreUsageErrors(t *testing.T) {
 		t.Fatalf("postmortem DIR: %v", err)
 	}
 }
+
+// --since and --until say which way they count: +D after the first event
+// of recordings, -D before now; +D with --nats (no first event) is a usage
+// error, and a bare duration keeps its old meaning with a warning naming
+// the explicit form.
+func TestPostmortemTimeBoundsSaySign(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.rec")
+	w, err := recording.Create(path, event.Meta{Host: "h"}, recording.Options{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	for _, c := range []struct {
+		args []string
+		warn string
+	}{
+		{[]string{"postmortem", "--since", "+30s", path}, ""},
+		{[]string{"postmortem", "--since", "-1h", path}, ""},
+		{[]string{"postmortem", "--since", "30s", path}, "reads as +30s (after the first event)"},
+	} {
+		cmd := newRootCmd()
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		cmd.SetArgs(c.args)
+		if err := cmd.Execute(); err != nil {
+			t.Errorf("%v: %v", c.args, err)
+		}
+		if c.warn == "" && errb.Len() != 0 || !strings.Contains(errb.String(), c.warn) {
+			t.Errorf("%v: stderr %q, want %q", c.args, errb.String(), c.warn)
+		}
+	}
+	_, err = run("postmortem", "--nats", "nats://127.0.0.1:1", "--since", "+30s")
+	if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "counts from the first event") {
+		t.Errorf("--nats --since +30s: %v", err)
+	}
+}
