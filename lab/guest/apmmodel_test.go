@@ -192,8 +192,9 @@ func TestModelNeverRearm(t *testing.T) {
 }
 
 // rearm at once after the migration: no missed-rearm. On rxe no alternate
-// can be loaded, so the rearm is one without a new alternate: `rearm` and
-// `rearm-no-alt` do the same modifies and give the same finding.
+// can be loaded, so the rearm is one without a new alternate:
+// `rearm-no-alt`, and `rearm`, its old name the RoCE programs still take
+// (with a warning), do the same modifies and give the same finding.
 func TestModelRearm(t *testing.T) {
 	for _, b := range []string{"rearm", "rearm-no-alt"} {
 		t.Run(b, func(t *testing.T) {
@@ -272,7 +273,7 @@ func TestModelKernelULPNoRearm(t *testing.T) {
 func cmScenario(t *testing.T, args ...string) (*modelRun, int64) {
 	t.Helper()
 	r := startModelRun(t)
-	p := Start(t, "lab-cm-pair", append([]string{"--behavior", "rearm", "--duration", "2m"}, args...)...)
+	p := Start(t, "lab-cm-pair", append([]string{"--behavior", "rearm-no-alt", "--duration", "2m"}, args...)...)
 	q := QPN(t, p.Ready(t, 2), "rxe0")
 	r.truth(t)
 	Inject(t, "rxe0", q, "path_mig", true)

@@ -34,7 +34,7 @@ func TestLAPAndAPRCounted(t *testing.T) {
 // reaches ib_cm_notify -> cm_migrate: accepted (0) on an ESTABLISHED id
 // whose lap_state is idle.
 func TestCMPairNotify(t *testing.T) {
-	p := Start(t, "lab-cm-pair", "--behavior", "rearm", "--duration", "2m")
+	p := Start(t, "lab-cm-pair", "--behavior", "rearm-no-alt", "--duration", "2m")
 	ready := p.Ready(t, 2)
 	q := QPN(t, ready, "rxe0")
 	if ready[0].Str("cm") == "" {

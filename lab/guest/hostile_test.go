@@ -41,7 +41,7 @@ func TestHostileCommEscaped(t *testing.T) {
 			t.Fatalf("apmwatch trace not ready\n%s", tr.Dump())
 		}
 	}
-	p := Start(t, bin, "--duration", "2m", "--behavior", "rearm")
+	p := Start(t, bin, "--duration", "2m", "--behavior", "rearm-no-alt")
 	p.Ready(t, 2)
 	comm, err := os.ReadFile(filepath.Join("/proc", itoa(int64(p.cmd.Process.Pid)), "comm"))
 	if err != nil || strings.TrimSuffix(string(comm), "\n") != name {

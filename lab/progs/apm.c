@@ -11,7 +11,6 @@
 #include "common.h"
 
 static const char *const bnames[] = {
-	[B_REARM] = "rearm",
 	[B_NEVER_REARM] = "never-rearm",
 	[B_LATE_REARM] = "late-rearm",
 	[B_REARM_NO_ALT] = "rearm-no-alt",
@@ -29,8 +28,15 @@ int behavior_parse(const char *s, struct behavior *b)
 		b->late_ms = parse_duration_ms(s + 11);
 		return b->late_ms < 0 ? -1 : 0;
 	}
+	if (!strcmp(s, "rearm")) {
+		/* its old name here; lab-ibpair's rearm loads a new alternate first */
+		fprintf(stderr, "warning: --behavior rearm is rearm-no-alt on RoCE (no alternate path to load); "
+			"write rearm-no-alt: the old name goes in the next release\n");
+		b->kind = B_REARM_NO_ALT;
+		return 0;
+	}
 	for (i = 0; i < sizeof(bnames) / sizeof(*bnames); i++) {
-		if (i != B_LATE_REARM && !strcmp(s, bnames[i])) {
+		if (bnames[i] && i != B_LATE_REARM && !strcmp(s, bnames[i])) {
 			b->kind = i;
 			return 0;
 		}
@@ -98,7 +104,6 @@ void lq_query(struct labqp *q, const char *when)
 void lq_react(struct labqp *q, const struct behavior *b)
 {
 	switch (b->kind) {
-	case B_REARM:
 	case B_REARM_NO_ALT:
 		lq_rearm(q);
 		break;

@@ -8,10 +8,9 @@
 #include <infiniband/verbs.h>
 
 enum bkind {
-	B_REARM,		/* rearm at once */
 	B_NEVER_REARM,		/* do nothing */
 	B_LATE_REARM,		/* rearm after late_ms */
-	B_REARM_NO_ALT,		/* rearm, no alternate-path attempt */
+	B_REARM_NO_ALT,		/* rearm at once, no alternate-path attempt (the default) */
 	B_ALT_THEN_REARM,	/* load a new alternate path, then rearm */
 	B_REARM_THEN_ALT,	/* rearm, then load a new alternate path */
 };
@@ -22,8 +21,8 @@ struct behavior {
 };
 
 #define BEHAVIOR_HELP \
-	"rearm | never-rearm | late-rearm=DURATION | rearm-no-alt |\n" \
-	"                       alt-then-rearm | rearm-then-alt"
+	"rearm-no-alt | never-rearm | late-rearm=DURATION |\n" \
+	"                    alt-then-rearm | rearm-then-alt"
 
 int behavior_parse(const char *s, struct behavior *b);
 const char *behavior_name(const struct behavior *b);

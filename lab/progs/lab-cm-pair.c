@@ -30,7 +30,8 @@ static void usage(void)
 	       "All output is JSON lines on stdout; errors go to stderr, exit 1.\n"
 	       "\n"
 	       "  --behavior B      %s\n"
-	       "                    (default rearm)\n"
+	       "                    (default rearm-no-alt; lab-ibpair's rearm loads a new\n"
+	       "                    alternate first, RoCE has none to load)\n"
 	       "  --duration D      exit after D (250ms, 5s, 2m); default: until SIGTERM/SIGINT\n"
 	       "  --client-dev D    default rxe0\n"
 	       "  --server-dev D    default rxe1\n"
@@ -218,7 +219,7 @@ int main(int argc, char **argv)
 	long duration = 0;
 	char ipc[32], ips[32];
 
-	l.b.kind = B_REARM;
+	l.b.kind = B_REARM_NO_ALT;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':

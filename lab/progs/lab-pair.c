@@ -26,7 +26,8 @@ static void usage(void)
 	       "All output is JSON lines on stdout; errors go to stderr, exit 1.\n"
 	       "\n"
 	       "  --behavior B      %s\n"
-	       "                    (default rearm)\n"
+	       "                    (default rearm-no-alt; lab-ibpair's rearm loads a new\n"
+	       "                    alternate first, RoCE has none to load)\n"
 	       "  --duration D      exit after D (250ms, 5s, 2m); default: until SIGTERM/SIGINT\n"
 	       "  --pairs N         number of QP pairs (default 1, max %d)\n"
 	       "  --dev0 NAME       first device (default rxe0)\n"
@@ -191,7 +192,7 @@ int main(int argc, char **argv)
 	int c, i, pairs = 1, arm = 1, connect = 1;
 	uint8_t port = 1;
 
-	l.b.kind = B_REARM;
+	l.b.kind = B_REARM_NO_ALT;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
