@@ -21,13 +21,13 @@ func newActuateCmd() *cobra.Command {
 	var output, logFile string
 	cmd := &cobra.Command{
 		Use:   "actuate query|load-alt|rearm|migrate --pid P --qpn N",
-		Short: "Query or change the APM state of another process's QP through its borrowed uverbs file",
+		Short: "Query or change the APM state of another process's QP (verbs)",
 		Long: "Borrows the owner's /dev/infiniband/uverbsN (pidfd_getfd: needs ptrace access) and runs\n" +
 			"QUERY_QP / MODIFY_QP on its QP handle. Every operation checks the QP before and after and\n" +
 			"logs each step on stderr (or --log). --dry-run shows the exact command and changes nothing.",
 		Example: "  apmwatch actuate query --pid 4242 --qpn 17\n" +
-			"  apmwatch actuate rearm --pid 4242 --qpn 17 --alt-port 2 --alt-dlid 0x13 --dry-run\n" +
-			"  apmwatch actuate migrate --pid 4242 --qpn 17 --log /var/log/apmwatch/actions.jsonl\n" +
+			"  apmwatch actuate rearm --pid 4242 --qpn 17 \\\n      --alt-port 2 --alt-dlid 0x13 --dry-run\n" +
+			"  apmwatch actuate migrate --pid 4242 --qpn 17 \\\n      --log /var/log/apmwatch/actions.jsonl\n" +
 			"  apmwatch actuate policy-check /etc/apmwatch/policy.json",
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeActuateOp,

@@ -15,7 +15,7 @@ func newAuditCmd() *cobra.Command {
 	var pub publishFlags
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Run as a daemon: findings as JSON lines, Prometheus metrics, a flight recorder and incident bundles",
+		Short: "Run as a daemon: findings, metrics, flight recorder, incidents",
 		Long: "The continuous audit: runs the probes and the APM model, appends each finding and resolution as a\n" +
 			"JSON line to --findings (without it, to standard output), serves Prometheus metrics at\n" +
 			"--metrics-addr, keeps a flight recorder and an incident bundle per finding under --recorder-dir,\n" +
@@ -23,9 +23,9 @@ func newAuditCmd() *cobra.Command {
 			"loaded or reloaded. With --policy it acts on missed rearms (monitor only without --enforce); with\n" +
 			"--publish it sends its finding lines and connection records to NATS JetStream for apmwatch fleet.\n" +
 			"See docs/audit.md and docs/fleet.md.",
-		Example: "  apmwatch audit --findings /var/log/apmwatch/findings.jsonl --recorder-dir /var/lib/apmwatch\n" +
+		Example: "  apmwatch audit --findings /var/log/apmwatch/findings.jsonl \\\n      --recorder-dir /var/lib/apmwatch\n" +
 			"  apmwatch audit --stdout --metrics-addr 127.0.0.1:9578\n" +
-			"  apmwatch audit --recorder-dir /var/lib/apmwatch --policy /etc/apmwatch/policy.json --enforce\n" +
+			"  apmwatch audit --recorder-dir /var/lib/apmwatch \\\n      --policy /etc/apmwatch/policy.json --enforce\n" +
 			"  apmwatch audit --recorder-dir /var/lib/apmwatch --publish nats://fleet:4222",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

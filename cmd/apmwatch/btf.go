@@ -22,13 +22,13 @@ func newBTFGenCmd() *cobra.Command {
 	var modules []string
 	cmd := &cobra.Command{
 		Use:   "gen",
-		Short: "Write MODULE.btf for apmwatch's modules from what the host has: their .BTF section, or pahole on their debug info",
+		Short: "Write MODULE.btf for the RDMA modules from their BTF or debug info",
 		Long: "Writes one MODULE.btf per module apmwatch hooks that is loaded and has no BTF in /sys/kernel/btf, " +
 			"into --dir (default /var/lib/apmwatch/btf/$(uname -r), where trace, record, audit and probes look). " +
 			"A module's file is looked for under --debug-dir, then the distribution's debug trees and /lib/modules; " +
 			"its own .BTF section serves as it is, else pahole encodes its debug info split against this kernel's vmlinux. " +
 			"One line per module says what was written or exactly what is missing; the exit status is 1 when one is missing.",
-		Example: "  apmwatch btf gen\n  apmwatch btf gen --debug-dir /usr/lib/debug/lib/modules/$(uname -r) --module mlx5_ib",
+		Example: "  apmwatch btf gen\n  apmwatch btf gen --debug-dir /usr/lib/debug/lib/modules/$(uname -r) \\\n      --module mlx5_ib",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var u unix.Utsname

@@ -17,15 +17,15 @@ func newFleetCmd() *cobra.Command {
 	cfg := fleet.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "fleet",
-		Short: "Pair both ends of every connection from the hosts' records on NATS JetStream and judge them live",
+		Short: "Pair both ends of every connection over NATS and judge them live",
 		Long: "Consumes the connection records the hosts' apmwatch audit --publish sends to NATS JetStream\n" +
 			"(without --nats: an embedded NATS with JetStream listening on --listen, its streams in --store),\n" +
 			"pairs both ends of every connection, and judges one-sided-rearm and unprotected-connection with\n" +
 			"both hosts' evidence: finding lines on standard output or --findings, and back to the stream.\n" +
 			"Instances share the partitions (--instance of --instances). See docs/fleet.md.",
 		Example: "  apmwatch fleet --store /var/lib/apmwatch/fleet\n" +
-			"  apmwatch fleet --listen 0.0.0.0:4222 --auth /etc/apmwatch/fleet-auth.conf --tls-cert server.pem --tls-key server-key.pem\n" +
-			"  apmwatch fleet --nats nats://nats1:4222,nats://nats2:4222 --instance 0 --instances 2",
+			"  apmwatch fleet --listen 0.0.0.0:4222 --auth /etc/apmwatch/fleet-auth.conf \\\n      --tls-cert server.pem --tls-key server-key.pem\n" +
+			"  apmwatch fleet --nats nats://nats1:4222,nats://nats2:4222 \\\n      --instance 0 --instances 2",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.NATS.URL != "" {

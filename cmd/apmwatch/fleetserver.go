@@ -30,14 +30,14 @@ func newFleetAddHostCmd() *cobra.Command {
 	var asFleet bool
 	cmd := &cobra.Command{
 		Use:   "add-host NAME",
-		Short: "Make NATS credentials for a host (or the fleet) and authorize them in the embedded NATS's --auth file",
+		Short: "Make NATS credentials for a host and authorize them in --auth",
 		Long: "Makes an NKey for the host NAME, writes its seed to --seed (mode 0600, never over an existing file) and adds\n" +
 			"its public key to the authorization file --auth (created when missing, mode 0600), allowed to publish\n" +
 			"the host's own subjects only and to read its own last records. With --fleet, the user is a fleet\n" +
 			"instance's, fleet status's or postmortem --nats's: it reads the streams and publishes the fleet's findings.\n" +
 			"Copy the seed to the host (apmwatch audit --nats-nkey FILE --nats-inbox-prefix _INBOX_NAME) and restart\n" +
 			"the fleet, which reads the file at start. See docs/fleet.md, Security.",
-		Example: "  apmwatch fleet add-host node17 --auth /etc/apmwatch/fleet-auth.conf --seed node17.nk\n" +
+		Example: "  apmwatch fleet add-host node17 --auth /etc/apmwatch/fleet-auth.conf \\\n      --seed node17.nk\n" +
 			"  apmwatch fleet add-host ops --fleet --auth /etc/apmwatch/fleet-auth.conf",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

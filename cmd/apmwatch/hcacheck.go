@@ -14,7 +14,7 @@ func newHCACheckCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "hca-check --dev D [--port P --alt-port Q]",
-		Short: "Ask this HCA's firmware the path-migration questions no driver source answers (root)",
+		Short: "Ask this HCA's firmware what no driver source answers (root)",
 		Long: "Makes its own loopback RC pair on device D (QP A and QP B, primary path on --port, alternate\n" +
 			"on --alt-port; the same port: its LMC path), arms it, and drives each firmware-decided point:\n" +
 			"modify to ARMED, REARM on ARMED, MIGRATED from REARM, a forced migration (is PATH_MIG raised at\n" +

@@ -90,7 +90,8 @@ func TestManPagesHaveTheirSections(t *testing.T) {
 					t.Errorf("%s: no %s", path, s)
 				}
 			}
-			for _, l := range strings.Split(strings.TrimSpace(c.Example), "\n") {
+			examples := strings.ReplaceAll(strings.TrimSpace(c.Example), " \\\n", " ") // a line continued
+			for _, l := range strings.Split(examples, "\n") {
 				if !strings.HasPrefix(strings.TrimSpace(l), path) && !strings.Contains(l, path+" ") {
 					t.Errorf("%s: example %q is not of this command", path, l)
 				}

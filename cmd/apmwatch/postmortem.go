@@ -22,8 +22,8 @@ func newPostmortemCmd() *cobra.Command {
 	var since, until string
 	var fromNATS fleet.NATSOptions
 	cmd := &cobra.Command{
-		Use:   "postmortem FILE... | postmortem --nats URL --since T [--until T]",
-		Short: "Replay recordings through the APM model: summary, findings, timelines, both ends of a connection",
+		Use:   "postmortem FILE... | --nats URL --since T",
+		Short: "Replay recordings through the APM model: findings, timelines",
 		Long: "Replays recordings (apmwatch record, trace --record, the audit's flight recorder and incident\n" +
 			"bundles) through the APM model the live tool runs, on any machine, without root: the recordings,\n" +
 			"the clock alignment, the summary, the findings with their evidence and fix, and a timeline per QP\n" +

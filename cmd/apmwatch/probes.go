@@ -15,7 +15,7 @@ func newProbesCmd() *cobra.Command {
 	var opts collector.Options
 	cmd := &cobra.Command{
 		Use:   "probes",
-		Short: "List every hook: present on this kernel, fentry or kprobe or missing, and why (loaded to verify, as root)",
+		Short: "List every hook, how it attaches on this kernel, and why",
 		Long: "Lists every hook apmwatch knows: whether this kernel has it, how it attaches (fentry, kprobe,\n" +
 			"tracepoint) or why it is missing or skipped. As root the planned programs are loaded to verify\n" +
 			"them (nothing is attached); without the privileges the plan is printed and said to be unverified.\n" +

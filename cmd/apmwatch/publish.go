@@ -52,7 +52,7 @@ type publishFlags struct {
 
 func (p *publishFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&p.url, "publish", "", "publish finding lines and connection records to NATS JetStream at this URL (nats://host:4222)")
-	fl.StringVar(&p.queue, "publish-queue", "", "keep what NATS has not acknowledged in this directory (default: RECORDER-DIR/publish-queue, else /var/lib/apmwatch/publish-queue as root, ~/.local/state/apmwatch/publish-queue otherwise)")
+	fl.StringVar(&p.queue, "publish-queue", "", "keep what NATS has not acknowledged in this directory (default: publish-queue under RECORDER-DIR, else under /var/lib/apmwatch as root, or under ~/.local/state/apmwatch)")
 	fl.Int64Var(&p.queueMax, "publish-queue-max-bytes", fleet.DefaultQueueMax, "bound the publish queue; past it the oldest records go (counted)")
 	addNATSFlags(fl, &p.nats)
 }

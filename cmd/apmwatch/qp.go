@@ -21,7 +21,7 @@ func newQPCmd() *cobra.Command {
 	var noHandles bool
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "Every RC/UC QP from rdma netlink with its mig state, owner and handle",
+		Short: "Every RC/UC QP: its mig state, owner and handle",
 		Long: "Every RC and UC QP the kernel lists over rdma netlink: device, QPN, remote QPN, type, state,\n" +
 			"path-migration state, owner pid and command, and for user QPs the owner's uverbs file and QP\n" +
 			"handle (found by borrowing the owner's file: needs root; --no-handles skips it). Kernel QPs show\n" +

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/apmwatch/apmwatch/internal/helptext"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,7 @@ func newRootCmd() *cobra.Command {
 		Example: "  apmwatch probes\n" +
 			"  apmwatch trace\n" +
 			"  apmwatch postmortem examples/ib-unprotected-failure.rec\n" +
-			"  apmwatch audit --findings /var/log/apmwatch/findings.jsonl --recorder-dir /var/lib/apmwatch",
+			"  apmwatch audit --findings /var/log/apmwatch/findings.jsonl \\\n      --recorder-dir /var/lib/apmwatch",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -61,5 +62,6 @@ func newRootCmd() *cobra.Command {
 		root.AddCommand(c())
 	}
 	usageConvention(root)
+	helptext.Apply(root)
 	return root
 }

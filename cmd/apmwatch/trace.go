@@ -21,7 +21,7 @@ func newTraceCmd() *cobra.Command {
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Stream QP modifies, QP events, CM calls and CM MADs as they happen, with the APM findings they prove",
+		Short: "Stream APM events as they happen, with the findings they prove",
 		Long: "Streams every QP modify (with its decoded paths and return code), QP and port event, CM notify and\n" +
 			"LAP/APR handling, CM MAD and QP create and destroy as the kernel makes them, and runs the APM model\n" +
 			"on them: its findings come inline (KIND FINDING or RESOLVED). Every --reconcile-interval rdma netlink\n" +
