@@ -9,4 +9,5 @@
 //	gen.go     the modules wanted, one report line each
 //	find.go    finding a module's file: names, compression, vermagic
 //	source.go  its BTF: the .BTF section, or pahole on its DWARF
+//	min.go     --min: only the types and members the probes read
 package btfgen

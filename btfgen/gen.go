@@ -26,7 +26,11 @@ type Options struct {
 	SysBTF    string // /sys/kernel/btf
 	SysModule string // /sys/module
 	Pahole    string // "" to look it up on PATH
-	Out       io.Writer
+	// Min keeps of each module only the types apmwatch's programs read
+	// (Minimize); Local is the programs' BTF (collector.ProgramBTF).
+	Min   bool
+	Local *btf.Spec
+	Out   io.Writer
 }
 
 // DefaultDebugDirs are where module files are looked for after
@@ -51,6 +55,9 @@ type Result struct {
 // Gen writes the BTF of every wanted module it can, one line each on Out,
 // and returns an error naming the modules it could not.
 func Gen(o Options) ([]Result, error) {
+	if o.Min && o.Local == nil {
+		return nil, errors.New("--min needs the programs' btf")
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("making the btf directory: %w", err)
 	}
@@ -125,10 +132,7 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 				why = append(why, path+": its .BTF section: "+err.Error())
 				continue
 			}
-			if err := writeAtomic(dst, b); err != nil {
-				return Result{m, "missing", err.Error()}
-			}
-			return Result{m, "written", fmt.Sprintf("%s (the .BTF section of %s, %d KiB)", dst, path, (len(b)+1023)/1024)}
+			return write(o, m, dst, b, base, "the .BTF section of "+path)
 		}
 		if !mod.hasDWARF() {
 			why = append(why, path+" has neither a .BTF section nor debug info")
@@ -138,35 +142,54 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 			why = append(why, path+" has debug info, but pahole is not installed (Debian: apt install pahole; RHEL: dnf install dwarves)")
 			continue
 		}
-		b, err := paholeInto(mod, pahole, basePath, dst, base)
+		b, err := paholeOut(mod, pahole, basePath, dst, base)
 		if err != nil {
 			why = append(why, err.Error())
 			continue
 		}
-		return Result{m, "written", fmt.Sprintf("%s (pahole on the debug info of %s, %d KiB)", dst, path, (b+1023)/1024)}
+		return write(o, m, dst, b, base, "pahole on the debug info of "+path)
 	}
 	return Result{m, "missing", strings.Join(why, "; ")}
 }
 
-// paholeInto runs pahole into a temporary file beside dst, checks it and
-// renames it into place; it returns the size written.
-func paholeInto(mod *module, pahole, basePath, dst string, base *btf.Spec) (int, error) {
+// paholeOut runs pahole into a temporary file beside dst, checks what it
+// wrote and returns it.
+func paholeOut(mod *module, pahole, basePath, dst string, base *btf.Spec) ([]byte, error) {
 	tmp := dst + ".tmp"
 	defer os.Remove(tmp)
 	if err := mod.pahole(pahole, basePath, tmp); err != nil {
-		return 0, err
+		return nil, err
 	}
 	b, err := os.ReadFile(tmp)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := checkSplit(b, base); err != nil {
-		return 0, fmt.Errorf("pahole's output for %s: %w", mod.path, err)
+		return nil, fmt.Errorf("pahole's output for %s: %w", mod.path, err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return 0, err
+	return b, nil
+}
+
+// write puts module m's BTF b (from what says from) at dst, minimized
+// first with Options.Min.
+func write(o Options, m, dst string, b []byte, base *btf.Spec, from string) Result {
+	detail := fmt.Sprintf("%s (%s, %d KiB)", dst, from, (len(b)+1023)/1024)
+	if o.Min {
+		spec, split, err := parseModuleBTF(b, base)
+		if err != nil {
+			return Result{m, "missing", err.Error()}
+		}
+		min, err := Minimize(spec, split, base, o.Local)
+		if err != nil {
+			return Result{m, "missing", fmt.Sprintf("minimizing the btf of %s: %v", from, err)}
+		}
+		detail = fmt.Sprintf("%s (%s, %d KiB, minimized to %d KiB: the types apmwatch reads)", dst, from, (len(b)+1023)/1024, (len(min)+1023)/1024)
+		b = min
 	}
-	return len(b), nil
+	if err := writeAtomic(dst, b); err != nil {
+		return Result{m, "missing", err.Error()}
+	}
+	return Result{m, "written", detail}
 }
 
 func writeAtomic(dst string, b []byte) error {

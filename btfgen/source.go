@@ -95,6 +95,19 @@ func (m *module) pahole(pahole, base, out string) error {
 	return nil
 }
 
+// parseModuleBTF reads a module's BTF: standalone, else split against
+// base (split says which).
+func parseModuleBTF(b []byte, base *btf.Spec) (spec *btf.Spec, split bool, err error) {
+	if spec, err := btf.LoadSpecFromReader(bytes.NewReader(b)); err == nil {
+		return spec, false, nil
+	}
+	spec, err = btf.LoadSplitSpecFromReader(bytes.NewReader(b), base)
+	if err != nil {
+		return nil, true, fmt.Errorf("not BTF split against this kernel's vmlinux: %w", err)
+	}
+	return spec, true, nil
+}
+
 // checkSplit parses b as BTF split against base: what the collector will
 // do with it (standalone first, as it does).
 func checkSplit(b []byte, base *btf.Spec) error {

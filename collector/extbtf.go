@@ -134,3 +134,38 @@ func noteExt(targets []target, modules []string) {
 		}
 	}
 }
+
+// ProgramBTF is the probes' own BTF: the CO-RE views of the kernel types
+// they read (bpf/ib_types.h), what `apmwatch btf gen --min` keeps of a
+// module's BTF.
+func ProgramBTF() (*btf.Spec, error) {
+	spec, err := loadApm()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded probes: %w", err)
+	}
+	return spec.Types, nil
+}
+
+// ProgramRelocations are the CO-RE relocations of every probe program, in
+// program order (btfgen's tests relocate them against whole and minimized
+// BTF).
+func ProgramRelocations() ([]*btf.CORERelocation, error) {
+	spec, err := loadApm()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded probes: %w", err)
+	}
+	names := make([]string, 0, len(spec.Programs))
+	for n := range spec.Programs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []*btf.CORERelocation
+	for _, n := range names {
+		for i := range spec.Programs[n].Instructions {
+			if r := btf.CORERelocationMetadata(&spec.Programs[n].Instructions[i]); r != nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}

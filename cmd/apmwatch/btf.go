@@ -27,6 +27,7 @@ func newBTFGenCmd() *cobra.Command {
 			"into --dir (default /var/lib/apmwatch/btf/$(uname -r), where trace, record, audit and probes look). " +
 			"A module's file is looked for under --debug-dir, then the distribution's debug trees and /lib/modules; " +
 			"its own .BTF section serves as it is, else pahole encodes its debug info split against this kernel's vmlinux. " +
+			"With --min only the types apmwatch's probes read are kept, their unread members left out (a few KiB a module). " +
 			"One line per module says what was written or exactly what is missing; the exit status is 1 when one is missing.",
 		Example: "  apmwatch btf gen\n  apmwatch btf gen --debug-dir /usr/lib/debug/lib/modules/$(uname -r) \\\n      --module mlx5_ib",
 		Args:    noArgs,
@@ -43,6 +44,12 @@ func newBTFGenCmd() *cobra.Command {
 			if o.Loaded {
 				o.Modules = collector.HookModules()
 			}
+			if o.Min {
+				var err error
+				if o.Local, err = collector.ProgramBTF(); err != nil {
+					return err
+				}
+			}
 			o.SysBTF, o.SysModule, o.Out = "/sys/kernel/btf", "/sys/module", cmd.OutOrStdout()
 			_, err := btfgen.Gen(o)
 			return err
@@ -53,5 +60,6 @@ func newBTFGenCmd() *cobra.Command {
 	fl.StringSliceVar(&o.DebugDirs, "debug-dir", nil, "also look for module files (MODULE.ko, .ko.debug, compressed) under this directory, first")
 	fl.StringSliceVar(&modules, "module", nil, "these modules, loaded or not (default: apmwatch's modules that are loaded)")
 	fl.BoolVar(&o.Force, "force", false, "also for modules whose BTF the kernel has")
+	fl.BoolVar(&o.Min, "min", false, "keep only the types and members apmwatch's probes read")
 	return cmd
 }
