@@ -20,5 +20,6 @@
 // allowlist), enforcer.go (acting on findings), schedule.go (grace
 // periods, running actions side by side), queue.go and ratelimit.go (the
 // rate limit's queue), generation.go and loss.go (which QP an action may
-// touch). docs/actuator.md is the user's view.
+// touch), metrics.go (its counters for the audit daemon's metrics).
+// docs/actuator.md is the user's view.
 package actuator

@@ -3,6 +3,7 @@ package actuator
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,20 @@ func TestEventsLostSinceMigration(t *testing.T) {
 	}
 	if s := e.Stats(); s.Dropped != 1 || s.DroppedLost != 1 {
 		t.Errorf("stats %+v, want one dropped for lost events", s)
+	}
+	// and the metric says so (the audit daemon registers the enforcer's)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e.Metrics())
+	fams, err := reg.Gather()
+	if err != nil || len(fams) != 1 || fams[0].GetName() != "apmwatch_enforcer_actions_total" {
+		t.Fatalf("gathered %v: %v", fams, err)
+	}
+	got := map[string]float64{}
+	for _, m := range fams[0].GetMetric() {
+		got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	if got["dropped"] != 1 || got["dropped-lost"] != 1 || got["actuated"] != 0 || len(got) != 7 {
+		t.Errorf("apmwatch_enforcer_actions_total %v", got)
 	}
 	if l := strings.Join(*logged, "\n"); !strings.Contains(l, "pending action dropped") || !strings.Contains(l, "lost") {
 		t.Errorf("log %q", l)

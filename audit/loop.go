@@ -83,6 +83,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			return fmt.Errorf("registering the sink's metrics: %w", err)
 		}
 	}
+	if a, ok := cfg.Actor.(interface{ Metrics() prometheus.Collector }); ok {
+		if err := d.m.reg.Register(a.Metrics()); err != nil {
+			return fmt.Errorf("registering the actor's metrics: %w", err)
+		}
+	}
 	d.deps.Snapshot = scopeSnapshot(cfg.Device, d.deps.Snapshot)
 	model, err := apm.New(cfg.Model, func(f apm.Finding) { d.found = append(d.found, f) })
 	if err != nil {
