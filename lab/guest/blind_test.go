@@ -75,7 +75,9 @@ func TestBlindIsError(t *testing.T) {
 // from what the host has (the module files' own .BTF sections), and with
 // them (--btf DIR, or the default /var/lib/apmwatch/btf/$(uname -r)) the
 // probes attach with kprobes and raw tracepoints and see: a never-rearm
-// pair through a port failure gives missed-rearm on both ends.
+// pair through a port failure gives missed-rearm on both ends, traced on
+// the files `btf gen --min` writes (the whole ones in the default
+// directory load every hook).
 func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 	hideModuleBTF(t)
 	dir := filepath.Join(t.TempDir(), "btf")
