@@ -109,12 +109,12 @@ func streamSince(receipt, at, since int64) int64 {
 // HostClock is one host as the engine hears it.
 type HostClock struct {
 	Host      string        `json:"host"`
-	LastHeard time.Time     `json:"last_heard"`     // stream time of its latest heartbeat
-	Offset    time.Duration `json:"offset_ns"`      // its clock minus the stream's, at that heartbeat
-	Silent    bool          `json:"silent"`         // unheard past --silent-after
-	Ends      int           `json:"ends"`           // the ends it holds here
-	Run       string        `json:"run,omitempty"`  // its publisher's run
-	Watermark time.Time     `json:"watermark"`      // stream time up to which its messages were consumed
+	LastHeard time.Time     `json:"last_heard"`    // stream time of its latest heartbeat
+	Offset    time.Duration `json:"offset_ns"`     // its clock minus the stream's, at that heartbeat
+	Silent    bool          `json:"silent"`        // unheard past --silent-after
+	Ends      int           `json:"ends"`          // the ends it holds here
+	Run       string        `json:"run,omitempty"` // its publisher's run
+	Watermark time.Time     `json:"watermark"`     // stream time up to which its messages were consumed
 }
 
 // HostClocks returns the hosts heard to heartbeat, by name.
