@@ -130,3 +130,41 @@ func (g *Engine) HostClocks() []HostClock {
 	sortHostClocks(out)
 	return out
 }
+
+// streamClock is an instance's reading of the stream's clock: the latest
+// receipt it consumed and, once it has consumed all there was (and is
+// connected), the time elapsed since then on its own clock. While it
+// lags the clock stands at the message it is at.
+type streamClock struct {
+	last    time.Time         // the latest receipt consumed
+	wall    time.Time         // the instance's clock when it consumed it
+	pending map[string]uint64 // by stream: messages left, as the latest delivery said
+}
+
+func newStreamClock() *streamClock { return &streamClock{pending: map[string]uint64{}} }
+
+// consumed notes a message of stream stored at stored, with pending left
+// after it, consumed at now.
+func (c *streamClock) consumed(stream string, stored time.Time, pending uint64, now time.Time) {
+	if stored.After(c.last) {
+		c.last, c.wall = stored, now
+	}
+	c.pending[stream] = pending
+}
+
+// at is the stream's clock at now; current says nothing is known to wait
+// (connected, nothing received and not yet handled).
+func (c *streamClock) at(now time.Time, current bool) time.Time {
+	if c.last.IsZero() {
+		return time.Time{}
+	}
+	for _, n := range c.pending {
+		if n > 0 {
+			return c.last
+		}
+	}
+	if !current || now.Before(c.wall) {
+		return c.last
+	}
+	return c.last.Add(now.Sub(c.wall))
+}
