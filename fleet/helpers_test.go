@@ -82,9 +82,13 @@ func (s *side) pathMig() {
 	s.ev(&event.Event{Kind: event.KindQPEvent, QP: &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC}})
 }
 
+// testHeartbeat is the tests' publishers' heartbeat period.
+const testHeartbeat = 100 * time.Millisecond
+
 func newPublisher(t *testing.T, url, host, sysfs string) *Publisher {
 	t.Helper()
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: host, QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sysfs})
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: host, QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sysfs,
+		HeartbeatEvery: testHeartbeat})
 	if err != nil {
 		t.Fatal(err)
 	}
