@@ -49,8 +49,14 @@ func (g *Engine) host(owner uint32) *hostClock {
 	return h
 }
 
-// tickTo moves the stream's clock forward to n (never back).
-func (g *Engine) tickTo(n int64) { g.now = max(g.now, n) }
+// tickTo moves the stream's clock forward to n (never back), and judges
+// the pairs due by then: a message stored at n comes after them.
+func (g *Engine) tickTo(n int64) {
+	if n > g.now {
+		g.now = n
+		g.runDue()
+	}
+}
 
 // heard notes a message of a host stored at receipt; complete says that
 // everything the host queued before it was stored before it (a record; a

@@ -346,9 +346,12 @@ func (g *Engine) evaluate(e *end) {
 func (g *Engine) Advance(now time.Time) {
 	g.expireTombs(now)
 	g.tickTo(now.UnixNano())
-	n := g.now
 	g.checkSilent()
-	for len(g.due) > 0 && g.due[0].at <= n {
+}
+
+// runDue judges the pairs due by the stream's clock.
+func (g *Engine) runDue() {
+	for len(g.due) > 0 && g.due[0].at <= g.now {
 		d := heap.Pop(&g.due).(dueAt)
 		if e := g.ends[d.key]; e != nil {
 			g.evaluate(e)

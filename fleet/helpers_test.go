@@ -211,6 +211,9 @@ func tryStreamMsgs(url, stream, filter string) ([][]byte, error) {
 	js, _ := jetstream.New(nc)
 	var out [][]byte
 	_, err = readAll(context.Background(), js, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}, func(m jetstream.Msg) {
+		if isHeartbeat(m.Subject()) && !isHeartbeat(filter) {
+			return // the hosts' heartbeats: not records
+		}
 		out = append(out, m.Data())
 	})
 	return out, err
