@@ -122,6 +122,10 @@ type outLine struct {
 	Peer      *PeerEnd       `json:"peer"`
 	Hosts     []string       `json:"hosts"`
 	Partition int            `json:"partition"`
+	FirstTime time.Time      `json:"first_time"`
+	LastTime  time.Time      `json:"last_time"`
+	Severity  string         `json:"severity"`
+	Explain   string         `json:"explanation"`
 }
 
 func (s *syncBuffer) lines(t *testing.T) []outLine {
@@ -151,10 +155,20 @@ type running struct {
 
 func startFleet(t *testing.T, url string, instance, instances int) *running {
 	t.Helper()
+	return startFleetWith(t, url, instance, instances, nil)
+}
+
+// startFleetWith starts a fleet instance whose configuration mod changes
+// from the tests' (a 500 ms deadline, no metrics).
+func startFleetWith(t *testing.T, url string, instance, instances int, mod func(*Config)) *running {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NATS.URL, cfg.MetricsAddr, cfg.Instance, cfg.Instances = url, "", instance, instances
 	cfg.Engine.Deadline = 500 * time.Millisecond
 	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
+	if mod != nil {
+		mod(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{out: &syncBuffer{}, ready: cfg.ReadyFile, done: make(chan error, 1)}
 	go func() { r.done <- Run(ctx, cfg, r.out, &syncBuffer{}) }()
