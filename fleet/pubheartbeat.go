@@ -38,10 +38,17 @@ func (p *Publisher) heartbeat(ctx context.Context) {
 	}
 }
 
+// queued is how many messages the publisher holds: handed to the intake
+// (read first: a message moves from there to the queue) or in the queue,
+// not yet acknowledged.
+func (p *Publisher) queued() uint64 {
+	n := p.handing.Load()
+	n += int64(p.q.Stats().Pending)
+	return uint64(max(0, n))
+}
+
 func (p *Publisher) sendHeartbeat(ctx context.Context) error {
-	queued := p.handing.Load() // first: a message moves from the intake to the queue
-	queued += int64(p.q.Stats().Pending)
-	hb := Heartbeat{Host: p.cfg.Host, Run: p.tracker.Run, At: time.Now().UTC(), Queued: uint64(max(0, queued)),
+	hb := Heartbeat{Host: p.cfg.Host, Run: p.tracker.Run, At: time.Now().UTC(), Queued: p.queued(),
 		Every: p.cfg.HeartbeatEvery.Seconds()}
 	b, err := json.Marshal(hb)
 	if err != nil {
