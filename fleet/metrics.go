@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +47,7 @@ func newFleetMetrics() *fleetMetrics {
 	m.lagMessages = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_messages",
 		Help: "Records in the stream not yet consumed by this instance."})
 	m.lagSeconds = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_seconds",
-		Help: "Age of the last record consumed (now minus its host's publish time)."})
+		Help: "Age of the last record consumed (now minus when the stream stored it)."})
 	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "findings_total",
 		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
 	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
@@ -57,6 +58,7 @@ func newFleetMetrics() *fleetMetrics {
 	for r := range nRefusals {
 		m.refused.WithLabelValues(r.String())
 	}
+	m.findings.WithLabelValues(string(apm.HostSilent), "finding") // from 0: an alert sees the first
 	m.hostSilent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_silent",
 		Help: "1 while a host that heartbeats has not been heard for --silent-after (a host-silent finding), else 0."}, []string{"host"})
 	m.hostHeard = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_last_heard_seconds",
