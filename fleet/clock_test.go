@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -137,5 +138,58 @@ func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
 	if len(ls) != 2 || ls[0].Kind != apm.OneSidedRearm || ls[0].Type != "finding" || ls[0].Host != "hostB" || ls[0].QP.QPN != 201 ||
 		ls[1].Kind != apm.OneSidedRearm || ls[1].QP.QPN != 203 {
 		t.Fatalf("lines: %+v", ls)
+	}
+}
+
+// stored hands the engine a record as the stream stored it at at.
+func stored(t *testing.T, g *Engine, c Conn, at time.Time) {
+	t.Helper()
+	if why := take(t, g, c, ConnSubject(&c), at); why != "" {
+		t.Fatalf("refused: %s", why)
+	}
+}
+
+// beat hands the engine a heartbeat of host, sent at its at, stored at stored.
+func beat(t *testing.T, g *Engine, host string, at, stored time.Time, queued uint64) {
+	t.Helper()
+	b, _ := json.Marshal(Heartbeat{Host: host, Run: host + "-1", At: at, Queued: queued})
+	if why := g.TakeHeartbeat(Received{Subject: HeartbeatSubject(host), Stored: stored, Data: b}, stored); why != "" {
+		t.Fatalf("refused: %s", why)
+	}
+}
+
+// A due pair waits until both its hosts have published past its due time:
+// a heartbeat that says messages are still queued does not move its host's
+// watermark, one that says none are does; the finding's last_time is the
+// due time on the stream's clock.
+func TestEngineJudgesOnlyPastBothHostsWatermarks(t *testing.T) {
+	var got []Line
+	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
+	s := t0
+	beat(t, g, "hostA", s, s, 0)
+	beat(t, g, "hostB", s, s, 0)
+	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
+	a.Run, b.Run = "hostA-1", "hostB-1"
+	stored(t, g, a, s)
+	stored(t, g, b, s)
+	m := s.Add(10 * time.Second)
+	a, b = migrated(a, m), migrated(b, m)
+	stored(t, g, a, m)
+	stored(t, g, b, m)
+	a = rearmed(a, m.Add(100*time.Millisecond))
+	stored(t, g, a, m.Add(100*time.Millisecond))
+	due := m.Add(2100 * time.Millisecond)
+	beat(t, g, "hostA", m.Add(5*time.Second), m.Add(5*time.Second), 0)
+	g.Advance(m.Add(5 * time.Second))
+	if len(got) != 0 {
+		t.Fatalf("judged before hostB published past the deadline: %+v", got)
+	}
+	beat(t, g, "hostB", m.Add(5*time.Second), m.Add(5*time.Second), 3) // its queue still holds records
+	if len(got) != 0 {
+		t.Fatalf("judged on a heartbeat with records queued before it: %+v", got)
+	}
+	beat(t, g, "hostB", m.Add(6*time.Second), m.Add(6*time.Second), 0)
+	if len(got) != 1 || got[0].Kind != apm.OneSidedRearm || got[0].Host != "hostB" || !got[0].LastTime.Equal(due) {
+		t.Fatalf("findings: %+v", got)
 	}
 }
