@@ -33,6 +33,7 @@ type hostClock struct {
 	silent  bool    // unheard past SilentAfter (silent.go)
 	open    uint64  // the open host-silent finding
 	waiting dueHeap // pairs due whose judgement waits for this host's watermark
+	parked  map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
 }
 
 // maxHosts bounds the hosts the engine follows (hostile input: names).
@@ -70,6 +71,9 @@ func (g *Engine) heard(owner uint32, receipt int64, complete bool) {
 	h.wm = receipt
 	for len(h.waiting) > 0 && h.waiting[0].at <= h.wm {
 		d := heap.Pop(&h.waiting).(dueAt)
+		if h.parked[d.key] == d.at {
+			delete(h.parked, d.key)
+		}
 		if e := g.ends[d.key]; e != nil {
 			g.evaluate(e)
 		}
@@ -100,9 +104,15 @@ func (g *Engine) lagging(a, b *end, due int64) *end {
 
 // wait parks a due pair until the host of e publishes past its due time.
 func (g *Engine) wait(e *end, d dueAt) {
-	if h := g.host(e.owner); h != nil {
-		heap.Push(&h.waiting, d)
+	h := g.host(e.owner)
+	if h == nil || h.parked[d.key] == d.at {
+		return
 	}
+	if h.parked == nil {
+		h.parked = map[EndKey]int64{}
+	}
+	h.parked[d.key] = d.at
+	heap.Push(&h.waiting, d)
 }
 
 // streamSince puts a host's change time on the stream's clock: the
