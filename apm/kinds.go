@@ -27,6 +27,8 @@ const (
 
 	UnprotectedConnection Kind = "unprotected-connection" // the fleet: neither end of a connection armed
 
+	HostSilent Kind = "host-silent" // the fleet: a host that heartbeats has not been heard past --silent-after
+
 	Actuated         Kind = "actuated"      // the actuator rearmed the QP and verified it
 	WouldActuate     Kind = "would-actuate" // monitor mode: what enforce would have done
 	ActuationSkipped Kind = "actuation-skipped"
@@ -64,6 +66,7 @@ var registry = []KindInfo{
 	{UnprotectedFailure, ByModel, SevCritical, "unprotected_failure.go"},
 	{OneSidedRearm, ByPairing, SevError, ""},
 	{UnprotectedConnection, ByFleet, SevError, ""},
+	{HostSilent, ByFleet, SevError, ""},
 	{Actuated, ByActuator, SevInfo, ""},
 	{WouldActuate, ByActuator, SevInfo, ""},
 	{ActuationSkipped, ByActuator, SevWarning, ""},

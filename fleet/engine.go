@@ -51,12 +51,20 @@ type EngineConfig struct {
 	// holds (DefaultMaxEndsPerHost).
 	MaxSkew        time.Duration
 	MaxEndsPerHost int
+	// SilentAfter is how long a host that heartbeats may go unheard
+	// before it is silent (DefaultSilentAfter); OwnsHost says whether
+	// this engine gives a host's host-silent findings (nil: every host's).
+	SilentAfter time.Duration
+	OwnsHost    func(host string) bool
 }
 
 // Validate reports a bad threshold in one line.
 func (c EngineConfig) Validate() error {
 	if c.MaxSkew < 0 {
 		return fmt.Errorf("--max-skew must not be negative: %v", c.MaxSkew)
+	}
+	if c.SilentAfter < 0 {
+		return fmt.Errorf("--silent-after must not be negative: %v", c.SilentAfter)
 	}
 	return nil
 }
@@ -77,10 +85,16 @@ type Engine struct {
 	// hostEnds counts the ends each host holds (by owner)
 	hostEnds map[uint32]int
 	claims   []Claim // refused claims, the first maxClaimsKept
+	// hosts are the clocks of the hosts heard (clock.go); now is the
+	// stream's clock: the latest receipt, or Advance's time
+	hosts map[uint32]*hostClock
+	now   int64
 	// Records counts the records applied; Stale those older than what the
 	// engine had, Invalid those with no local address; TombsEvicted the
 	// tombstones dropped before their time, past MaxTombstones.
 	Records, Stale, Invalid, TombsEvicted uint64
+	// Heartbeats counts the heartbeats applied.
+	Heartbeats uint64
 	// Refused counts the records refused, by reason.
 	Refused [nRefusals]uint64
 }
@@ -98,10 +112,12 @@ type end struct {
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
 	rearm       int64 // the rearm after it, 0 none
 	migRead     int64
-	since       int64  // when armed last changed (or the end was first seen)
+	since       int64  // when armed last changed (or the end was first seen), host clock
+	sinceS      int64  // the same on the stream's clock (clock.go)
 	at          int64  // the record's publish time
 	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
 	open        uint64 // the finding open on this pair (both ends hold it)
+	openState   PairState
 	peer        *end
 }
 
@@ -123,7 +139,11 @@ func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 	if cfg.MaxEndsPerHost <= 0 {
 		cfg.MaxEndsPerHost = DefaultMaxEndsPerHost
 	}
-	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit, hostEnds: map[uint32]int{}}
+	if cfg.SilentAfter <= 0 {
+		cfg.SilentAfter = DefaultSilentAfter
+	}
+	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit, hostEnds: map[uint32]int{},
+		hosts: map[uint32]*hostClock{}}
 }
 
 // MarkJudged notes a finding (or resolution) ID given before, by this
@@ -146,6 +166,13 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 // received at receipt; it returns why it refused it (nRefusals: it did
 // not).
 func (g *Engine) apply(c *Conn, host string, receipt, now time.Time) refuseReason {
+	g.tickTo(receipt.UnixNano())
+	why := g.applyRecord(c, host, receipt, now)
+	g.heard(g.names.id(host), receipt.UnixNano(), true) // after the record: the host's watermark covers it
+	return why
+}
+
+func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refuseReason {
 	g.Records++
 	local, remote := c.Keys()
 	if !local.Valid() {
@@ -191,14 +218,19 @@ func (g *Engine) apply(c *Conn, host string, receipt, now time.Time) refuseReaso
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
 	if e.remote != remote && e.peer != nil {
+		g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
 		g.unlink(e)
 	}
 	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
 	e.host, e.dev, e.pid = g.names.id(c.Host), g.names.id(c.Device), c.PID
-	e.since = unixNano(c.Changed)
-	if e.since == 0 {
-		e.since = at
+	since := unixNano(c.Changed)
+	if since == 0 {
+		since = at
 	}
+	if since != e.since || e.sinceS == 0 {
+		e.sinceS = streamSince(receipt.UnixNano(), at, since)
+	}
+	e.since = since
 	e.armed, e.apm, e.epN = c.Armed, c.APM, c.Episode.N
 	e.migrated, e.rearm = unixNano(c.Episode.Migrated()), unixNano(c.Episode.Rearm)
 	e.mig, e.migRead = 0, unixNano(c.MigRead)
@@ -213,7 +245,7 @@ func (g *Engine) apply(c *Conn, host string, receipt, now time.Time) refuseReaso
 			g.counts[StateNoAPM] += 2
 		}
 	}
-	g.evaluate(e, now)
+	g.evaluate(e)
 	return nRefusals
 }
 
@@ -228,6 +260,7 @@ func unixNano(t time.Time) int64 {
 // the pair's open finding closes.
 func (g *Engine) remove(e *end) {
 	if e.peer != nil {
+		g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
 		g.unlink(e)
 	}
 	g.counts[StateUnpaired]--
@@ -276,7 +309,7 @@ func stateOf(a, b *end) PairState {
 }
 
 // evaluate recomputes e's pair and judges it when due.
-func (g *Engine) evaluate(e *end, now time.Time) {
+func (g *Engine) evaluate(e *end) {
 	p := e.peer
 	if p == nil {
 		return
@@ -290,24 +323,38 @@ func (g *Engine) evaluate(e *end, now time.Time) {
 		return
 	}
 	if s == StateHalfArmed {
+		if e.open != 0 {
+			g.closeOpen(e, "neither end shows a migration any more")
+		}
 		return
 	}
-	due := max(e.since, p.since) + int64(g.cfg.Deadline)
-	if now.UnixNano() >= due {
-		g.judge(e, s, due)
+	due := max(e.sinceS, p.sinceS) + int64(g.cfg.Deadline)
+	if g.now < due {
+		heap.Push(&g.due, dueAt{at: due, key: e.key})
 		return
 	}
-	heap.Push(&g.due, dueAt{at: due, key: e.key})
+	if lag := g.lagging(e, p, due); lag != nil {
+		g.wait(lag, dueAt{at: due, key: e.key})
+		return
+	}
+	g.judge(e, s, due)
 }
 
-// Advance judges the pairs whose deadline passed by now.
+// Advance moves the stream's clock to now (which never goes back),
+// judges the pairs whose deadline passed by then and whose hosts both
+// published past it, and the hosts silent since.
 func (g *Engine) Advance(now time.Time) {
 	g.expireTombs(now)
-	n := now.UnixNano()
-	for len(g.due) > 0 && g.due[0].at <= n {
+	g.tickTo(now.UnixNano())
+	g.checkSilent()
+}
+
+// runDue judges the pairs due by the stream's clock.
+func (g *Engine) runDue() {
+	for len(g.due) > 0 && g.due[0].at <= g.now {
 		d := heap.Pop(&g.due).(dueAt)
 		if e := g.ends[d.key]; e != nil {
-			g.evaluate(e, now)
+			g.evaluate(e)
 		}
 	}
 }

@@ -159,6 +159,7 @@ func TestEngineRebuiltFromLastRecordsJudgesNothingTwice(t *testing.T) {
 	k := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&fresh))
 	k.Apply(&b, m.Add(time.Hour))
 	k.Apply(&a, m.Add(time.Hour))
+	k.Advance(m.Add(time.Hour + 3*time.Second)) // stored an hour late: the deadline runs from then
 	if len(fresh) != 1 || fresh[0].ID != first[0].ID {
 		t.Fatalf("the same judgement must have the same ID: %+v vs %+v", fresh, first)
 	}

@@ -35,6 +35,9 @@ type Config struct {
 	Instances   int // how many share the partitions
 	Engine      EngineConfig
 	Limits      StreamLimits
+	// hold, when set, is called before each message and tick is handled
+	// (a test holds the instance back: a consumer that lags)
+	hold func()
 }
 
 // DefaultConfig returns the documented defaults (docs/fleet.md).
@@ -158,6 +161,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := in.waitStreams(ctx, nc); err != nil {
 		return err
 	}
+	n, i := cfg.Instances, cfg.Instance
+	cfg.Engine.OwnsHost = func(host string) bool { return HostPartition(host)%n == i }
 	in.engine = NewEngine(cfg.Engine, in.emit)
 	if err := in.loadJudged(ctx); err != nil {
 		return err
@@ -287,8 +292,10 @@ func (in *instance) consume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	in.followHeartbeats(ctx, streams)
 	msgs := make(chan jetstream.Msg, 4096)
 	var initial uint64
+	clock := newStreamClock()
 	for name, fs := range streams {
 		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
 			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
@@ -296,6 +303,7 @@ func (in *instance) consume(ctx context.Context) error {
 			return fmt.Errorf("consuming %s: %w", name, err)
 		}
 		initial += c.CachedInfo().NumPending
+		clock.pending[name] = c.CachedInfo().NumPending
 		cc, err := c.Consume(func(m jetstream.Msg) {
 			select {
 			case msgs <- m:
@@ -335,25 +343,18 @@ func (in *instance) consume(ctx context.Context) error {
 			}
 			return nil
 		case m := <-msgs:
+			if in.cfg.hold != nil {
+				in.cfg.hold()
+			}
 			applied++
 			now := time.Now()
 			md, mdErr := m.Metadata()
 			var stored time.Time
 			if mdErr == nil {
 				stored = md.Timestamp
+				clock.consumed(md.Stream, stored, md.NumPending, now)
 			}
-			// The record is bound to its subject (trust.go): a host
-			// speaks only for its own ends.
-			rec, why := in.engine.Take(Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}, now)
-			switch why {
-			case "":
-				in.m.records.Inc()
-				if !rec.At.IsZero() {
-					in.m.lagSeconds.Set(max(0, now.Sub(rec.At).Seconds()))
-				}
-			case refusedUndecodable.String():
-				in.m.badRecords.Inc()
-			}
+			in.take(m, stored, now)
 			if mdErr == nil {
 				in.m.lagMessages.Set(float64(md.NumPending))
 				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
@@ -361,9 +362,53 @@ func (in *instance) consume(ctx context.Context) error {
 				}
 			}
 		case now := <-tick.C:
-			in.engine.Advance(now)
+			if in.cfg.hold != nil {
+				in.cfg.hold()
+				now = time.Now()
+			}
+			if at := clock.at(now, in.js.Conn().IsConnected() && len(msgs) == 0); !at.IsZero() {
+				in.engine.Advance(at)
+			}
 			in.m.update(in.engine)
 		}
+	}
+}
+
+// followHeartbeats adds the hosts' heartbeats to what the instance
+// consumes when they are in the one stream of its records (so that it
+// reads a host's heartbeats and records in the order they were stored);
+// otherwise it says it does not follow them: no host is judged silent,
+// and pairs are judged on the stream's clock alone.
+func (in *instance) followHeartbeats(ctx context.Context, streams map[string][]string) {
+	hs, err := streamsOf(ctx, in.js, []string{heartbeatFilter})
+	if err == nil && len(streams) == 1 {
+		for name := range hs {
+			if _, ok := streams[name]; ok {
+				streams[name] = append(streams[name], heartbeatFilter)
+				return
+			}
+		}
+	}
+	in.log.Warn("hosts' heartbeats not followed: they are not in the one stream of this instance's records", "subject", heartbeatFilter, "err", err)
+}
+
+// take applies one message: a heartbeat, or a record bound to its
+// subject (trust.go: a host speaks only for its own ends).
+func (in *instance) take(m jetstream.Msg, stored, now time.Time) {
+	r := Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}
+	if isHeartbeat(r.Subject) {
+		in.engine.TakeHeartbeat(r, now)
+		return
+	}
+	_, why := in.engine.Take(r, now)
+	switch why {
+	case "":
+		in.m.records.Inc()
+		if !stored.IsZero() {
+			in.m.lagSeconds.Set(max(0, now.Sub(stored).Seconds()))
+		}
+	case refusedUndecodable.String():
+		in.m.badRecords.Inc()
 	}
 }
 

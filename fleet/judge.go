@@ -72,6 +72,10 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 	}
 	conn := connName(a, b)
 	id := idOf(string(kind), conn, fmt.Sprint(a.since), fmt.Sprint(b.since))
+	if e.open != 0 && e.open != id {
+		g.closeOpen(e, fmt.Sprintf("a later judgement of the connection replaces it (%s, finding %d)", kind, id))
+	}
+	e.openState, e.peer.openState = s, s
 	if e.open == id || g.judged[id] {
 		e.open, e.peer.open = id, id
 		return
@@ -85,10 +89,10 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 	switch kind {
 	case apm.OneSidedRearm:
 		f.Remediation = remedyOneSided
-		f.Explanation = fmt.Sprintf("after a migration %s rearmed and its peer %s did not within %v: the connection cannot fail over again "+
+		f.Explanation = fmt.Sprintf("after a migration %s rearmed and its peer %s did not within %v (the stream's clock): the connection cannot fail over again "+
 			"(REARM becomes ARMED only when packets come from a rearmed peer)", g.endName(other), g.endName(fix), g.cfg.Deadline)
 	default:
-		f.Explanation = fmt.Sprintf("neither %s nor its peer %s is armed, for %v: the connection has no alternate path and the next path failure breaks it",
+		f.Explanation = fmt.Sprintf("neither %s nor its peer %s is armed, for %v (the stream's clock): the connection has no alternate path and the next path failure breaks it",
 			g.endName(fix), g.endName(other), g.cfg.Deadline)
 	}
 	g.emit(g.line(f, fix, other, conn, a, b))
@@ -105,7 +109,7 @@ func (g *Engine) resolve(e *end) {
 	}
 	g.judged[id] = true
 	now := time.Unix(0, max(a.at, b.at)).UTC()
-	f := apm.Finding{ID: id, Kind: apm.OneSidedRearm, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
+	f := apm.Finding{ID: id, Kind: kindOf(e.openState), Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
 		FirstTime: now, LastTime: now, Evidence: []apm.Evidence{g.evidence(a), g.evidence(b)}, Resolved: true, Resolves: open,
 		Explanation: fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b))}
 	g.emit(g.line(f, a, b, connName(a, b), a, b))

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,9 @@ type fleetMetrics struct {
 	publishErrors prometheus.Counter
 	refused       *prometheus.CounterVec // reason
 	refusedSeen   [nRefusals]uint64      // the engine's counts added so far
+	hostSilent    *prometheus.GaugeVec   // host
+	hostHeard     *prometheus.GaugeVec   // host
+	hostOffset    *prometheus.GaugeVec   // host
 }
 
 func newFleetMetrics() *fleetMetrics {
@@ -43,7 +47,7 @@ func newFleetMetrics() *fleetMetrics {
 	m.lagMessages = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_messages",
 		Help: "Records in the stream not yet consumed by this instance."})
 	m.lagSeconds = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "lag_seconds",
-		Help: "Age of the last record consumed (now minus its host's publish time)."})
+		Help: "Age of the last record consumed (now minus when the stream stored it)."})
 	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "findings_total",
 		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
 	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
@@ -54,12 +58,19 @@ func newFleetMetrics() *fleetMetrics {
 	for r := range nRefusals {
 		m.refused.WithLabelValues(r.String())
 	}
+	m.findings.WithLabelValues(string(apm.HostSilent), "finding") // from 0: an alert sees the first
+	m.hostSilent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_silent",
+		Help: "1 while a host that heartbeats has not been heard for --silent-after (a host-silent finding), else 0."}, []string{"host"})
+	m.hostHeard = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_last_heard_seconds",
+		Help: "When a host's latest heartbeat was stored, Unix seconds (the stream's clock)."}, []string{"host"})
+	m.hostOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_clock_offset_seconds",
+		Help: "A host's clock minus the stream's, at its latest heartbeat (its at minus when it was stored)."}, []string{"host"})
 	v := version.Get()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "build_info", Help: "Always 1.",
 		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
 	info.Set(1)
 	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
-		m.findings, m.publishErrors, m.refused, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -71,6 +82,15 @@ func (m *fleetMetrics) update(g *Engine) {
 	m.unpaired.Set(float64(st.Unpaired))
 	m.ends.Set(float64(st.Ends))
 	m.staleRecords.Set(float64(g.Stale))
+	for _, h := range g.HostClocks() {
+		silent := 0.0
+		if h.Silent {
+			silent = 1
+		}
+		m.hostSilent.WithLabelValues(h.Host).Set(silent)
+		m.hostHeard.WithLabelValues(h.Host).Set(float64(h.LastHeard.UnixNano()) / 1e9)
+		m.hostOffset.WithLabelValues(h.Host).Set(h.Offset.Seconds())
+	}
 	for r := range nRefusals {
 		if n := g.Refused[r]; n > m.refusedSeen[r] {
 			m.refused.WithLabelValues(r.String()).Add(float64(n - m.refusedSeen[r]))

@@ -32,6 +32,9 @@ type PublishConfig struct {
 	Refresh   time.Duration // republish unchanged ends this often (DefaultRefresh)
 	Device    string        // the one device audited ("": all), whose QPs the readings list
 	Log       *slog.Logger
+	// HeartbeatEvery is the period of the host's heartbeat
+	// (DefaultHeartbeatEvery; negative: none).
+	HeartbeatEvery time.Duration
 }
 
 // DefaultRefresh is how often an unchanged end is published again: well
@@ -70,6 +73,9 @@ type Publisher struct {
 	// seeds were taken (wantReading): the QPs it lists, to their remote QPN
 	readings    chan map[event.QPKey]uint32
 	wantReading atomic.Bool
+	// handing counts the messages handed to the intake and not yet in
+	// the queue (a heartbeat counts them as queued)
+	handing atomic.Int64
 }
 
 // intakeSize bounds the messages between the audit loop and the queue.
@@ -109,6 +115,9 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	if cfg.Refresh == 0 {
 		cfg.Refresh = DefaultRefresh
 	}
+	if cfg.HeartbeatEvery == 0 {
+		cfg.HeartbeatEvery = DefaultHeartbeatEvery
+	}
 	tr := NewTracker(cfg.Host, cfg.SysfsRoot)
 	tr.Refresh = cfg.Refresh
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -122,6 +131,10 @@ func NewPublisher(cfg PublishConfig) (*Publisher, error) {
 	p.wg.Add(2)
 	go p.intake()
 	go p.send(ctx)
+	if cfg.HeartbeatEvery > 0 {
+		p.wg.Add(1)
+		go p.heartbeat(ctx)
+	}
 	return p, nil
 }
 
@@ -191,10 +204,12 @@ func (p *Publisher) Reading(s rdmanl.Snapshot) {
 func (p *Publisher) put(subject string, data []byte, what string) {
 	p.seq++
 	m := Msg{Subject: subject, ID: p.cfg.Host + "-" + p.run + "-" + strconv.FormatUint(p.seq, 10), Data: data}
+	p.handing.Add(1)
 	select {
 	case p.in <- m:
 		p.m.queued.WithLabelValues(what).Inc()
 	default:
+		p.handing.Add(-1)
 		p.m.dropped.WithLabelValues("intake-full").Inc()
 	}
 }
@@ -203,7 +218,9 @@ func (p *Publisher) put(subject string, data []byte, what string) {
 func (p *Publisher) intake() {
 	defer p.wg.Done()
 	for m := range p.in {
-		if err := p.q.Append(m); errors.Is(err, errNotOwnSubject) {
+		err := p.q.Append(m)
+		p.handing.Add(-1)
+		if errors.Is(err, errNotOwnSubject) {
 			p.log.Warn("publish queue: not queued", "err", err) // counted as corrupt
 			continue
 		} else if err != nil {

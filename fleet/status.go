@@ -15,11 +15,15 @@ import (
 
 // StatusRow is one connection that cannot fail over now.
 type StatusRow struct {
-	State    string    `json:"state"`
-	A        PeerEnd   `json:"a"`
-	B        PeerEnd   `json:"b"`
-	ArmedA   bool      `json:"armed_a"`
-	ArmedB   bool      `json:"armed_b"`
+	State  string  `json:"state"`
+	A      PeerEnd `json:"a"`
+	B      PeerEnd `json:"b"`
+	ArmedA bool    `json:"armed_a"`
+	ArmedB bool    `json:"armed_b"`
+	// SilentA and SilentB say the end's host is silent: what its record
+	// says is not known to hold, and the row's state is unknown.
+	SilentA  bool      `json:"silent_a,omitempty"`
+	SilentB  bool      `json:"silent_b,omitempty"`
 	Since    time.Time `json:"since"` // the later end's last change
 	Evidence []string  `json:"evidence"`
 }
@@ -41,6 +45,9 @@ type Status struct {
 	// (the first 100).
 	Refused map[string]uint64 `json:"refused,omitempty"`
 	Claims  []Claim           `json:"claims,omitempty"`
+	// Hosts are the hosts heard to heartbeat: when last, their clock's
+	// offset from the stream's, silent or not (silent.go).
+	Hosts []HostClock `json:"hosts"`
 }
 
 // Bounds of a status: the subjects it reads at most (a replica of the
@@ -55,6 +62,13 @@ const (
 // each end) and lists the connections that cannot fail over: one-sided,
 // unprotected, half-armed.
 func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
+	return ReadStatusSilentAfter(ctx, o, DefaultSilentAfter)
+}
+
+// ReadStatusSilentAfter is ReadStatus with a host silent when its latest
+// heartbeat is older than silentAfter (by this machine's clock): its ends'
+// connections are unknown.
+func ReadStatusSilentAfter(ctx context.Context, o NATSOptions, silentAfter time.Duration) (*Status, error) {
 	o.Name = "apmwatch fleet status"
 	nc, err := o.connect(false)
 	if err != nil {
@@ -65,7 +79,7 @@ func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	g := NewEngine(EngineConfig{Deadline: time.Nanosecond}, func(Line) {})
+	g := NewEngine(EngineConfig{Deadline: time.Nanosecond, SilentAfter: silentAfter}, func(Line) {})
 	now := time.Now()
 	var filters []string
 	for p := range Partitions {
@@ -76,12 +90,21 @@ func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
 		ctx, cancel = context.WithTimeout(ctx, statusTimeout)
 		defer cancel()
 	}
+	if _, err := streamsOf(ctx, js, []string{heartbeatFilter}); err == nil {
+		filters = append(filters, heartbeatFilter)
+	}
 	_, err = readLastOf(ctx, js, filters, maxStatusRecords, func(r lastRecord) {
-		g.Take(Received{Subject: r.Subject, Stored: r.Stored, Data: r.Data}, now)
+		rec := Received{Subject: r.Subject, Stored: r.Stored, Data: r.Data}
+		if isHeartbeat(r.Subject) {
+			g.TakeHeartbeat(rec, now)
+			return
+		}
+		g.Take(rec, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet status: %w", err)
 	}
+	g.Advance(now)
 	return g.status(now), nil
 }
 
@@ -101,16 +124,26 @@ func (g *Engine) status(now time.Time) *Status {
 			s.Refused[k] = v
 		}
 	}
+	s.Hosts = g.HostClocks()
 	for _, e := range g.ends {
-		if e.peer == nil || !e.state.Bad() || less(e.peer.key, e.key) {
+		if e.peer == nil || less(e.peer.key, e.key) {
 			continue
 		}
 		a, b := e, e.peer
-		s.Rows = append(s.Rows, StatusRow{State: e.state.String(),
+		silentA, silentB := g.silentEnd(a), g.silentEnd(b)
+		state := e.state.String()
+		if silentA || silentB {
+			s.ByState[state]--
+			s.ByState[stateUnknown]++
+			state = stateUnknown
+		} else if !e.state.Bad() {
+			continue
+		}
+		s.Rows = append(s.Rows, StatusRow{State: state,
 			A:      PeerEnd{Host: g.names.name(a.host), Device: g.names.name(a.dev), QPN: a.key.QPN()},
 			B:      PeerEnd{Host: g.names.name(b.host), Device: g.names.name(b.dev), QPN: b.key.QPN()},
-			ArmedA: a.armed, ArmedB: b.armed, Since: time.Unix(0, max(a.since, b.since)).UTC(),
-			Evidence: []string{g.evidence(a).What, g.evidence(b).What}})
+			ArmedA: a.armed && !silentA, ArmedB: b.armed && !silentB, SilentA: silentA, SilentB: silentB,
+			Since: time.Unix(0, max(a.since, b.since)).UTC(), Evidence: []string{g.evidence(a).What, g.evidence(b).What}})
 	}
 	sort.Slice(s.Rows, func(i, j int) bool { return s.Rows[i].Since.Before(s.Rows[j].Since) })
 	return s
@@ -120,15 +153,9 @@ func (g *Engine) status(now time.Time) *Status {
 func WriteStatusTable(w io.Writer, s *Status) error {
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
 	t.Header([]string{"STATE", "HOST A", "DEVICE", "QPN", "ARMED", "HOST B", "DEVICE", "QPN", "ARMED", "SINCE"})
-	yn := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
 	for _, r := range s.Rows {
-		if err := t.Append([]string{r.State, escape.Text(r.A.Host), escape.Text(r.A.Device), fmt.Sprint(r.A.QPN), yn(r.ArmedA),
-			escape.Text(r.B.Host), escape.Text(r.B.Device), fmt.Sprint(r.B.QPN), yn(r.ArmedB), r.Since.Format(time.RFC3339)}); err != nil {
+		if err := t.Append([]string{r.State, escape.Text(r.A.Host), escape.Text(r.A.Device), fmt.Sprint(r.A.QPN), armedCell(r.ArmedA, r.SilentA),
+			escape.Text(r.B.Host), escape.Text(r.B.Device), fmt.Sprint(r.B.QPN), armedCell(r.ArmedB, r.SilentB), r.Since.Format(time.RFC3339)}); err != nil {
 			return err
 		}
 	}
@@ -136,12 +163,15 @@ func WriteStatusTable(w io.Writer, s *Status) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d connections cannot fail over; %d paired (%d armed, %d one-sided, %d unprotected, %d half-armed, %d without APM), %d ends unpaired\n",
-		len(s.Rows), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
+		badRows(s), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
 	if err == nil && s.UnconfirmedEnds > 0 {
 		_, err = fmt.Fprintf(w, "%d unpaired ends point at an end that does not point back (not judged as pairs; -o json says why)\n", s.UnconfirmedEnds)
 	}
 	if err == nil {
 		err = writeRefused(w, s)
+	}
+	if err == nil {
+		err = writeHosts(w, s)
 	}
 	return err
 }

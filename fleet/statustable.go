@@ -17,28 +17,25 @@ import (
 func WriteStatusFit(w io.Writer, s *Status) error {
 	t := columns.Table{Rows: [][]string{{"STATE / SINCE", "END", "HOST", "DEVICE", "QPN", "ARMED"}},
 		Cut: []columns.Cut{{Col: 2, Min: 18}, {Col: 3, Min: 10}, {Col: 2, Min: 8}, {Col: 3, Min: 6}}}
-	yesNo := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
 	for _, r := range s.Rows {
 		t.Rows = append(t.Rows,
-			[]string{r.State, "a", escape.Text(r.A.Host), escape.Text(r.A.Device), fmt.Sprint(r.A.QPN), yesNo(r.ArmedA)},
-			[]string{r.Since.Format(time.RFC3339), "b", escape.Text(r.B.Host), escape.Text(r.B.Device), fmt.Sprint(r.B.QPN), yesNo(r.ArmedB)})
+			[]string{r.State, "a", escape.Text(r.A.Host), escape.Text(r.A.Device), fmt.Sprint(r.A.QPN), armedCell(r.ArmedA, r.SilentA)},
+			[]string{r.Since.Format(time.RFC3339), "b", escape.Text(r.B.Host), escape.Text(r.B.Device), fmt.Sprint(r.B.QPN), armedCell(r.ArmedB, r.SilentB)})
 	}
 	t.Fit(columns.Terminal, 0)
 	if err := t.Write(w, ""); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d connections cannot fail over; %d paired (%d armed, %d one-sided, %d unprotected, %d half-armed, %d without APM), %d ends unpaired\n",
-		len(s.Rows), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
+		badRows(s), paired(s), s.ByState["armed"], s.ByState["one-sided"], s.ByState["unprotected"], s.ByState["half-armed"], s.ByState["no-apm"], s.Unpaired)
 	if err == nil && s.UnconfirmedEnds > 0 {
 		_, err = fmt.Fprintf(w, "%d unpaired ends point at an end that does not point back (not judged as pairs; -o json says why)\n", s.UnconfirmedEnds)
 	}
 	if err == nil {
 		err = writeRefused(w, s)
+	}
+	if err == nil {
+		err = writeHosts(w, s)
 	}
 	return err
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/apmwatch/apmwatch/fleet"
 	"github.com/apmwatch/apmwatch/internal/escape"
@@ -57,6 +59,7 @@ func newFleetCmd() *cobra.Command {
 	fl.IntVar(&cfg.Instance, "instance", 0, "this instance's index among --instances (they split the partitions)")
 	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
 	fl.DurationVar(&cfg.Engine.Deadline, "rearm-deadline", cfg.Engine.Deadline, "a pair one-sided or unprotected this long is judged")
+	fl.DurationVar(&cfg.Engine.SilentAfter, "silent-after", fleet.DefaultSilentAfter, "a host that heartbeats and is not heard this long is silent (host-silent)")
 	fl.DurationVar(&cfg.Engine.MaxSkew, "max-skew", fleet.DefaultMaxSkew, "refuse a record whose at or changed is more than this after NATS stored it (hosts' clocks are NTP-synchronised)")
 	addNATSFlags(fl, &cfg.NATS)
 	addFleetServerFlags(fl, &cfg)
@@ -85,6 +88,7 @@ func defaultStore() string {
 func newFleetStatusCmd() *cobra.Command {
 	var o fleet.NATSOptions
 	var format string
+	var silentAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the fabric's connections that cannot fail over now",
@@ -106,7 +110,10 @@ func newFleetStatusCmd() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
-			s, err := fleet.ReadStatus(cmd.Context(), o)
+			if silentAfter <= 0 {
+				return usageError{fmt.Errorf("--silent-after must be positive: %v", silentAfter)}
+			}
+			s, err := fleet.ReadStatusSilentAfter(cmd.Context(), o, silentAfter)
 			if err != nil {
 				return err
 			}
@@ -122,6 +129,7 @@ func newFleetStatusCmd() *cobra.Command {
 	}
 	addWideOutputFlag(cmd, &format, "")
 	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+fleet.DefaultListen, "the NATS the hosts publish to")
+	cmd.Flags().DurationVar(&silentAfter, "silent-after", fleet.DefaultSilentAfter, "a host whose latest heartbeat is older than this is silent: its ends' connections are unknown")
 	addNATSFlags(cmd.Flags(), &o)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/fleet"
@@ -48,12 +49,14 @@ type publishFlags struct {
 	nats     fleet.NATSOptions
 	queue    string
 	queueMax int64
+	beat     time.Duration
 }
 
 func (p *publishFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&p.url, "publish", "", "publish finding lines and connection records to NATS JetStream at this URL (nats://host:4222)")
 	fl.StringVar(&p.queue, "publish-queue", "", "keep what NATS has not acknowledged in this directory (default: publish-queue under RECORDER-DIR, else under /var/lib/apmwatch as root, or under ~/.local/state/apmwatch)")
 	fl.Int64Var(&p.queueMax, "publish-queue-max-bytes", fleet.DefaultQueueMax, "bound the publish queue; past it the oldest records go (counted)")
+	fl.DurationVar(&p.beat, "publish-heartbeat", fleet.DefaultHeartbeatEvery, "send this host's heartbeat to the fleet this often (at least 1s)")
 	addNATSFlags(fl, &p.nats)
 }
 
@@ -97,6 +100,9 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	if p.queueMax < fleet.MinQueueMax {
 		return nil, usageError{fmt.Errorf("--publish-queue-max-bytes must be at least %d: %d", fleet.MinQueueMax, p.queueMax)}
 	}
+	if p.beat < time.Second {
+		return nil, usageError{fmt.Errorf("--publish-heartbeat must be at least 1s: %v", p.beat)}
+	}
 	dir := p.queue
 	if dir == "" && cfg.RecorderDir != "" {
 		dir = filepath.Join(cfg.RecorderDir, "publish-queue")
@@ -116,7 +122,7 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	o := p.nats
 	o.URL, o.Log = p.url, log // the log says once what the server denies
 	pub, err := fleet.NewPublisher(fleet.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax, Device: cfg.Device,
-		Log: log})
+		Log: log, HeartbeatEvery: p.beat})
 	if err != nil {
 		return nil, err
 	}
