@@ -32,7 +32,8 @@ func startPublisher(t *testing.T, dev, host string, metrics int) *Proc {
 	ready := filepath.Join(dir, "ready")
 	args := append([]string{"audit", "--publish", "nats://127.0.0.1:4222", "--device", dev, "--host", host,
 		"--publish-queue", filepath.Join(dir, "queue"), "--findings", filepath.Join(dir, "findings.jsonl"),
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics), "--reconcile-interval", "1s", "--ready-file", ready}, labHooks(t)...)
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics), "--reconcile-interval", "1s", "--ready-file", ready,
+		"--publish-heartbeat", "1s"}, labHooks(t)...)
 	p := Start(t, "apmwatch", args...)
 	waitFile(t, p, ready)
 	return p
