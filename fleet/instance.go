@@ -38,6 +38,10 @@ type Config struct {
 	// hold, when set, is called before each message and tick is handled
 	// (a test holds the instance back: a consumer that lags)
 	hold func()
+
+	// Reload, when it delivers, has the embedded server read Auth again
+	// (SIGHUP).
+	Reload <-chan os.Signal
 }
 
 // DefaultConfig returns the documented defaults (docs/fleet.md).
@@ -127,6 +131,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		in.embedded, in.url = true, srv.URL()
 		log.Info("embedded nats serving", "url", in.url, "store", cfg.StoreDir, "auth", cfg.Auth != "",
 			"tls", cfg.TLSCert != "", "monitor", srv.MonitorURL())
+		if cfg.Reload != nil {
+			go reloadOn(ctx, cfg.Reload, srv, log)
+		}
+	} else if cfg.Reload != nil {
+		go reloadOn(ctx, cfg.Reload, nil, log)
 	} else {
 		in.url = cfg.NATS.URL
 	}
@@ -440,4 +449,26 @@ func writeReady(path string, r Ready) error {
 		return err
 	}
 	return os.Rename(path+".tmp", path)
+}
+
+// reloadOn has srv read its auth file again at each signal, logging what
+// came of it, until ctx is done; without an embedded server or its --auth
+// a signal only says so.
+func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *Embedded, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			if srv == nil || srv.cfg.AuthFile == "" {
+				log.Info("embedded nats: no --auth file to reload")
+				continue
+			}
+			if err := srv.Reload(); err != nil {
+				log.Error("embedded nats: the users were not reloaded", "err", err)
+				continue
+			}
+			log.Info("embedded nats: users reloaded", "auth", srv.cfg.AuthFile)
+		}
+	}
 }

@@ -115,6 +115,7 @@ type Embedded struct {
 	// internal is the fleet instance's own user (fleet permissions), an
 	// NKey that never leaves the process; nil on an open server.
 	internal nkeys.KeyPair
+	cfg      ServerConfig
 }
 
 // StartEmbedded serves NATS with JetStream on listen (host:port; port 0
@@ -143,58 +144,17 @@ func StartServer(c ServerConfig) (*Embedded, error) {
 	if err := outfile.OwnDir(c.StoreDir); err != nil {
 		return nil, fmt.Errorf("nats store: %w", err)
 	}
-	opts := &server.Options{}
-	var account string
-	if c.AuthFile != "" {
-		a, err := loadAuth(c.AuthFile)
-		if err != nil {
-			return nil, err
-		}
-		opts, account = a.opts, a.account
-	}
-	opts.ServerName, opts.Host, opts.Port = "apmwatch-fleet", host, port
-	opts.JetStream, opts.StoreDir = true, c.StoreDir
-	opts.NoSigs, opts.NoLog, opts.MaxPayload = true, true, 1<<20
-	e := &Embedded{}
+	e := &Embedded{cfg: c}
 	if !c.Open {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats: the fleet's key: %w", err)
 		}
-		pub, _ := kp.PublicKey()
-		var acc *server.Account
-		for _, a := range opts.Accounts {
-			if a.Name == account {
-				acc = a
-			}
-		}
-		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub, Permissions: fleetPermissions(), Account: acc,
-			AllowedConnectionTypes: map[string]struct{}{"IN_PROCESS": {}}})
 		e.internal = kp
 	}
-	if c.AuthFile == "" && !c.Open {
-		// No users: whoever connects without credentials (loopback
-		// only) is "local", who publishes and reads apmwatch's subjects
-		// and administers nothing. Its password is never used nor kept.
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("embedded nats: %w", err)
-		}
-		opts.Users = append(opts.Users, &server.User{Username: localUser, Password: hex.EncodeToString(b), Permissions: localPermissions()})
-		opts.NoAuthUser = localUser
-	}
-	if c.TLSCert != "" {
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.TLSCert, KeyFile: c.TLSKey, CaFile: c.TLSCA, Verify: c.TLSVerify})
-		if err != nil {
-			return nil, fmt.Errorf("embedded nats tls: %s", oneLine(err.Error()))
-		}
-		if c.TLSCA != "" && !c.TLSVerify {
-			tc.ClientAuth = tls.VerifyClientCertIfGiven
-		}
-		opts.TLS, opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = true, tc, c.TLSVerify, 2
-	}
-	if c.Monitor != "" {
-		opts.HTTPHost, opts.HTTPPort, _ = monitorAddr(c.Monitor)
+	opts, account, err := e.options(host, port)
+	if err != nil {
+		return nil, err
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -213,6 +173,81 @@ func StartServer(c ServerConfig) (*Embedded, error) {
 	}
 	e.s = s
 	return e, nil
+}
+
+// options are the server's options as its configuration (and its auth
+// file, read now) say, the fleet's own key among the users.
+func (e *Embedded) options(host string, port int) (*server.Options, string, error) {
+	c := e.cfg
+	opts := &server.Options{}
+	var account string
+	if c.AuthFile != "" {
+		a, err := loadAuth(c.AuthFile)
+		if err != nil {
+			return nil, "", err
+		}
+		opts, account = a.opts, a.account
+	}
+	opts.ServerName, opts.Host, opts.Port = "apmwatch-fleet", host, port
+	opts.JetStream, opts.StoreDir = true, c.StoreDir
+	opts.NoSigs, opts.NoLog, opts.MaxPayload = true, true, 1<<20
+	if e.internal != nil {
+		pub, _ := e.internal.PublicKey()
+		var acc *server.Account
+		for _, a := range opts.Accounts {
+			if a.Name == account {
+				acc = a
+			}
+		}
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub, Permissions: fleetPermissions(), Account: acc,
+			AllowedConnectionTypes: map[string]struct{}{"IN_PROCESS": {}}})
+	}
+	if c.AuthFile == "" && !c.Open {
+		// No users: whoever connects without credentials (loopback
+		// only) is "local", who publishes and reads apmwatch's subjects
+		// and administers nothing. Its password is never used nor kept.
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, "", fmt.Errorf("embedded nats: %w", err)
+		}
+		opts.Users = append(opts.Users, &server.User{Username: localUser, Password: hex.EncodeToString(b), Permissions: localPermissions()})
+		opts.NoAuthUser = localUser
+	}
+	if c.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.TLSCert, KeyFile: c.TLSKey, CaFile: c.TLSCA, Verify: c.TLSVerify})
+		if err != nil {
+			return nil, "", fmt.Errorf("embedded nats tls: %s", oneLine(err.Error()))
+		}
+		if c.TLSCA != "" && !c.TLSVerify {
+			tc.ClientAuth = tls.VerifyClientCertIfGiven
+		}
+		opts.TLS, opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = true, tc, c.TLSVerify, 2
+	}
+	if c.Monitor != "" {
+		opts.HTTPHost, opts.HTTPPort, _ = monitorAddr(c.Monitor)
+	}
+	return opts, account, nil
+}
+
+// Reload reads the auth file again and gives the running server its users
+// (SIGHUP: `apmwatch fleet add-host` added one); a file that does not load
+// leaves the server as it was.
+func (e *Embedded) Reload() error {
+	if e.cfg.AuthFile == "" {
+		return errors.New("no --auth file to reload")
+	}
+	host, port, _ := splitListen(e.cfg.Listen)
+	if port == 0 {
+		port = e.s.Addr().(*net.TCPAddr).Port
+	}
+	opts, _, err := e.options(host, port)
+	if err != nil {
+		return err
+	}
+	if err := e.s.ReloadOptions(opts); err != nil {
+		return fmt.Errorf("reloading --auth %s: %s", e.cfg.AuthFile, oneLine(err.Error()))
+	}
+	return nil
 }
 
 // localUser is who connects without credentials to a server with no

@@ -45,6 +45,10 @@ func newFleetCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			hup := make(chan os.Signal, 1) // reload --auth (never the default: exit)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			cfg.Reload = hup
 			return fleet.Run(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
