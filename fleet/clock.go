@@ -25,14 +25,14 @@ import (
 
 // hostClock is what the engine knows of one host's messages.
 type hostClock struct {
-	wm      int64   // watermark: stream time of its latest message consumed (with heartbeats)
-	beat    int64   // stream time of its latest heartbeat, 0: none heard
-	beatAt  int64   // the heartbeat's own time (the host's clock)
-	offset  int64   // host time minus stream time, of its latest heartbeat
-	run     string  // the run of its latest heartbeat
-	silent  bool    // unheard past SilentAfter (silent.go)
-	open    uint64  // the open host-silent finding
-	waiting dueHeap // pairs due whose judgement waits for this host's watermark
+	wm      int64            // watermark: stream time of its latest message consumed (with heartbeats)
+	beat    int64            // stream time of its latest heartbeat, 0: none heard
+	beatAt  int64            // the heartbeat's own time (the host's clock)
+	offset  int64            // host time minus stream time, of its latest heartbeat
+	run     string           // the run of its latest heartbeat
+	silent  bool             // unheard past SilentAfter (silent.go)
+	open    uint64           // the open host-silent finding
+	waiting dueHeap          // pairs due whose judgement waits for this host's watermark
 	parked  map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
 }
 
