@@ -89,6 +89,9 @@ type Engine struct {
 	// stream's clock: the latest receipt, or Advance's time
 	hosts map[uint32]*hostClock
 	now   int64
+	// opened are the stream's findings open when this instance started
+	// (reopen.go), until a pair or a host takes them
+	opened map[uint64]openLine
 	// Records counts the records applied; Stale those older than what the
 	// engine had, Invalid those with no local address; TombsEvicted the
 	// tombstones dropped before their time, past MaxTombstones.
@@ -313,6 +316,9 @@ func (g *Engine) evaluate(e *end) {
 	p := e.peer
 	if p == nil {
 		return
+	}
+	if e.open == 0 && len(g.opened) > 0 {
+		g.adopt(e)
 	}
 	s := stateOf(e, p)
 	g.setState(e, s)
