@@ -91,7 +91,9 @@ type Engine struct {
 	now   int64
 	// opened are the stream's findings open when this instance started
 	// (reopen.go), until a pair or a host takes them
-	opened map[uint64]openLine
+	opened     map[uint64]openLine
+	openByConn map[string][]uint64 // their IDs by connection
+	openByHost map[string]uint64   // host-silent ones by host
 	// Records counts the records applied; Stale those older than what the
 	// engine had, Invalid those with no local address; TombsEvicted the
 	// tombstones dropped before their time, past MaxTombstones.
@@ -317,7 +319,7 @@ func (g *Engine) evaluate(e *end) {
 	if p == nil {
 		return
 	}
-	if e.open == 0 && len(g.opened) > 0 {
+	if e.open == 0 && len(g.openByConn) > 0 {
 		g.adopt(e)
 	}
 	s := stateOf(e, p)

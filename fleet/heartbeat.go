@@ -116,7 +116,7 @@ func (g *Engine) TakeHeartbeat(r Received, now time.Time) string {
 	}
 	if h.silent {
 		g.heardAgain(id, h)
-	} else if len(g.opened) > 0 {
+	} else if len(g.openByHost) > 0 {
 		// silent when the instance stopped: still, when this is the
 		// heartbeat its finding names, else heard again
 		if open, ok := g.reopenedHost(host); ok {

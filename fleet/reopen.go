@@ -42,13 +42,18 @@ func (g *Engine) Seen(data []byte) {
 	}
 	g.judged[l.ID] = true
 	if g.opened == nil {
-		g.opened = map[uint64]openLine{}
+		g.opened, g.openByConn, g.openByHost = map[uint64]openLine{}, map[string][]uint64{}, map[string]uint64{}
 	}
 	switch {
 	case l.Type == audit.TypeResolution:
-		delete(g.opened, l.Resolves)
-	case l.Type == audit.TypeFinding && len(g.opened) < maxOpenKept && (l.Connection != "" || l.Kind == apm.HostSilent && len(l.Hosts) == 1):
+		delete(g.opened, l.Resolves) // the indexes keep its ID: looked up, it is not found
+	case l.Type != audit.TypeFinding || len(g.opened) >= maxOpenKept:
+	case l.Connection != "":
 		g.opened[l.ID] = l
+		g.openByConn[l.Connection] = append(g.openByConn[l.Connection], l.ID)
+	case l.Kind == apm.HostSilent && len(l.Hosts) == 1:
+		g.opened[l.ID] = l
+		g.openByHost[l.Hosts[0]] = l.ID
 	}
 }
 
@@ -56,18 +61,24 @@ func (g *Engine) Seen(data []byte) {
 func (g *Engine) adopt(e *end) {
 	a, b := order(e)
 	conn := connName(a, b)
-	for id, l := range g.opened {
-		if l.Connection != conn {
+	ids := g.openByConn[conn]
+	delete(g.openByConn, conn)
+	for _, id := range ids {
+		l, ok := g.opened[id]
+		if !ok {
 			continue
 		}
 		delete(g.opened, id)
+		if e.open != 0 { // more than one open: the one kept stands for the pair
+			g.closeStored(id, l, "a later finding of its connection replaces it")
+			continue
+		}
 		e.open, e.peer.open = id, id
 		s := StateOneSided
 		if l.Kind == apm.UnprotectedConnection {
 			s = StateUnprotected
 		}
 		e.openState, e.peer.openState = s, s
-		return
 	}
 }
 
@@ -75,25 +86,28 @@ func (g *Engine) adopt(e *end) {
 // are not paired now (their ends gone while no instance ran): once the
 // rebuild is read.
 func (g *Engine) CloseUnpaired() {
-	for id, l := range g.opened {
-		if l.Connection == "" {
-			continue
+	for _, ids := range g.openByConn {
+		for _, id := range ids {
+			if l, ok := g.opened[id]; ok {
+				delete(g.opened, id)
+				g.closeStored(id, l, "its connection's ends are no longer paired")
+			}
 		}
-		delete(g.opened, id)
-		g.closeStored(id, l, "its connection's ends are no longer paired")
 	}
+	clear(g.openByConn)
 }
 
 // reopenedHost returns the open host-silent finding of the stream on a
 // host, and forgets it.
 func (g *Engine) reopenedHost(host string) (uint64, bool) {
-	for id, l := range g.opened {
-		if l.Kind == apm.HostSilent && len(l.Hosts) == 1 && l.Hosts[0] == host {
-			delete(g.opened, id)
-			return id, true
-		}
+	id, ok := g.openByHost[host]
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	delete(g.openByHost, host)
+	_, ok = g.opened[id]
+	delete(g.opened, id)
+	return id, ok
 }
 
 // closeStored gives the resolution of an open finding known from its line.
