@@ -223,7 +223,9 @@ func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refus
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
 	if e.remote != remote && e.peer != nil {
-		g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
+		if e.open != 0 {
+			g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
+		}
 		g.unlink(e)
 	}
 	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
@@ -265,7 +267,9 @@ func unixNano(t time.Time) int64 {
 // the pair's open finding closes.
 func (g *Engine) remove(e *end) {
 	if e.peer != nil {
-		g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
+		if e.open != 0 {
+			g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
+		}
 		g.unlink(e)
 	}
 	g.counts[StateUnpaired]--
