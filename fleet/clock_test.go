@@ -13,7 +13,7 @@ import (
 
 // Hosts 5 s behind and 5 s ahead of the stream: an end of the host behind
 // that migrates and rearms at once is not judged (its changed, 5 s in the
-// past, would make the deadline past at once), and a true one-sided rearm
+// past and the pair's latest, would make the deadline past at once), and a true one-sided rearm
 // whose late end is the host ahead is judged with the deadline measured on
 // the stream's clock (not 5 s later), its hosts' times kept as evidence;
 // each host's clock offset is exported and shown by fleet status.
@@ -30,6 +30,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 	b.startBeats()
 	a1, b1 := a.end(100, b, 200), b.end(200, a, 100)
 	a2, b2 := a.end(101, b, 201), b.end(201, a, 101)
+	b1.Changed = b.now().Add(-time.Minute) // armed a minute ago: hostA's change is the pair's latest
 	for _, x := range []struct {
 		h *fakeHost
 		c *Conn
