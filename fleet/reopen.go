@@ -16,7 +16,8 @@ import (
 // or when a later judgement replaces it), a connection whose ends are no
 // longer paired once the rebuild is read gets its resolution then, and a
 // host-silent finding of a host heard again gets its resolution at its
-// heartbeat.
+// heartbeat (of a host the stream no longer holds, once the rebuild is
+// read).
 
 // openLine is what an instance keeps of an open finding of the stream.
 type openLine struct {
@@ -83,7 +84,8 @@ func (g *Engine) adopt(e *end) {
 }
 
 // CloseUnpaired resolves the stream's open findings on connections that
-// are not paired now (their ends gone while no instance ran): once the
+// are not paired now (their ends gone while no instance ran), and those
+// on hosts whose heartbeats the stream no longer holds (purged): once the
 // rebuild is read.
 func (g *Engine) CloseUnpaired() {
 	for _, ids := range g.openByConn {
@@ -95,6 +97,16 @@ func (g *Engine) CloseUnpaired() {
 		}
 	}
 	clear(g.openByConn)
+	for host, id := range g.openByHost {
+		if n, ok := g.names.ids[host]; ok && g.hosts[n] != nil && g.hosts[n].beat != 0 {
+			continue // heard: its heartbeats say
+		}
+		delete(g.openByHost, host)
+		if l, ok := g.opened[id]; ok {
+			delete(g.opened, id)
+			g.closeStored(id, l, "the host's heartbeats are no longer in the stream")
+		}
+	}
 }
 
 // reopenedHost returns the open host-silent finding of the stream on a

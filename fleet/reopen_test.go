@@ -96,6 +96,17 @@ func TestEngineClosesTheFindingsAnEarlierRunLeftOpen(t *testing.T) {
 	if len(still) != 0 || !r.Silent("hostC") {
 		t.Fatalf("still silent: %+v", still)
 	}
+	var purged []Line
+	u := NewEngine(EngineConfig{SilentAfter: time.Second}, collect(&purged))
+	seen(t, u, silent)
+	u.CloseUnpaired() // its heartbeats purged from the stream
+	if len(purged) != 1 || purged[0].Type != "resolution" || purged[0].Resolves != silent[0].ID {
+		t.Fatalf("purged: %+v", purged)
+	}
+	r.CloseUnpaired()
+	if len(still) != 0 {
+		t.Fatalf("a host still silent resolved: %+v", still)
+	}
 	var again []Line
 	q := NewEngine(EngineConfig{SilentAfter: time.Second}, collect(&again))
 	seen(t, q, silent)
