@@ -136,15 +136,20 @@ type HostClock struct {
 // HostClocks returns the hosts heard to heartbeat, by name.
 func (g *Engine) HostClocks() []HostClock {
 	out := make([]HostClock, 0, len(g.hosts))
+	g.eachHostClock(func(h HostClock) { out = append(out, h) })
+	sortHostClocks(out)
+	return out
+}
+
+// eachHostClock calls fn for each host heard to heartbeat, in no order.
+func (g *Engine) eachHostClock(fn func(HostClock)) {
 	for id, h := range g.hosts {
 		if h.beat == 0 {
 			continue
 		}
-		out = append(out, HostClock{Host: g.names.name(id), LastHeard: time.Unix(0, h.beat).UTC(), Offset: time.Duration(h.offset),
+		fn(HostClock{Host: g.names.name(id), LastHeard: time.Unix(0, h.beat).UTC(), Offset: time.Duration(h.offset),
 			Silent: h.silent, Ends: g.hostEnds[id], Run: h.run, Watermark: time.Unix(0, h.wm).UTC()})
 	}
-	sortHostClocks(out)
-	return out
 }
 
 // streamClock is an instance's reading of the stream's clock: the latest
