@@ -25,14 +25,14 @@ import (
 
 // hostClock is what the engine knows of one host's messages.
 type hostClock struct {
-	wm      int64   // watermark: stream time of its latest message consumed (with heartbeats)
-	beat    int64   // stream time of its latest heartbeat, 0: none heard
-	beatAt  int64   // the heartbeat's own time (the host's clock)
-	offset  int64   // host time minus stream time, of its latest heartbeat
-	run     string  // the run of its latest heartbeat
-	silent  bool    // unheard past SilentAfter (silent.go)
-	open    uint64  // the open host-silent finding
-	waiting dueHeap // pairs due whose judgement waits for this host's watermark
+	wm      int64            // watermark: stream time of its latest message consumed (with heartbeats)
+	beat    int64            // stream time of its latest heartbeat, 0: none heard
+	beatAt  int64            // the heartbeat's own time (the host's clock)
+	offset  int64            // host time minus stream time, of its latest heartbeat
+	run     string           // the run of its latest heartbeat
+	silent  bool             // unheard past SilentAfter (silent.go)
+	open    uint64           // the open host-silent finding
+	waiting dueHeap          // pairs due whose judgement waits for this host's watermark
 	parked  map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
 }
 
@@ -136,15 +136,20 @@ type HostClock struct {
 // HostClocks returns the hosts heard to heartbeat, by name.
 func (g *Engine) HostClocks() []HostClock {
 	out := make([]HostClock, 0, len(g.hosts))
+	g.eachHostClock(func(h HostClock) { out = append(out, h) })
+	sortHostClocks(out)
+	return out
+}
+
+// eachHostClock calls fn for each host heard to heartbeat, in no order.
+func (g *Engine) eachHostClock(fn func(HostClock)) {
 	for id, h := range g.hosts {
 		if h.beat == 0 {
 			continue
 		}
-		out = append(out, HostClock{Host: g.names.name(id), LastHeard: time.Unix(0, h.beat).UTC(), Offset: time.Duration(h.offset),
+		fn(HostClock{Host: g.names.name(id), LastHeard: time.Unix(0, h.beat).UTC(), Offset: time.Duration(h.offset),
 			Silent: h.silent, Ends: g.hostEnds[id], Run: h.run, Watermark: time.Unix(0, h.wm).UTC()})
 	}
-	sortHostClocks(out)
-	return out
 }
 
 // streamClock is an instance's reading of the stream's clock: the latest

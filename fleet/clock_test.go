@@ -13,7 +13,7 @@ import (
 
 // Hosts 5 s behind and 5 s ahead of the stream: an end of the host behind
 // that migrates and rearms at once is not judged (its changed, 5 s in the
-// past, would make the deadline past at once), and a true one-sided rearm
+// past and the pair's latest, would make the deadline past at once), and a true one-sided rearm
 // whose late end is the host ahead is judged with the deadline measured on
 // the stream's clock (not 5 s later), its hosts' times kept as evidence;
 // each host's clock offset is exported and shown by fleet status.
@@ -30,6 +30,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 	b.startBeats()
 	a1, b1 := a.end(100, b, 200), b.end(200, a, 100)
 	a2, b2 := a.end(101, b, 201), b.end(201, a, 101)
+	b1.Changed = b.now().Add(-time.Minute) // armed a minute ago: hostA's change is the pair's latest
 	for _, x := range []struct {
 		h *fakeHost
 		c *Conn
@@ -191,5 +192,50 @@ func TestEngineJudgesOnlyPastBothHostsWatermarks(t *testing.T) {
 	beat(t, g, "hostB", m.Add(6*time.Second), m.Add(6*time.Second), 0)
 	if len(got) != 1 || got[0].Kind != apm.OneSidedRearm || got[0].Host != "hostB" || !got[0].LastTime.Equal(due) {
 		t.Fatalf("findings: %+v", got)
+	}
+}
+
+// An instance's reading of the stream's clock stands at the message it is
+// at while anything is left to consume, or while it is not current (NATS
+// away, messages received and not yet handled), and runs on its own clock
+// from the latest receipt once it has consumed all there was.
+func TestStreamClockStandsWhileTheInstanceLags(t *testing.T) {
+	c := newStreamClock()
+	wall := t0.Add(time.Hour) // the instance's clock: not the stream's
+	if !c.at(wall, true).IsZero() {
+		t.Fatal("a clock with nothing consumed reads a time")
+	}
+	c.pending["S"] = 10
+	c.consumed("S", t0, 5, wall)
+	if got := c.at(wall.Add(time.Minute), true); !got.Equal(t0) {
+		t.Fatalf("lagging: %v, want %v", got, t0)
+	}
+	c.consumed("S", t0.Add(time.Second), 0, wall.Add(2*time.Minute))
+	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(t0.Add(time.Second + time.Minute)) {
+		t.Fatalf("caught up: %v", got)
+	}
+	if got := c.at(wall.Add(3*time.Minute), false); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("not current: %v", got)
+	}
+	c.consumed("T", t0, 1, wall) // another stream still behind
+	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("one stream behind: %v", got)
+	}
+}
+
+// Every instance follows every host's heartbeats, and only the one whose
+// partitions hold the host's gives its host-silent lines.
+func TestEngineGivesHostSilentOnlyForTheHostsItOwns(t *testing.T) {
+	var got []Line
+	g := NewEngine(EngineConfig{SilentAfter: time.Second, OwnsHost: func(h string) bool { return h == "hostA" }}, collect(&got))
+	beat(t, g, "hostA", t0, t0, 0)
+	beat(t, g, "hostB", t0, t0, 0)
+	g.Advance(t0.Add(2 * time.Second))
+	if len(got) != 1 || got[0].Host != "hostA" || got[0].Partition != HostPartition("hostA") || !g.Silent("hostA") || !g.Silent("hostB") {
+		t.Fatalf("lines %+v", got)
+	}
+	beat(t, g, "hostB", t0.Add(3*time.Second), t0.Add(3*time.Second), 0)
+	if len(got) != 1 || g.Silent("hostB") {
+		t.Fatalf("hostB heard again: %+v", got)
 	}
 }

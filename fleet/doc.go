@@ -7,11 +7,14 @@
 // the two ends of each connection (Engine, by the connid identity rule:
 // the local address and QPN of one are the remote address and QPN of the
 // other, both ways) and judges the pair:
-// one-sided-rearm and unprotected-connection, with both hosts' evidence.
+// one-sided-rearm and unprotected-connection, with both hosts' evidence,
+// on the stream's clock once both hosts published past the deadline
+// (clock.go); and each host's heartbeat: host-silent (silent.go).
 //
 // Subjects (one stream each, created by whoever connects first):
 //
 //	apmwatch.conn.<partition>.<host>.<device>.<qpn>   stream APMWATCH_CONN
+//	apmwatch.conn.hb.<host>.hb.0                      stream APMWATCH_CONN (heartbeats)
 //	apmwatch.finding.host.<host>                      stream APMWATCH_FINDINGS
 //	apmwatch.finding.fleet.<partition>                stream APMWATCH_FINDINGS
 //

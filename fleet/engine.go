@@ -89,6 +89,11 @@ type Engine struct {
 	// stream's clock: the latest receipt, or Advance's time
 	hosts map[uint32]*hostClock
 	now   int64
+	// opened are the stream's findings open when this instance started
+	// (reopen.go), until a pair or a host takes them
+	opened     map[uint64]openLine
+	openByConn map[string][]uint64 // their IDs by connection
+	openByHost map[string]uint64   // host-silent ones by host
 	// Records counts the records applied; Stale those older than what the
 	// engine had, Invalid those with no local address; TombsEvicted the
 	// tombstones dropped before their time, past MaxTombstones.
@@ -218,7 +223,9 @@ func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refus
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
 	if e.remote != remote && e.peer != nil {
-		g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
+		if e.open != 0 {
+			g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
+		}
 		g.unlink(e)
 	}
 	e.remote, e.at, e.rev, e.run = remote, at, uint32(c.Rev), run
@@ -260,7 +267,9 @@ func unixNano(t time.Time) int64 {
 // the pair's open finding closes.
 func (g *Engine) remove(e *end) {
 	if e.peer != nil {
-		g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
+		if e.open != 0 {
+			g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
+		}
 		g.unlink(e)
 	}
 	g.counts[StateUnpaired]--
@@ -313,6 +322,9 @@ func (g *Engine) evaluate(e *end) {
 	p := e.peer
 	if p == nil {
 		return
+	}
+	if e.open == 0 && len(g.openByConn) > 0 {
+		g.adopt(e)
 	}
 	s := stateOf(e, p)
 	g.setState(e, s)

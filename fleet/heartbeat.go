@@ -2,9 +2,12 @@ package fleet
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/apmwatch/apmwatch/apm"
 )
 
 // A heartbeat says a host is there, and how far what it published has
@@ -113,6 +116,16 @@ func (g *Engine) TakeHeartbeat(r Received, now time.Time) string {
 	}
 	if h.silent {
 		g.heardAgain(id, h)
+	} else if len(g.openByHost) > 0 {
+		// silent when the instance stopped: still, when this is the
+		// heartbeat its finding names, else heard again
+		if open, ok := g.reopenedHost(host); ok {
+			h.open = open
+			if open != idOf(string(apm.HostSilent), host, fmt.Sprint(rn)) {
+				h.silent = true
+				g.heardAgain(id, h)
+			}
+		}
 	}
 	g.heard(id, rn, hb.Queued == 0)
 	return ""

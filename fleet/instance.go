@@ -232,12 +232,7 @@ func (in *instance) loadJudged(ctx context.Context) error {
 	n := 0
 	for name, fs := range streams {
 		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
-			var l struct {
-				ID uint64 `json:"id"`
-			}
-			if json.Unmarshal(m.Data(), &l) == nil && l.ID != 0 {
-				in.engine.MarkJudged(l.ID)
-			}
+			in.engine.Seen(m.Data())
 		})
 		if err != nil {
 			return fmt.Errorf("reading earlier findings: %w", err)
@@ -330,6 +325,7 @@ func (in *instance) consume(ctx context.Context) error {
 	ready := false
 	markReady := func() {
 		ready = true
+		in.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
 		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
 			"rebuilt_ends", len(in.engine.ends))
 		if in.cfg.ReadyFile != "" {

@@ -82,7 +82,7 @@ func (m *fleetMetrics) update(g *Engine) {
 	m.unpaired.Set(float64(st.Unpaired))
 	m.ends.Set(float64(st.Ends))
 	m.staleRecords.Set(float64(g.Stale))
-	for _, h := range g.HostClocks() {
+	g.eachHostClock(func(h HostClock) {
 		silent := 0.0
 		if h.Silent {
 			silent = 1
@@ -90,7 +90,7 @@ func (m *fleetMetrics) update(g *Engine) {
 		m.hostSilent.WithLabelValues(h.Host).Set(silent)
 		m.hostHeard.WithLabelValues(h.Host).Set(float64(h.LastHeard.UnixNano()) / 1e9)
 		m.hostOffset.WithLabelValues(h.Host).Set(h.Offset.Seconds())
-	}
+	})
 	for r := range nRefusals {
 		if n := g.Refused[r]; n > m.refusedSeen[r] {
 			m.refused.WithLabelValues(r.String()).Add(float64(n - m.refusedSeen[r]))

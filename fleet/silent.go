@@ -24,7 +24,8 @@ import (
 const DefaultSilentAfter = 3 * DefaultHeartbeatEvery
 
 const remedySilent = "check the host's apmwatch audit daemon (running, --publish), its link to NATS (apmwatch_nats_connected) " +
-	"and its publish queue (apmwatch_publish_queue_bytes); a host taken out of service stays silent until its ends are gone"
+	"and its publish queue (apmwatch_publish_queue_bytes); a host taken out of service stays silent until its subjects " +
+	"(apmwatch.conn.*.<host>.>) are purged from APMWATCH_CONN and the fleet instances restarted"
 
 // checkSilent finds the hosts silent by the stream's clock now.
 func (g *Engine) checkSilent() {

@@ -100,7 +100,7 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	if p.queueMax < fleet.MinQueueMax {
 		return nil, usageError{fmt.Errorf("--publish-queue-max-bytes must be at least %d: %d", fleet.MinQueueMax, p.queueMax)}
 	}
-	if p.beat < time.Second {
+	if p.beat != 0 && p.beat < time.Second { // 0: the default
 		return nil, usageError{fmt.Errorf("--publish-heartbeat must be at least 1s: %v", p.beat)}
 	}
 	dir := p.queue
