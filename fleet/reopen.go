@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
-	"github.com/apmwatch/apmwatch/audit"
+	"github.com/apmwatch/apmwatch/findingline"
 )
 
 // A restarted instance learns from the findings stream which of its
@@ -24,7 +24,8 @@ type openLine struct {
 	ID         uint64   `json:"id"`
 	Type       string   `json:"type"`
 	Resolves   uint64   `json:"resolves"`
-	Kind       apm.Kind `json:"kind"`
+	Finding    apm.Kind `json:"finding"`
+	Kind       apm.Kind `json:"kind"` // lines before schema 1 name the kind only here
 	Host       string   `json:"host"`
 	Hosts      []string `json:"hosts"`
 	Connection string   `json:"connection"`
@@ -41,14 +42,17 @@ func (g *Engine) Seen(data []byte) {
 	if len(data) > maxRecordBytes || json.Unmarshal(data, &l) != nil || l.ID == 0 {
 		return
 	}
+	if l.Finding != "" {
+		l.Kind = l.Finding
+	}
 	g.judged[l.ID] = true
 	if g.opened == nil {
 		g.opened, g.openByConn, g.openByHost = map[uint64]openLine{}, map[string][]uint64{}, map[string]uint64{}
 	}
 	switch {
-	case l.Type == audit.TypeResolution:
+	case l.Type == findingline.TypeResolution:
 		delete(g.opened, l.Resolves) // the indexes keep its ID: looked up, it is not found
-	case l.Type != audit.TypeFinding || len(g.opened) >= maxOpenKept:
+	case l.Type != findingline.TypeFinding || len(g.opened) >= maxOpenKept:
 	case l.Connection != "":
 		g.opened[l.ID] = l
 		g.openByConn[l.Connection] = append(g.openByConn[l.Connection], l.ID)
@@ -132,7 +136,7 @@ func (g *Engine) closeStored(id uint64, l openLine, why string) {
 	now := time.Unix(0, g.now).UTC()
 	f := apm.Finding{ID: rid, Kind: l.Kind, Severity: apm.SevInfo, FirstTime: now, LastTime: now, Resolved: true, Resolves: id,
 		Explanation: fmt.Sprintf("finding %d no longer holds: %s", id, why)}
-	r := hostLine(f, l.Host, audit.TypeResolution)
+	r := hostLine(f, l.Host)
 	r.Hosts, r.Connection, r.Partition = l.Hosts, l.Connection, l.Partition
 	g.emit(r)
 }
