@@ -8,8 +8,8 @@
 // the local address and QPN of one are the remote address and QPN of the
 // other, both ways) and judges the pair:
 // one-sided-rearm and unprotected-connection, with both hosts' evidence,
-// on the stream's clock once both hosts published past the deadline
-// (clock.go); and each host's heartbeat: host-silent (silent.go).
+// on the stream's clock once both hosts published past the deadline;
+// and on each host's heartbeat: host-silent.
 //
 // Subjects (one stream each, created by whoever connects first):
 //
