@@ -402,11 +402,7 @@ func envCount(t testing.TB, name string, def int) int {
 
 func labHooks(t testing.TB) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.HasPrefix(string(b), "6.12") {
+	if hasQPEventHandler(t) {
 		return nil
 	}
 	return []string{"--event-hook", "apmlab:qp_event"}
