@@ -136,16 +136,28 @@ for k in $KERNELS; do
 	v=${ver[$k]}
 	dir="$CACHE/kernels/$k"
 	if [ -e "$dir/kver" ] && [ "$(cat "$dir/kver")" = "$v" ] && [ -e "$dir/vmlinuz" ] &&
-		[ -e "$dir/lib/modules/$v/modules.dep" ]; then
+		[ -e "$dir/config" ] && [ -e "$dir/lib/modules/$v/modules.dep" ]; then
 		continue
 	fi
 	say "fetching linux-image-$v into $dir"
 	tmp=$(mktemp -d "$CACHE/kernels/.fetch-$k.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
-	download "$k" "$tmp" "linux-image-$v" || die "apt-get download linux-image-$v failed"
-	deb=$(ls "$tmp"/linux-image-*.deb)
+	# sid splits the image into linux-binary-<ver>, linux-modules-<ver> and
+	# linux-base-<ver> (config, modules.builtin).
+	ipkgs=("linux-image-$v")
+	if [ -n "$(suite_of "$k")" ]; then
+		deps=$("$here/apt-suite.sh" "$(suite_of "$k")" cache depends "linux-image-$v")
+	else
+		deps=$(apt-cache depends "linux-image-$v")
+	fi
+	while read -r p; do ipkgs+=("$p"); done < <(echo "$deps" |
+		awk -v v="$v" '$1 == "Depends:" && ($2 == "linux-binary-" v || $2 == "linux-modules-" v || $2 == "linux-base-" v) { print $2 }' | sort -u)
+	download "$k" "$tmp" "${ipkgs[@]}" || die "apt-get download ${ipkgs[*]} failed"
 	mkdir "$tmp/root"
-	dpkg-deb -x "$deb" "$tmp/root" || die "unpacking $deb failed"
+	for deb in "$tmp"/*.deb; do
+		dpkg-deb -x "$deb" "$tmp/root" || die "unpacking $deb failed"
+	done
+	deb=linux-image-$v
 	# Newer packages keep everything under /usr/lib/modules/<ver> (no /boot).
 	if [ -d "$tmp/root/usr/lib/modules/$v" ] && [ ! -e "$tmp/root/lib/modules/$v" ]; then
 		mkdir -p "$tmp/root/lib/modules"
@@ -220,7 +232,11 @@ dbg_modules="ib_core ib_cm ib_uverbs ib_umad mlx5_core"
 for k in $KERNELS; do
 	v=${ver[$k]}
 	dir="$CACHE/kernels/$k"
-	grep -q '^CONFIG_DEBUG_INFO_BTF_MODULES=y' "$dir/config" 2>/dev/null && continue
+	[ -e "$dir/config" ] || die "$dir has no config: cannot tell whether its modules carry BTF"
+	if grep -q '^CONFIG_DEBUG_INFO_BTF_MODULES=y' "$dir/config"; then
+		rm -rf "$dir/dbg"
+		continue
+	fi
 	[ -e "$dir/dbg/kver" ] && [ "$(cat "$dir/dbg/kver")" = "$v" ] && continue
 	say "fetching linux-image-$v-dbg for the debug info of $dbg_modules (its modules carry no BTF)"
 	tmp=$(mktemp -d "$CACHE/kernels/.dbg-$k.XXXXXX")

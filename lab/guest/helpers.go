@@ -400,6 +400,17 @@ func envCount(t testing.TB, name string, def int) int {
 	return n
 }
 
+// hasKsym says whether the kernel has the function (a module's or its own),
+// from /proc/kallsyms: what the kernel inlines or lacks is not there.
+func hasKsym(t testing.TB, name string) bool {
+	t.Helper()
+	ks, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(ks, []byte(" "+name+"\t")) || bytes.Contains(ks, []byte(" "+name+"\n"))
+}
+
 func labHooks(t testing.TB) []string {
 	t.Helper()
 	if hasQPEventHandler(t) {
