@@ -187,6 +187,9 @@ for k in $KERNELS; do
 	trap - EXIT
 done
 
+# What a module build needs in the sid chroot (the closure of these).
+toolchain="gcc-16 make dash bash coreutils sed mawk grep findutils diffutils binutils libelf1t64 kmod"
+
 # Other suites' kernels: their headers, unpacked into the cache (the
 # test modules build against $CACHE/kernels/<name>/headers/usr/src/linux-headers-<ver>,
 # with the make arguments in make-args).
@@ -210,12 +213,37 @@ for k in $KERNELS; do
 	done
 	src="$tmp/headers/usr/src/linux-headers-$v"
 	[ -e "$src/Makefile" ] || die "linux-headers-$v has no usr/src/linux-headers-$v/Makefile"
-	# Its Makefile includes the -common tree by an absolute /usr/src path: point it at the cache.
-	sed -i "s#^include /usr/src/#include $hdr/usr/src/#" "$src/Makefile"
 	case "$k" in
-	# bullseye builds with gcc-10, which bookworm lacks: its gcc-12 builds 5.10 modules.
-	5.10) echo "CC=gcc" >"$tmp/headers/make-args" ;;
-	*) : >"$tmp/headers/make-args" ;;
+	5.10)
+		# Its Makefile includes the -common tree by an absolute /usr/src path: point it at the cache.
+		sed -i "s#^include /usr/src/#include $hdr/usr/src/#" "$src/Makefile"
+		# bullseye builds with gcc-10, which bookworm lacks: its gcc-12 builds 5.10 modules.
+		echo "CC=gcc" >"$tmp/headers/make-args"
+		;;
+	*)
+		# sid's headers name gcc-16, and its kbuild programs need sid's
+		# glibc: the headers tree is also a chroot of sid's toolchain
+		# (unpacked, never configured), where the modules build.
+		say "unpacking sid's toolchain for the $k modules into $hdr"
+		tpkgs=()
+		while read -r p; do tpkgs+=("$p"); done < <("$here/apt-suite.sh" "$suite" cache depends --recurse \
+			--no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
+			$toolchain 2>/dev/null | grep -v '^[ <]' | sort -u)
+		mkdir "$tmp/tc"
+		download "$k" "$tmp/tc" "${tpkgs[@]}" || die "apt-get download of sid's toolchain failed"
+		for deb in "$tmp"/tc/*.deb; do
+			dpkg-deb -x "$deb" "$tmp/headers" || die "unpacking $deb failed"
+		done
+		for d in bin sbin lib lib64; do
+			[ -e "$tmp/headers/$d" ] || [ ! -d "$tmp/headers/usr/$d" ] || ln -s "usr/$d" "$tmp/headers/$d"
+		done
+		mkdir -p "$tmp/headers/dev" "$tmp/headers/tmp"
+		chmod 1777 "$tmp/headers/tmp"
+		[ -e "$tmp/headers/dev/null" ] || mknod -m 666 "$tmp/headers/dev/null" c 1 3
+		[ -x "$tmp/headers/usr/bin/make" ] || die "sid's toolchain has no make"
+		: >"$tmp/headers/make-args"
+		: >"$tmp/headers/chroot"
+		;;
 	esac
 	echo "$v" >"$tmp/headers/kver"
 	rm -rf "$hdr"

@@ -183,8 +183,12 @@ static struct ib_mr *ibsim_get_dma_mr(struct ib_pd *pd, int access)
 	return new_mr(pd);
 }
 
+/* From 6.17 on reg_user_mr also takes a DMA handle (struct ib_dmah), unused here. */
 static struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 				       u64 virt, int access,
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+				       struct ib_dmah *dmah,
+#endif
 				       struct ib_udata *udata)
 {
 	struct ib_mr *mr = new_mr(pd);
