@@ -4,7 +4,7 @@
 # LAB_KERNELS: what lab-test runs and a plain setup fetches; LAB_ALL_KERNELS
 # are every kernel KERNEL may name (the others are fetched when named).
 LAB_KERNELS := 6.1 6.12
-LAB_ALL_KERNELS := 5.10 6.1 6.12
+LAB_ALL_KERNELS := 5.10 6.1 6.12 7.2
 LAB_BENCH ?= .
 KERNEL      ?= 6.12
 LABVM       := $(BUILD)/lab/labvm
@@ -44,11 +44,11 @@ lab-vm: ## build the lab runner $(BUILD)/lab/labvm
 lab-assets: setup lab-vm $(LAB_PREREQS) ## build the guest initramfs for KERNEL (rebuilt when inputs change)
 	@$(LABVM) assets -kernel $(KERNEL)
 
-lab-run: lab-assets ## boot a fresh guest, run CMD: make lab-run KERNEL=5.10|6.1|6.12 CMD='...' [LAB_EXTRA=dir]
+lab-run: lab-assets ## boot a fresh guest, run CMD: make lab-run KERNEL=5.10|6.1|6.12|7.2 CMD='...' [LAB_EXTRA=dir]
 	@$(LABVM) run -kernel $(KERNEL) -cmd "$$LAB_CMD" -extra "$(LAB_EXTRA)" || { rc=$$?; echo "lab-run: command exited $$rc on $(KERNEL)" >&2; exit $$rc; }
 lab-run: export LAB_CMD = $(value CMD)
 
-lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERNEL=5.10|6.1|6.12 (exit powers off)
+lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERNEL=5.10|6.1|6.12|7.2 (exit powers off)
 	@$(LABVM) shell -kernel $(KERNEL) -extra "$(LAB_EXTRA)"
 
 # LAB_TIMEOUT above the tests' own 25m, so a hung test dies with its goroutine dump.

@@ -188,7 +188,7 @@ for k in $KERNELS; do
 done
 
 # What a module build needs in the sid chroot (the closure of these).
-toolchain="gcc-16 make dash bash coreutils sed mawk grep findutils diffutils binutils libelf1t64 kmod"
+toolchain="gcc-16 make dash bash coreutils sed mawk grep findutils diffutils binutils libelf1t64 kmod pahole"
 
 # Other suites' kernels: their headers, unpacked into the cache (the
 # test modules build against $CACHE/kernels/<name>/headers/usr/src/linux-headers-<ver>,
@@ -237,7 +237,9 @@ for k in $KERNELS; do
 		for d in bin sbin lib lib64; do
 			[ -e "$tmp/headers/$d" ] || [ ! -d "$tmp/headers/usr/$d" ] || ln -s "usr/$d" "$tmp/headers/$d"
 		done
-		mkdir -p "$tmp/headers/dev" "$tmp/headers/tmp"
+		# Unpacked, not configured: the alternatives kbuild calls by their plain names.
+		[ -e "$tmp/headers/usr/bin/awk" ] || ln -s mawk "$tmp/headers/usr/bin/awk"
+		mkdir -p "$tmp/headers/dev" "$tmp/headers/tmp" "$tmp/headers/proc"
 		chmod 1777 "$tmp/headers/tmp"
 		[ -e "$tmp/headers/dev/null" ] || mknod -m 666 "$tmp/headers/dev/null" c 1 3
 		[ -x "$tmp/headers/usr/bin/make" ] || die "sid's toolchain has no make"

@@ -8,7 +8,7 @@ import (
 )
 
 // Kernels are the lab kernel names, oldest first.
-var Kernels = []string{"5.10", "6.1", "6.12"}
+var Kernels = []string{"5.10", "6.1", "6.12", "7.2"}
 
 // TestKernels are the kernels make lab-test and lab-host-test boot (the
 // host suite's, fetched by a plain make setup); the others are fetched
@@ -37,7 +37,7 @@ type Paths struct {
 
 // A Kernel is a lab kernel unpacked by lab/setup-host.sh.
 type Kernel struct {
-	Name    string // 5.10, 6.1 or 6.12
+	Name    string // 5.10, 6.1, 6.12 or 7.2
 	Version string // e.g. 6.1.0-57-amd64
 	Dir     string // Cache/kernels/<Name>: kver, vmlinuz, lib/modules/<Version>
 }

@@ -30,7 +30,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: labvm assets|run|shell -kernel 5.10|6.1|6.12 [-cmd CMD] [-extra DIR]")
+	fmt.Fprintln(os.Stderr, "usage: labvm assets|run|shell -kernel 5.10|6.1|6.12|7.2 [-cmd CMD] [-extra DIR]")
 }
 
 func run(args []string) int {
@@ -40,7 +40,7 @@ func run(args []string) int {
 	}
 	verb := args[0]
 	fl := flag.NewFlagSet("labvm "+verb, flag.ContinueOnError)
-	kernel := fl.String("kernel", envOr("KERNEL", vm.DefaultKernel), "lab kernel: 5.10, 6.1 or 6.12")
+	kernel := fl.String("kernel", envOr("KERNEL", vm.DefaultKernel), "lab kernel: 5.10, 6.1, 6.12 or 7.2")
 	cmdline := fl.String("cmd", os.Getenv("CMD"), "command to run in the guest (run)")
 	extra := fl.String("extra", os.Getenv("LAB_EXTRA"), "host directory shown read-only at /extra")
 	if err := fl.Parse(args[1:]); err != nil {
