@@ -66,7 +66,7 @@ lab-test: lab-guest-test ## the guest tests (guest.test) on both kernels
 # failure, the kernel ULP's behaviours); an actuator rearm; blind is an
 # error, and external BTF sees. Not part of make test.
 LAB_CORE_TESTS := ^(TestProbesCommand|TestTraceUserQP|TestTraceKernelULP|TestTraceIBSimUserPair|TestIBFindingsCorrectApplications|TestIBFindingsMissedRearmToUnprotectedFailure|TestIBFindingsKernelULP|TestActuatorRearmThroughBorrowedFile|TestBlindIsError|TestBTFDirSeesWithoutModuleBTF)$$
-lab-core: ## the core guest tests on KERNEL (5.10|6.1|6.12): probes, traces through a migration, the IB matrix's core rows, an actuator rearm, blind is an error
+lab-core: ## the core guest tests on KERNEL (5.10|6.1|6.12|7.2): probes, traces through a migration, the IB matrix's core rows, an actuator rearm, blind is an error
 	@LAB_TIMEOUT=$${LAB_TIMEOUT:-1680} $(MAKE) --no-print-directory lab-run KERNEL=$(KERNEL) \
 		CMD='guest.test -test.v -test.timeout 25m -test.run "$(LAB_CORE_TESTS)"'
 
