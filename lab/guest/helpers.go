@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/event"
 )
 
 // Line is one JSON object a lab program printed. Numbers keep their literal
@@ -409,6 +411,16 @@ func hasKsym(t testing.TB, name string) bool {
 		t.Fatal(err)
 	}
 	return bytes.Contains(ks, []byte(" "+name+"\t")) || bytes.Contains(ks, []byte(" "+name+"\n"))
+}
+
+// funcMethod is how a function hook in the RDMA modules attaches here:
+// fentry where the module has its own BTF, else (5.10, whose image has
+// external BTF) a kprobe.
+func funcMethod() event.HookMethod {
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err != nil {
+		return event.HookKprobe
+	}
+	return event.HookFentry
 }
 
 func labHooks(t testing.TB) []string {

@@ -326,12 +326,7 @@ func TestProbesCommand(t *testing.T) {
 	for _, h := range hooks {
 		got[h.Name] = h
 	}
-	// fentry needs the module's own BTF; without it (5.10) the image's
-	// external BTF serves kprobes.
-	fn := event.HookFentry
-	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err != nil {
-		fn = event.HookKprobe
-	}
+	fn := funcMethod()
 	for name, want := range map[string]event.HookMethod{"ib_modify_qp": fn,
 		"ib_modify_qp_with_udata": fn, userHook: fn, "ib_cm_notify": fn,
 		"ib_mad:ib_mad_ib_send_mad": event.HookTracepoint, "mlx5_ib_qp_event": event.HookMissing} {
