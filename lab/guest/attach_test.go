@@ -40,8 +40,8 @@ func TestAttachTime(t *testing.T) {
 			times[bin] = append(times[bin], d)
 			if want[bin] == nil {
 				want[bin] = hooks
-				if m := methodOf(hooks, user); m != event.HookFentry {
-					t.Fatalf("%s: %s attached as %q, want fentry: %+v", bin, user, m, hooks)
+				if m := methodOf(hooks, user); m != funcMethod() {
+					t.Fatalf("%s: %s attached as %q, want %s: %+v", bin, user, m, funcMethod(), hooks)
 				}
 				continue
 			}

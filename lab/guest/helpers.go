@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/event"
 )
 
 // Line is one JSON object a lab program printed. Numbers keep their literal
@@ -400,13 +402,30 @@ func envCount(t testing.TB, name string, def int) int {
 	return n
 }
 
-func labHooks(t testing.TB) []string {
+// hasKsym says whether the kernel has the function (a module's or its own),
+// from /proc/kallsyms: what the kernel inlines or lacks is not there.
+func hasKsym(t testing.TB, name string) bool {
 	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	ks, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.HasPrefix(string(b), "6.12") {
+	return bytes.Contains(ks, []byte(" "+name+"\t")) || bytes.Contains(ks, []byte(" "+name+"\n"))
+}
+
+// funcMethod is how a function hook in the RDMA modules attaches here:
+// fentry where the module has its own BTF, else (5.10, whose image has
+// external BTF) a kprobe.
+func funcMethod() event.HookMethod {
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err != nil {
+		return event.HookKprobe
+	}
+	return event.HookFentry
+}
+
+func labHooks(t testing.TB) []string {
+	t.Helper()
+	if hasQPEventHandler(t) {
 		return nil
 	}
 	return []string{"--event-hook", "apmlab:qp_event"}

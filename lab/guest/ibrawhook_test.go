@@ -18,7 +18,7 @@ import (
 
 // hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
 // from kallsyms, not from the kernel's version.
-func hasQPEventHandler(t *testing.T) bool {
+func hasQPEventHandler(t testing.TB) bool {
 	t.Helper()
 	ks, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {

@@ -32,6 +32,19 @@
 #define IBSIM_MAD_MAX	2048	/* largest GSI payload carried */
 #define IBSIM_SM_LID	1
 
+/*
+ * The device ops before 5.15 (Debian bullseye's 5.10): port numbers are u8,
+ * there is no create_user_ah, and the driver allocates and frees the QP
+ * itself (ib_core allocates it, sized by INIT_RDMA_OBJ_SIZE, from 5.15 on).
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 15, 0)
+#define IBSIM_OLD_OPS 1
+typedef u8 ibsim_port_t;
+#else
+#define IBSIM_OLD_OPS 0
+typedef u32 ibsim_port_t;
+#endif
+
 struct ibsim_port {
 	u32 lid;
 	enum ib_port_state state;
@@ -195,6 +208,11 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+#if IBSIM_OLD_OPS
+struct ib_qp *ibsim_create_qp_old(struct ib_pd *pd, struct ib_qp_init_attr *init,
+				  struct ib_udata *udata);
+int ibsim_destroy_qp_old(struct ib_qp *ibqp, struct ib_udata *udata);
+#endif
 int ibsim_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad);
 int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

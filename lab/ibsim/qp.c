@@ -115,6 +115,35 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+#if IBSIM_OLD_OPS
+/* Before 5.15 the driver allocates the QP and frees it once destroyed. */
+struct ib_qp *ibsim_create_qp_old(struct ib_pd *pd, struct ib_qp_init_attr *init,
+				  struct ib_udata *udata)
+{
+	struct ibsim_qp *qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	int err;
+
+	if (!qp)
+		return ERR_PTR(-ENOMEM);
+	qp->ibqp.device = pd->device;
+	err = ibsim_create_qp(&qp->ibqp, init, udata);
+	if (err) {
+		kfree(qp);
+		return ERR_PTR(err);
+	}
+	return &qp->ibqp;
+}
+
+int ibsim_destroy_qp_old(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	int err = ibsim_destroy_qp(ibqp, udata);
+
+	if (!err)
+		kfree(to_sqp(ibqp));
+	return err;
+}
+#endif
+
 /*
  * The QP moves to its alternate path: the alternate is copied into the
  * primary, its local ACK timeout with it (IBTA; hfi1/qib *_migrate_qp),

@@ -49,7 +49,7 @@ static int ibsim_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
-static int ibsim_query_port(struct ib_device *ibdev, u32 port,
+static int ibsim_query_port(struct ib_device *ibdev, ibsim_port_t port,
 			    struct ib_port_attr *a)
 {
 	struct ibsim_dev *d = to_sdev(ibdev);
@@ -79,7 +79,7 @@ static int ibsim_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static int ibsim_modify_port(struct ib_device *ibdev, u32 port, int mask,
+static int ibsim_modify_port(struct ib_device *ibdev, ibsim_port_t port, int mask,
 			     struct ib_port_modify *pm)
 {
 	struct ibsim_port *p = &to_sdev(ibdev)->port[port];
@@ -92,7 +92,7 @@ static int ibsim_modify_port(struct ib_device *ibdev, u32 port, int mask,
 }
 
 /* IB, minus the SMI (QP0): there is no subnet manager to talk to. */
-static int ibsim_port_immutable(struct ib_device *ibdev, u32 port,
+static int ibsim_port_immutable(struct ib_device *ibdev, ibsim_port_t port,
 				struct ib_port_immutable *im)
 {
 	im->core_cap_flags = RDMA_CORE_PORT_IBA_IB & ~RDMA_CORE_CAP_IB_SMI;
@@ -107,7 +107,7 @@ static u64 port_guid(struct ibsim_dev *d, u32 port)
 	return be64_to_cpu(d->ibdev.node_guid) | port;
 }
 
-static int ibsim_query_gid(struct ib_device *ibdev, u32 port, int index,
+static int ibsim_query_gid(struct ib_device *ibdev, ibsim_port_t port, int index,
 			   union ib_gid *gid)
 {
 	if (index != 0)
@@ -117,7 +117,7 @@ static int ibsim_query_gid(struct ib_device *ibdev, u32 port, int index,
 	return 0;
 }
 
-static int ibsim_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+static int ibsim_query_pkey(struct ib_device *ibdev, ibsim_port_t port, u16 index,
 			    u16 *pkey)
 {
 	if (index >= IBSIM_PKEYS)
@@ -183,8 +183,12 @@ static struct ib_mr *ibsim_get_dma_mr(struct ib_pd *pd, int access)
 	return new_mr(pd);
 }
 
+/* From 6.17 on reg_user_mr also takes a DMA handle (struct ib_dmah), unused here. */
 static struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 				       u64 virt, int access,
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+				       struct ib_dmah *dmah,
+#endif
 				       struct ib_udata *udata)
 {
 	struct ib_mr *mr = new_mr(pd);
@@ -313,7 +317,9 @@ const struct ib_device_ops ibsim_ops = {
 	.alloc_pd = ibsim_alloc_pd,
 	.dealloc_pd = ibsim_dealloc_pd,
 	.create_ah = ibsim_create_ah,
+#if !IBSIM_OLD_OPS
 	.create_user_ah = ibsim_create_ah,
+#endif
 	.query_ah = ibsim_query_ah,
 	.destroy_ah = ibsim_destroy_ah,
 	.get_dma_mr = ibsim_get_dma_mr,
@@ -323,10 +329,15 @@ const struct ib_device_ops ibsim_ops = {
 	.destroy_cq = ibsim_destroy_cq,
 	.poll_cq = ibsim_poll_cq,
 	.req_notify_cq = ibsim_req_notify_cq,
+#if IBSIM_OLD_OPS
+	.create_qp = ibsim_create_qp_old,
+	.destroy_qp = ibsim_destroy_qp_old,
+#else
 	.create_qp = ibsim_create_qp,
+	.destroy_qp = ibsim_destroy_qp,
+#endif
 	.modify_qp = ibsim_modify_qp,
 	.query_qp = ibsim_query_qp,
-	.destroy_qp = ibsim_destroy_qp,
 	.post_send = ibsim_post_send,
 	.post_recv = ibsim_post_recv,
 	.create_srq = ibsim_create_srq,
@@ -338,7 +349,9 @@ const struct ib_device_ops ibsim_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ah, ibsim_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, ibsim_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, ibsim_pd, ibpd),
+#if !IBSIM_OLD_OPS
 	INIT_RDMA_OBJ_SIZE(ib_qp, ibsim_qp, ibqp),
+#endif
 	INIT_RDMA_OBJ_SIZE(ib_srq, ibsim_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, ibsim_ucontext, ibuc),
 };

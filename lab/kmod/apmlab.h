@@ -25,6 +25,11 @@ void apmlab_log_note(struct ib_qp *qp, const char *what, int ret);
 void apmlab_log_show(struct seq_file *m);
 void apmlab_log_clear(void);
 
+/* devs.c: a device by name, held (ib_device_put); NULL if none */
+struct ib_device *apmlab_device_get(const char *name);
+int apmlab_devs_init(void);
+void apmlab_devs_exit(void);
+
 /* inject.c: play the HCA */
 int apmlab_inject(const char *dev, u32 qpn, int event, bool migrate);
 void apmlab_inject_show(struct seq_file *m);

@@ -10,6 +10,7 @@
 #include <linux/completion.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
+#include <linux/version.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_sa.h>
@@ -197,7 +198,12 @@ int apmlab_cm_connect(struct apmlab_side *c, struct apmlab_side *srv)
 		srv->listen_id = NULL;
 		return ret;
 	}
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 15, 0)
+	/* 5.10 (Debian bullseye) still takes a service mask: 0 is the exact ID */
+	ret = ib_cm_listen(srv->listen_id, cpu_to_be64(APMLAB_SERVICE_ID), 0);
+#else
 	ret = ib_cm_listen(srv->listen_id, cpu_to_be64(APMLAB_SERVICE_ID));
+#endif
 	if (ret)
 		return ret;
 	c->cm_id = ib_create_cm_id(c->dev, cm_handler, c);

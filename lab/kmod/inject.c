@@ -5,7 +5,7 @@
  * path_mig_state to MIGRATED through ib_modify_qp (RTS->RTS), as the hardware
  * does when it fails over.
  *
- * Lookup: ib_device_get_by_name() holds the device; rdma_restrack_get_byid()
+ * Lookup: apmlab_device_get() holds the device; rdma_restrack_get_byid()
  * holds the QP's restrack entry (RDMA_RESTRACK_QP ids are the QPN for every
  * QP type except SMI/GSI, whose id is qpn | port << 24; both functions are
  * exported by ib_core in 6.1 and 6.12). Holding the entry delays the QP's
@@ -67,7 +67,7 @@ int apmlab_inject(const char *devname, u32 qpn, int event, bool migrate)
 	last.migrate = migrate;
 	last.qp_type = -1;
 
-	dev = ib_device_get_by_name(devname, RDMA_DRIVER_UNKNOWN);
+	dev = apmlab_device_get(devname);
 	if (!dev) {
 		ret = -ENODEV;
 		goto out;

@@ -137,7 +137,7 @@ int apmlab_side_create(struct apmlab_side *s, const char *name,
 	struct ib_qp_init_attr ia = {};
 	int ret;
 
-	s->dev = ib_device_get_by_name(name, RDMA_DRIVER_UNKNOWN);
+	s->dev = apmlab_device_get(name);
 	if (!s->dev)
 		return -ENODEV;
 	s->ib = rdma_protocol_ib(s->dev, APMLAB_PORT);

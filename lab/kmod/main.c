@@ -168,13 +168,19 @@ DEFINE_SHOW_ATTRIBUTE(bench);
 
 static int __init apmlab_init(void)
 {
-	int ret = apmlab_ulp_init();
+	int ret = apmlab_devs_init();
 
 	if (ret)
 		return ret;
+	ret = apmlab_ulp_init();
+	if (ret) {
+		apmlab_devs_exit();
+		return ret;
+	}
 	dir = debugfs_create_dir("apmlab", NULL);
 	if (IS_ERR(dir)) {
 		apmlab_ulp_exit();
+		apmlab_devs_exit();
 		return PTR_ERR(dir);
 	}
 	debugfs_create_file("inject", 0600, dir, NULL, &inject_fops);
@@ -189,6 +195,7 @@ static void __exit apmlab_exit(void)
 {
 	debugfs_remove_recursive(dir);	/* waits for running file ops */
 	apmlab_ulp_exit();
+	apmlab_devs_exit();
 }
 
 module_init(apmlab_init);

@@ -5,7 +5,8 @@
 
 LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair
 LAB_BIN       := $(abspath $(BUILD))/lab/bin
-LAB_KMOD_KS   := 6.1 6.12
+# The test suite's kernels, and KERNEL when it names another lab kernel.
+LAB_KMOD_KS   := $(sort $(LAB_KERNELS) $(filter $(LAB_ALL_KERNELS),$(KERNEL)))
 LAB_CC        ?= gcc
 LAB_CFLAGS    := -O2 -g -Wall -Wextra -Werror -std=gnu11
 PROGS_SRC     := lab/progs
@@ -43,14 +44,23 @@ $(LAB_BIN)/lab-ibpair: $(PROGS_SRC)/lab-ibpair.c $(PROGS_SRC)/uverbs.c $(PROGS_S
 
 # Kbuild writes next to the sources, so each kernel builds a copy in a
 # private directory under BUILD (concurrent makes do not collide).
-# $(call lab_kmod,NAME,SOURCES) builds NAME.ko for kernel $*.
+# $(call lab_kmod,NAME,SOURCES) builds NAME.ko for kernel $*: against the
+# installed headers, or those setup unpacked into the cache for a kernel of
+# another suite (with their make arguments, e.g. 5.10's compiler). 7.2's
+# headers tree is a chroot of sid's toolchain (gcc-16, sid's glibc): the
+# module builds inside it, in a private mount namespace with its own /proc.
 define lab_kmod
 	@kv=$$(lab/kver.sh $*) || exit 1; \
-	hdr=/usr/src/linux-headers-$$kv; \
-	[ -d $$hdr ] || { echo "lab-kmod: $$hdr missing: apt-get install linux-headers-$$kv (make setup does)" >&2; exit 1; }; \
-	mkdir -p $(@D) && out=$$(mktemp -d $(abspath $(BUILD))/lab/kmod-$*.XXXXXX) && \
+	hdr=/usr/src/linux-headers-$$kv; args=; cached=$(CACHE)/kernels/$*/headers; root=; \
+	if [ -e $$cached/kver ]; then hdr=$$cached/usr/src/linux-headers-$$kv; args=$$(cat $$cached/make-args); fi; \
+	if [ -e $$cached/chroot ]; then root=$$cached; fi; \
+	[ -d $$hdr ] || { echo "lab-kmod: $$hdr missing: make setup KERNEL=$* fetches it" >&2; exit 1; }; \
+	mkdir -p $(@D) && \
+	if [ -n "$$root" ]; then out=$$(mktemp -d $$root/tmp/kmod-$*.XXXXXX); else out=$$(mktemp -d $(abspath $(BUILD))/lab/kmod-$*.XXXXXX); fi && \
 	cp $(2) $$out/ && \
-	{ $(MAKE) --no-print-directory -s -C $$hdr M=$$out modules 2>&1 | grep -v '^Skipping BTF generation' >&2; \
+	{ if [ -n "$$root" ]; then \
+		unshare --mount --fork sh -c "mount -t proc proc $$root/proc && exec chroot $$root make --no-print-directory -s -C /usr/src/linux-headers-$$kv M=$${out#$$root} $$args modules"; \
+	  else $(MAKE) --no-print-directory -s -C $$hdr M=$$out $$args modules; fi 2>&1 | grep -v '^Skipping BTF generation' >&2; \
 	  [ -e $$out/$(1).ko ]; } && \
 	strip --strip-debug -o $@.tmp.$$$$ $$out/$(1).ko && mv -f $@.tmp.$$$$ $@ && \
 	rm -rf $$out && echo "  KMOD    $* $(1).ko ($$kv)" || { rm -rf $$out; exit 1; }

@@ -96,6 +96,9 @@ func collect(p Paths, k Kernel) (*image, error) {
 		return nil, err
 	}
 	addArtifacts(im, p, k)
+	if err := addBTF(im, p, k); err != nil {
+		return nil, err
+	}
 	return im, im.err
 }
 

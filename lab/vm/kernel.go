@@ -8,7 +8,12 @@ import (
 )
 
 // Kernels are the lab kernel names, oldest first.
-var Kernels = []string{"6.1", "6.12"}
+var Kernels = []string{"5.10", "6.1", "6.12", "7.2"}
+
+// TestKernels are the kernels make lab-test and lab-host-test boot (the
+// host suite's, fetched by a plain make setup); the others are fetched
+// when KERNEL names them.
+var TestKernels = []string{"6.1", "6.12"}
 
 // DefaultKernel is used when none is named.
 const DefaultKernel = "6.12"
@@ -32,13 +37,24 @@ type Paths struct {
 
 // A Kernel is a lab kernel unpacked by lab/setup-host.sh.
 type Kernel struct {
-	Name    string // 6.1 or 6.12
+	Name    string // 5.10, 6.1, 6.12 or 7.2
 	Version string // e.g. 6.1.0-57-amd64
 	Dir     string // Cache/kernels/<Name>: kver, vmlinuz, lib/modules/<Version>
 }
 
 // Vmlinuz is the kernel image.
 func (k Kernel) Vmlinuz() string { return filepath.Join(k.Dir, "vmlinuz") }
+
+// DebugDir holds the debug files of the RDMA modules of a kernel whose
+// modules carry no BTF (5.10), or does not exist.
+func (k Kernel) DebugDir() string { return filepath.Join(k.Dir, "dbg") }
+
+// NeedsBTF says the kernel's modules carry no BTF, so its image gets the
+// files apmwatch btf gen makes from their debug info (setup fetched it).
+func (k Kernel) NeedsBTF() bool {
+	_, err := os.Stat(filepath.Join(k.DebugDir(), "kver"))
+	return err == nil
+}
 
 // ModulesDir is lib/modules/<Version> of the unpacked package.
 func (k Kernel) ModulesDir() string { return filepath.Join(k.Dir, "lib", "modules", k.Version) }

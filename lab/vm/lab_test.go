@@ -123,7 +123,7 @@ func TestLabExtraIsReadOnly(t *testing.T) {
 
 func TestLabDevices(t *testing.T) {
 	repo := needLab(t)
-	for _, k := range Kernels {
+	for _, k := range TestKernels {
 		t.Run(k, func(t *testing.T) {
 			out, stderr, code := makeLabRun(t, repo, "KERNEL="+k, "CMD=ibv_devices")
 			if code != 0 || !strings.Contains(out, "rxe0") || !strings.Contains(out, "rxe1") {

@@ -20,6 +20,10 @@ var RDMAModules = []string{
 	"mlx5_core",
 }
 
+// OptionalModules may be missing from a kernel: newer kernels have no
+// crc32_generic (the CRC32 library needs no crypto module there).
+var OptionalModules = map[string]bool{"crc32_generic": true}
+
 // ModuleDeps maps a module path relative to /lib/modules/<ver> (as written
 // in modules.dep) to the paths of the modules it needs.
 type ModuleDeps map[string][]string
@@ -95,7 +99,7 @@ func (d ModuleDeps) LoadOrder(wanted []string, builtin map[string]bool) ([]strin
 		n = strings.ReplaceAll(n, "-", "_")
 		p, ok := byName[n]
 		if !ok {
-			if builtin[n] {
+			if builtin[n] || OptionalModules[n] {
 				continue
 			}
 			return nil, fmt.Errorf("module %s is neither in modules.dep nor built in", n)

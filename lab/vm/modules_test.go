@@ -59,3 +59,17 @@ func TestParseBuiltin(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestLoadOrderOptionalModules(t *testing.T) {
+	deps, err := ParseModulesDep(strings.NewReader(sampleDep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 7.2 has no crc32_generic: skipped, not an error.
+	if _, err := deps.LoadOrder([]string{"crc32_generic", "rdma_rxe"}, nil); err != nil {
+		t.Errorf("a missing optional module: %v", err)
+	}
+	if _, err := deps.LoadOrder([]string{"no_such_module"}, nil); err == nil {
+		t.Error("a missing module that is not optional: want an error")
+	}
+}

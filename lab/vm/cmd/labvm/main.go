@@ -30,7 +30,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: labvm assets|run|shell -kernel 6.1|6.12 [-cmd CMD] [-extra DIR]")
+	fmt.Fprintln(os.Stderr, "usage: labvm assets|run|shell -kernel 5.10|6.1|6.12|7.2 [-cmd CMD] [-extra DIR]")
 }
 
 func run(args []string) int {
@@ -40,7 +40,7 @@ func run(args []string) int {
 	}
 	verb := args[0]
 	fl := flag.NewFlagSet("labvm "+verb, flag.ContinueOnError)
-	kernel := fl.String("kernel", envOr("KERNEL", vm.DefaultKernel), "lab kernel: 6.1 or 6.12")
+	kernel := fl.String("kernel", envOr("KERNEL", vm.DefaultKernel), "lab kernel: 5.10, 6.1, 6.12 or 7.2")
 	cmdline := fl.String("cmd", os.Getenv("CMD"), "command to run in the guest (run)")
 	extra := fl.String("extra", os.Getenv("LAB_EXTRA"), "host directory shown read-only at /extra")
 	if err := fl.Parse(args[1:]); err != nil {
@@ -75,6 +75,17 @@ func assets(p vm.Paths, name string) int {
 	out, rebuilt, err := vm.BuildInitramfs(p, k)
 	if err != nil {
 		return fail(fmt.Errorf("building the %s image: %w", name, err))
+	}
+	// A kernel without module BTF: btf gen runs in a guest of the image
+	// just built, and the image is built again with its files.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if ran, err := vm.PrepareBTF(ctx, p, k, os.Stderr); err != nil {
+		return fail(fmt.Errorf("building the %s image: %w", name, err))
+	} else if ran {
+		if out, rebuilt, err = vm.BuildInitramfs(p, k); err != nil {
+			return fail(fmt.Errorf("building the %s image: %w", name, err))
+		}
 	}
 	if rebuilt {
 		size := int64(0)
