@@ -430,3 +430,14 @@ func labHooks(t testing.TB) []string {
 	}
 	return []string{"--event-hook", "apmlab:qp_event"}
 }
+
+// hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
+// from kallsyms, not from the kernel's version.
+func hasQPEventHandler(t testing.TB) bool {
+	t.Helper()
+	ks, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(ks, []byte(" __ib_qp_event_handler\t"))
+}

@@ -3,7 +3,6 @@
 package guest
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,17 +14,6 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 )
-
-// hasQPEventHandler says whether ib_core has __ib_qp_event_handler (>= 6.11),
-// from kallsyms, not from the kernel's version.
-func hasQPEventHandler(t testing.TB) bool {
-	t.Helper()
-	ks, err := os.ReadFile("/proc/kallsyms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Contains(ks, []byte(" __ib_qp_event_handler\t"))
-}
 
 // The raw driver hook's path end to end: ibsim raises every QP event first
 // through ibsim_mlx5_qp_event, shaped like mlx5_ib_qp_event (QPN only,
