@@ -1,8 +1,8 @@
 # Recording targets. Included by the top-level Makefile.
-FUZZTIME ?= 20s
+FUZZTIME ?= 7s
 
 .PHONY: fuzz-short
-fuzz-short: ## bounded fuzz run of the recording reader (FUZZTIME=20s)
+fuzz-short: ## bounded fuzz run of the recording reader (FUZZTIME=7s)
 	GO=$(GO) sh tools/fuzz.sh recording FuzzReader $(FUZZTIME)
 
 # `make test` runs the bounded fuzz run too.
