@@ -101,7 +101,14 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 // resolve closes the pair's open finding: both ends armed again.
 func (g *Engine) resolve(e *end) {
 	a, b := order(e)
-	open := e.open
+	g.closeWith(e, fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b)))
+}
+
+// closeWith writes the resolution of the pair's open finding, once (its
+// ID derives from the finding's), explained so.
+func (g *Engine) closeWith(e *end, explanation string) {
+	a, b := order(e)
+	open, kind := e.open, kindOf(e.openState)
 	e.open, e.peer.open = 0, 0
 	id := idOf("resolution", fmt.Sprint(open))
 	if g.judged[id] {
@@ -109,9 +116,9 @@ func (g *Engine) resolve(e *end) {
 	}
 	g.judged[id] = true
 	now := time.Unix(0, max(a.at, b.at)).UTC()
-	f := apm.Finding{ID: id, Kind: kindOf(e.openState), Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
+	f := apm.Finding{ID: id, Kind: kind, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
 		FirstTime: now, LastTime: now, Evidence: []apm.Evidence{g.evidence(a), g.evidence(b)}, Resolved: true, Resolves: open,
-		Explanation: fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b))}
+		Explanation: explanation}
 	g.emit(g.line(f, a, b, connName(a, b), a, b))
 }
 

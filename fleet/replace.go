@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
 )
@@ -19,19 +18,7 @@ func (g *Engine) closeOpen(e *end, why string) {
 	if e.open == 0 || e.peer == nil {
 		return
 	}
-	a, b := order(e)
-	open, kind := e.open, kindOf(e.openState)
-	e.open, e.peer.open = 0, 0
-	id := idOf("resolution", fmt.Sprint(open))
-	if g.judged[id] {
-		return
-	}
-	g.judged[id] = true
-	now := time.Unix(0, max(a.at, b.at)).UTC()
-	f := apm.Finding{ID: id, Kind: kind, Severity: apm.SevInfo, QP: apm.Key{Device: g.names.name(a.dev), QPN: a.key.QPN()},
-		FirstTime: now, LastTime: now, Evidence: []apm.Evidence{g.evidence(a), g.evidence(b)}, Resolved: true, Resolves: open,
-		Explanation: fmt.Sprintf("finding %d no longer holds: %s", open, why)}
-	g.emit(g.line(f, a, b, connName(a, b), a, b))
+	g.closeWith(e, fmt.Sprintf("finding %d no longer holds: %s", e.open, why))
 }
 
 // kindOf is the kind a pair state is judged as.
