@@ -42,7 +42,7 @@ func TestUnitVerifies(t *testing.T) {
 	unit := copyWith("apmwatch-audit.service", filepath.Join(dir, "apmwatch-audit.service"))
 	dropin := copyWith("apmwatch-audit.service.d/enforce.conf", filepath.Join(dir, "apmwatch-audit.service.d", "enforce.conf"))
 	for _, want := range []string{"IPAddressDeny=any\n", "IPAddressAllow=localhost\n", "SystemCallFilter=@system-service bpf perf_event_open\n",
-		"SystemCallErrorNumber=EPERM\n", "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYSLOG CAP_SYS_RESOURCE\n"} {
+		"SystemCallErrorNumber=EPERM\n", "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYSLOG CAP_SYS_RESOURCE\n"} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q", want)
 		}

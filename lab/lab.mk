@@ -16,7 +16,7 @@ export APMWATCH_LAB ?=
 # $(BUILD)/lab/guest.test.
 include lab/progs/progs.mk
 include lab/guest/guest.mk
-LAB_PREREQS := build lab-progs lab-guest-test
+LAB_PREREQS := build lab-progs lab-guest-test lab-pkgroot
 # The module builds against the headers that setup installs: keep the order under -j too.
 lab-progs: setup
 
@@ -31,6 +31,13 @@ ifeq ($(strip $(CMD)),)
 $(error lab-run needs a command: make lab-run KERNEL=$(KERNEL) CMD='shell command')
 endif
 endif
+
+# The .deb as installed (dpkg-deb -x), for the guest test that starts its
+# units under systemd.
+.PHONY: lab-pkgroot
+lab-pkgroot: package
+	@rm -rf $(BUILD)/lab/pkgroot && mkdir -p $(BUILD)/lab
+	@dpkg-deb -x $$(ls $(PKG_BUILD)/apmwatch_*_amd64.deb) $(BUILD)/lab/pkgroot
 
 .PHONY: setup lab-vm lab-assets lab-run lab-shell lab-core lab-test lab-storm lab-host-test lab-bench test demo
 
@@ -55,9 +62,21 @@ lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERN
 lab-test: lab-guest-test ## the guest tests (guest.test) on both kernels
 	@failed=; for k in $(LAB_KERNELS); do \
 		LAB_TIMEOUT=$${LAB_TIMEOUT:-1680} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
-			CMD='guest.test -test.v -test.timeout 25m' || failed="$$failed $$k"; \
+			CMD='guest.test -test.v -test.timeout 25m -test.skip "$(LAB_SYSTEMD_TESTS)"' || failed="$$failed $$k"; \
 	done; \
 	[ -z "$$failed" ] || { echo "lab-test: guest tests FAILED on:$$failed" >&2; exit 1; }
+
+# The packaged units under Debian's systemd as PID 1 (LAB_INIT=systemd: the
+# guest's init script hands over to systemd, which runs the command as a
+# service): the .deb as installed, each opt-in drop-in enabled.
+LAB_SYSTEMD_TESTS := ^TestPackagedUnitsUnderSystemd$$
+.PHONY: lab-systemd
+lab-systemd: lab-guest-test ## the packaged units (.deb) started by Debian's systemd as the guest's PID 1, on both kernels
+	@failed=; for k in $(LAB_KERNELS); do \
+		LAB_INIT=systemd LAB_TIMEOUT=$${LAB_TIMEOUT:-900} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
+			CMD='guest.test -test.v -test.timeout 10m -test.run "$(LAB_SYSTEMD_TESTS)"' || failed="$$failed $$k"; \
+	done; \
+	[ -z "$$failed" ] || { echo "lab-systemd: FAILED on:$$failed" >&2; exit 1; }
 
 # The core suite: what a kernel must pass before the rest is worth running.
 # apmwatch probes; a user and a kernel QP traced through a migration
@@ -83,7 +102,7 @@ lab-host-test: lab-vm ## host-side checks of the lab runner (boots both kernels;
 	@for k in $(LAB_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
 	APMWATCH_LAB=1 $(GO) test -count=1 -v ./lab/vm/
 
-test: setup unit lint lab-host-test lab-test ## every test: unit, lint, lab runner checks, guest tests on both kernels
+test: setup unit lint lab-host-test lab-test lab-systemd ## every test: unit, lint, lab runner checks, guest tests on both kernels
 
 demo: setup build ## boot the 6.12 lab: two simulated InfiniBand HCAs through port failures (a correct and a never-rearm application, unprotected failure, the actuator), then the RoCE half
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'

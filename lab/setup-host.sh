@@ -92,7 +92,8 @@ pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-de
 	rpm        # and the .rpm's file list is read
 	lintian rpmlint  # make package-test fails on their errors
 	pahole     # apmwatch btf gen is tested with it (btfgen)
-	bash-completion)  # and the packaged bash completion is run
+	bash-completion  # and the packaged bash completion is run
+	systemd)   # the lab guest starts the packaged units under Debian's systemd
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 # Optional: installed when this Debian has them.
 for p in bpftool infiniband-diags; do

@@ -110,7 +110,7 @@ func checkUnits(t *testing.T, root string) {
 	enforceArgs := []string{"--policy", "/etc/apmwatch/policy.json", "--enforce"}
 	publishArgs := []string{"--publish", "nats://nats1.example:4222,nats://nats2.example:4222,nats://nats3.example:4222",
 		"--nats-creds", "/etc/apmwatch/nats.creds", "--nats-tls-ca", "/etc/apmwatch/nats-ca.pem"}
-	caps := []string{"CAP_BPF", "CAP_PERFMON", "CAP_SYSLOG", "CAP_SYS_RESOURCE"}
+	caps := []string{"CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYSLOG", "CAP_SYS_RESOURCE"}
 	defaults := filepath.Join(root, "etc/default/apmwatch")
 	orig, err := os.ReadFile(defaults)
 	if err != nil {

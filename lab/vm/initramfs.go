@@ -92,6 +92,9 @@ func collect(p Paths, k Kernel) (*image, error) {
 	if f, err := findHost("bpftool", "/usr/sbin", "/usr/bin"); err == nil {
 		im.program("usr/sbin/bpftool", f)
 	}
+	if err := addSystemd(im); err != nil {
+		return nil, err
+	}
 	if err := addModules(im, k); err != nil {
 		return nil, err
 	}
@@ -215,6 +218,7 @@ func addArtifacts(im *image, p Paths, k Kernel) {
 	if f := filepath.Join(p.Build, "lab", "guest.test"); exists(f) {
 		im.program(guestBin+"/guest.test", f)
 	}
+	addPkgRoot(im, p)
 	kos, _ := filepath.Glob(filepath.Join(p.Build, "lab", k.Name, "*.ko"))
 	for _, f := range kos {
 		im.hostFile(guestKmod+"/"+filepath.Base(f), f)

@@ -163,3 +163,21 @@ func TestLabBootTimeout(t *testing.T) {
 		t.Errorf("want exit 125 naming the boot timeout, got %v:\n%s", err, out)
 	}
 }
+
+// LAB_INIT=systemd: Debian's systemd is PID 1, runs the command as a
+// service with its output streamed, hands back its exit status, and powers
+// the guest off.
+func TestLabSystemdInit(t *testing.T) {
+	repo := needLab(t)
+	check := `echo "pid1=$(cat /proc/1/comm) unit=$(cat /proc/self/cgroup)"; exit 3`
+	cmd := labvm(repo, "run", "-kernel", "6.12", "-cmd", check)
+	cmd.Env = append(os.Environ(), "LAB_INIT=systemd")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "pid1=systemd") ||
+		!strings.Contains(string(out), "lab-cmd.service") {
+		t.Errorf("labvm run with LAB_INIT=systemd: %v (want exit status 3), stdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+}

@@ -23,6 +23,7 @@ type RunConfig struct {
 	Cmd         string        // run with sh -c as root; empty with Shell
 	Extra       string        // host directory shown read-only at /extra, optional
 	Shell       bool          // interactive shell on the terminal instead of Cmd
+	Systemd     bool          // run Cmd as a service of Debian's systemd, PID 1 after set-up
 	Accel       string        // tcg (default) or kvm
 	Timeout     time.Duration // whole run; qemu is killed after it
 	BootTimeout time.Duration // until the guest init reports; catches a hung KVM boot
@@ -81,6 +82,9 @@ func writeRunInitrd(name, base string, c RunConfig) error {
 	mode := "run"
 	if c.Shell {
 		mode = "shell"
+	}
+	if c.Systemd && !c.Shell {
+		mode = "systemd"
 	}
 	a.File("etc/lab/mode", 0o644, []byte(mode+"\n"))
 	a.File("etc/lab/cmd", 0o644, []byte(c.Cmd+"\n"))

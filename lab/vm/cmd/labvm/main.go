@@ -105,7 +105,7 @@ func boot(p vm.Paths, kernel, cmdline, extra string, shell bool) int {
 	}
 	c := vm.RunConfig{
 		Paths: p, Kernel: kernel, Cmd: cmdline, Extra: extra, Shell: shell,
-		Accel: os.Getenv("LAB_ACCEL"), Verbose: os.Getenv("LAB_VERBOSE") != "",
+		Accel: os.Getenv("LAB_ACCEL"), Verbose: os.Getenv("LAB_VERBOSE") != "", Systemd: os.Getenv("LAB_INIT") == "systemd",
 		Stdout: os.Stdout, Stderr: os.Stderr,
 	}
 	var err error
