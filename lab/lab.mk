@@ -33,11 +33,17 @@ endif
 endif
 
 # The .deb as installed (dpkg-deb -x), for the guest test that starts its
-# units under systemd.
+# units under systemd; built again only when what goes into it changed (a
+# digest of the binary and the packaging, docs and licence files), not at
+# every lab-run.
+PKGROOT_INPUTS = bin/apmwatch CHANGELOG.md README.md LICENSE $$(find deploy docs -type f | sort)
 .PHONY: lab-pkgroot
-lab-pkgroot: package
-	@rm -rf $(BUILD)/lab/pkgroot && mkdir -p $(BUILD)/lab
-	@dpkg-deb -x $$(ls $(PKG_BUILD)/apmwatch_*_amd64.deb) $(BUILD)/lab/pkgroot
+lab-pkgroot: build
+	@sum=$$(cat $(PKGROOT_INPUTS) | sha256sum | cut -d' ' -f1); stamp=$(BUILD)/lab/pkgroot.sha256; \
+	if [ ! -d $(BUILD)/lab/pkgroot ] || [ "$$sum" != "$$(cat $$stamp 2>/dev/null)" ]; then \
+		$(MAKE) --no-print-directory package && rm -rf $(BUILD)/lab/pkgroot && mkdir -p $(BUILD)/lab && \
+		dpkg-deb -x $$(ls $(PKG_BUILD)/apmwatch_*_amd64.deb) $(BUILD)/lab/pkgroot && echo "$$sum" >$$stamp; \
+	fi
 
 .PHONY: setup lab-vm lab-assets lab-run lab-shell lab-core lab-test lab-storm lab-host-test lab-bench test demo
 
