@@ -71,6 +71,7 @@ func fleetPermissions() *server.Permissions {
 			"$JS.API.CONSUMER.MSG.NEXT.*.*",
 			"$JS.API.CONSUMER.INFO.*.*",
 			"$JS.API.CONSUMER.DELETE.*.*",
+			"$JS.API.INFO",
 			"$JS.API.STREAM.CREATE.KV_" + LeaseBucket,
 			"$JS.API.STREAM.UPDATE.KV_" + LeaseBucket,
 			"$JS.API.DIRECT.GET.KV_" + LeaseBucket + ".>",

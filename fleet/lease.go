@@ -54,10 +54,12 @@ type leaseValue struct {
 // openLeases creates the bucket, or sets its TTL to ttl: instances of
 // one fleet give the same --lease-ttl.
 func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl time.Duration, replicas int) (*leases, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
 		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
 	if err != nil {
-		return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+		return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, denied(ctx, err))
 	}
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {

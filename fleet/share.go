@@ -109,6 +109,7 @@ func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jet
 			got++
 			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
 				pending = uint64(n)
+				break // all there was: not waiting out the fetch
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
