@@ -133,13 +133,3 @@ func (l *leases) homeRuns(ctx context.Context, share int) bool {
 	_, err := l.kv.Get(ctx, homeKey(share))
 	return !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted)
 }
-
-// holder reads who holds share's lease (for the logs; 0, false: no one).
-func (l *leases) holder(ctx context.Context, share int) (leaseValue, bool) {
-	e, err := l.kv.Get(ctx, leaseKey(share))
-	if err != nil {
-		return leaseValue{}, false
-	}
-	var v leaseValue
-	return v, json.Unmarshal(e.Value(), &v) == nil
-}
