@@ -54,7 +54,7 @@ func newFleetMetrics() *fleetMetrics {
 	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "findings_total",
 		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
 	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
-		Help: "Findings that could not be handed to JetStream."})
+		Help: "Finding publishes JetStream did not acknowledge (each is sent again)."})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "records_refused_total",
 		Help: "Connection records refused, by reason: too-large, bad-subject, undecodable, subject-mismatch (host, device, QPN or partition not the subject's), " +
 			"future (dated past --max-skew after their receipt), claimed (another host's end), host-ends (the host holds its bound of ends)."}, []string{"reason"})
