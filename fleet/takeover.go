@@ -37,13 +37,14 @@ type shares struct {
 	mu    sync.Mutex
 	wmu   sync.Mutex // one writer of the ready file
 	held  map[int]*held
+	lost  map[int]uint64 // the revision of a lease whose renewal failed (the lease loop's)
 	ready bool // the home share's rebuild is consumed: the ready file is written
 	ends  int
 }
 
 // takeover runs the instance's shares until ctx is done.
 func (in *instance) takeover(ctx context.Context) error {
-	t := &shares{in: in, start: time.Now(), errs: make(chan error, Partitions), held: map[int]*held{}}
+	t := &shares{in: in, start: time.Now(), errs: make(chan error, Partitions), held: map[int]*held{}, lost: map[int]uint64{}}
 	if in.cfg.Instances == 1 {
 		t.begin(ctx, in.cfg.Instance, 0)
 		select {
@@ -102,12 +103,13 @@ func (t *shares) round(ctx context.Context) {
 			rev, err := t.lk.renew(c, s, h.rev)
 			if err != nil {
 				t.drop(s, err)
+				t.lost[s] = h.rev
 				continue
 			}
 			h.rev = rev
 		case s != home && (time.Since(t.start) < 2*cfg.LeaseTTL || t.lk.homeRuns(c, s)):
 		default:
-			rev, err := t.lk.acquire(c, s)
+			rev, err := t.retake(c, s)
 			if err != nil {
 				if !errors.Is(err, errLeaseHeld) && ctx.Err() == nil {
 					t.in.log.Warn("lease bucket", "err", err)
@@ -121,6 +123,23 @@ func (t *shares) round(ctx context.Context) {
 			t.begin(ctx, s, rev)
 		}
 	}
+}
+
+// retake takes share s's free lease or, when a renewal of it failed
+// (NATS away a moment), the lease still at the revision this instance
+// wrote: no one else wrote it since.
+func (t *shares) retake(ctx context.Context, s int) (uint64, error) {
+	if rev, ok := t.lost[s]; ok {
+		if n, err := t.lk.renew(ctx, s, rev); err == nil {
+			delete(t.lost, s)
+			return n, nil
+		}
+	}
+	rev, err := t.lk.acquire(ctx, s)
+	if err == nil {
+		delete(t.lost, s)
+	}
+	return rev, err
 }
 
 func (t *shares) get(s int) *held {
