@@ -38,7 +38,7 @@ type shares struct {
 	wmu   sync.Mutex // one writer of the ready file
 	held  map[int]*held
 	lost  map[int]uint64 // the revision of a lease whose renewal failed (the lease loop's)
-	ready bool // the home share's rebuild is consumed: the ready file is written
+	ready bool           // the home share's rebuild is consumed: the ready file is written
 	ends  int
 }
 
