@@ -85,43 +85,55 @@ func (in *instance) takeover(ctx context.Context) error {
 // round is one pass over the shares.
 func (t *shares) round(ctx context.Context) {
 	cfg := t.in.cfg
-	c, cancel := context.WithTimeout(ctx, cfg.LeaseTTL/3)
-	defer cancel()
 	home := cfg.Instance
+	c, cancel := context.WithTimeout(ctx, cfg.LeaseTTL/3)
 	if err := t.lk.announce(c, home); err != nil && ctx.Err() == nil {
 		t.in.log.Warn("lease bucket", "err", err)
 	}
+	cancel()
 	for s := range cfg.Instances {
 		if ctx.Err() != nil {
 			return
 		}
-		h := t.get(s)
-		switch {
-		case h != nil && s != home && t.lk.homeRuns(c, s):
-			t.release(ctx, s, "its home instance runs again")
-		case h != nil:
-			rev, err := t.lk.renew(c, s, h.rev)
-			if err != nil {
-				t.drop(s, err)
-				t.lost[s] = h.rev
-				continue
-			}
-			h.rev = rev
-		case s != home && (time.Since(t.start) < 2*cfg.LeaseTTL || t.lk.homeRuns(c, s)):
-		default:
-			rev, err := t.retake(c, s)
-			if err != nil {
-				if !errors.Is(err, errLeaseHeld) && ctx.Err() == nil {
-					t.in.log.Warn("lease bucket", "err", err)
-				}
-				continue
-			}
-			if s != home {
-				t.in.m.takeovers.Inc()
-				t.in.log.Warn("share adopted: its home instance does not run and its lease expired", "share", s)
-			}
-			t.begin(ctx, s, rev)
+		t.one(ctx, s)
+	}
+}
+
+// one renews, releases or takes share s, each request within TTL/3.
+func (t *shares) one(ctx context.Context, s int) {
+	cfg := t.in.cfg
+	home := cfg.Instance
+	c, cancel := context.WithTimeout(ctx, cfg.LeaseTTL/3)
+	defer cancel()
+	h := t.get(s)
+	switch {
+	case h != nil && s != home && t.lk.homeRuns(c, s):
+		t.release(ctx, s, "its home instance runs again")
+	case h != nil:
+		rev, err := t.lk.renew(c, s, h.rev)
+		if err != nil && ctx.Err() != nil {
+			return // stopping: stopAll hands it over
 		}
+		if err != nil {
+			t.drop(s, err)
+			t.lost[s] = h.rev
+			return
+		}
+		h.rev = rev
+	case s != home && (time.Since(t.start) < 2*cfg.LeaseTTL || t.lk.homeRuns(c, s)):
+	default:
+		rev, err := t.retake(c, s)
+		if err != nil {
+			if !errors.Is(err, errLeaseHeld) && ctx.Err() == nil {
+				t.in.log.Warn("lease bucket", "err", err)
+			}
+			return
+		}
+		if s != home {
+			t.in.m.takeovers.Inc()
+			t.in.log.Warn("share adopted: its home instance does not run and its lease expired", "share", s)
+		}
+		t.begin(ctx, s, rev)
 	}
 }
 
