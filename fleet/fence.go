@@ -54,8 +54,10 @@ func newFence(js jetstream.JetStream, out []io.Writer, m *fleetMetrics, log *slo
 	return f
 }
 
-// emit publishes a finding line; it is written once acknowledged.
-func (f *fence) emit(l Line) {
+// emit publishes a finding line; it is written once acknowledged. A
+// fence full of lines not acknowledged (NATS away) holds the caller back
+// until ctx is done.
+func (f *fence) emit(ctx context.Context, l Line) {
 	l.Logged = time.Now().UTC()
 	b, err := json.Marshal(escape.Value(l))
 	if err != nil {
@@ -72,6 +74,8 @@ func (f *fence) emit(l Line) {
 	select {
 	case f.q <- fenced{msg: msg, line: append(b, '\n'), ack: ack}:
 	case <-f.stop:
+		f.settled.Add(1)
+	case <-ctx.Done(): // the share is no longer this instance's
 		f.settled.Add(1)
 	}
 }

@@ -52,12 +52,12 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := range n {
-			f1.emit(fenceLine(uint64(1000+i), i%Partitions))
+			f1.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
 		}
 		close(done)
 	}()
 	for i := range n {
-		f0.emit(fenceLine(uint64(1000+i), i%Partitions))
+		f0.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
 	}
 	<-done
 	if !f0.flush(context.Background(), 10*time.Second) || !f1.flush(context.Background(), 10*time.Second) {
@@ -95,7 +95,7 @@ func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
 	defer srv.Shutdown()
 	var out syncBuffer
 	f, m := testFence(t, srv.URL(), &out)
-	f.emit(fenceLine(7, 3))
+	f.emit(context.Background(), fenceLine(7, 3))
 	waitFor(t, 20*time.Second, "a failed publish", func() bool { return testutil.ToFloat64(m.publishErrors) > 0 })
 	if ls := out.lines(t); len(ls) != 0 {
 		t.Fatalf("written before any acknowledgement: %+v", ls)

@@ -31,6 +31,7 @@ type shareRun struct {
 	share  int
 	parts  []int
 	engine *Engine
+	ctx    context.Context // run's: the engine's findings wait for the fence until it is done
 	// onReady is called once the rebuild is consumed, with the ends
 	// rebuilt
 	onReady func(ends int)
@@ -42,11 +43,14 @@ func (in *instance) newShareRun(s int, onReady func(int)) *shareRun {
 	n := in.cfg.Instances
 	ec := in.cfg.Engine
 	ec.OwnsHost = func(host string) bool { return HostPartition(host)%n == s }
-	return &shareRun{in: in, share: s, parts: sharePartitions(s, n), engine: NewEngine(ec, in.fence.emit), onReady: onReady}
+	r := &shareRun{in: in, share: s, parts: sharePartitions(s, n), onReady: onReady, ctx: context.Background()}
+	r.engine = NewEngine(ec, func(l Line) { in.fence.emit(r.ctx, l) })
+	return r
 }
 
 // run rebuilds the share's state and judges it until ctx is done.
 func (r *shareRun) run(ctx context.Context) error {
+	r.ctx = ctx
 	if err := r.loadJudged(ctx); err != nil {
 		return err
 	}
