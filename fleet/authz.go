@@ -83,8 +83,8 @@ func fleetPermissions() *server.Permissions {
 
 // localPermissions are those of a client without credentials on an
 // embedded server without users (loopback only): any host's subjects and
-// the fleet's, reading through consumers; no stream created, changed,
-// purged or deleted.
+// the fleet's, reading through consumers, the leases of the bucket the
+// embedded fleet made; no stream created, changed, purged or deleted.
 func localPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
@@ -97,6 +97,9 @@ func localPermissions() *server.Permissions {
 			"$JS.API.CONSUMER.MSG.NEXT.*.*",
 			"$JS.API.CONSUMER.INFO.*.*",
 			"$JS.API.CONSUMER.DELETE.*.*",
+			"$JS.API.INFO",
+			"$JS.API.DIRECT.GET.KV_" + LeaseBucket + ".>",
+			"$KV." + LeaseBucket + ".>",
 		}},
 	}
 }

@@ -52,20 +52,32 @@ type leaseValue struct {
 }
 
 // openLeases creates the bucket, or sets its TTL to ttl: instances of
-// one fleet give the same --lease-ttl.
+// one fleet give the same --lease-ttl. A user that may not (the local
+// user of an embedded server without --auth) uses the bucket as it is.
 func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl time.Duration, replicas int) (*leases, error) {
-	ctx, done := guard(ctx, js.Conn())
-	defer done()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
-		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
+	kv, err := createLeases(ctx, js, ttl, replicas)
 	if err != nil {
-		return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, denied(ctx, err))
+		c, done := guard(ctx, js.Conn())
+		b, berr := js.KeyValue(c, LeaseBucket)
+		done()
+		if berr != nil {
+			return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+		}
+		kv = b
 	}
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("naming this run: %w", err)
 	}
 	return &leases{kv: kv, instance: instance, run: hex.EncodeToString(b)}, nil
+}
+
+func createLeases(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int) (jetstream.KeyValue, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
+		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
+	return kv, denied(ctx, err)
 }
 
 func leaseKey(share int) string { return fmt.Sprintf("share.%d", share) }

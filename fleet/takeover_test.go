@@ -153,3 +153,18 @@ func TestFleetDropsAShareWhoseRenewFails(t *testing.T) {
 	t.Logf("dropped %v after the lease was written over (renewal every %v)", time.Since(put).Round(10*time.Millisecond), ttl/3)
 	waitFor(t, 30*time.Second, "share 0 taken again", func() bool { return slices.Contains(f.shares(), 0) })
 }
+
+// An embedded fleet without --auth makes the bucket; an instance that
+// connects to it as the local user (no credentials) takes its share
+// under a lease there.
+func TestFleetLeasesAsTheLocalUser(t *testing.T) {
+	cfg := embeddedConfig(t)
+	cfg.Instances, cfg.LeaseTTL = 2, 600*time.Millisecond
+	f0, _ := runFleet(t, cfg)
+	second := DefaultConfig()
+	second.NATS.URL, second.Instance, second.Instances, second.LeaseTTL = f0.readyInfo(t).NATS, 1, 2, cfg.LeaseTTL
+	f1, _ := runFleet(t, second)
+	if s0, s1 := f0.shares(), f1.shares(); !slices.Equal(s0, []int{0}) || !slices.Equal(s1, []int{1}) {
+		t.Fatalf("shares: instance 0 %v, instance 1 %v", s0, s1)
+	}
+}
