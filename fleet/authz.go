@@ -57,7 +57,8 @@ func hostPermissions(host string) *server.Permissions {
 
 // fleetPermissions are a fleet instance's (and fleet status's, postmortem
 // --nats's): create apmwatch's two streams, read any stream through
-// consumers, publish the fleet's findings.
+// consumers, publish the fleet's findings, and keep the shares' leases
+// (lease.go).
 func fleetPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
@@ -70,6 +71,11 @@ func fleetPermissions() *server.Permissions {
 			"$JS.API.CONSUMER.MSG.NEXT.*.*",
 			"$JS.API.CONSUMER.INFO.*.*",
 			"$JS.API.CONSUMER.DELETE.*.*",
+			"$JS.API.INFO",
+			"$JS.API.STREAM.CREATE.KV_" + LeaseBucket,
+			"$JS.API.STREAM.UPDATE.KV_" + LeaseBucket,
+			"$JS.API.DIRECT.GET.KV_" + LeaseBucket + ".>",
+			"$KV." + LeaseBucket + ".>",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
 	}
@@ -77,8 +83,8 @@ func fleetPermissions() *server.Permissions {
 
 // localPermissions are those of a client without credentials on an
 // embedded server without users (loopback only): any host's subjects and
-// the fleet's, reading through consumers; no stream created, changed,
-// purged or deleted.
+// the fleet's, reading through consumers, the leases of the bucket the
+// embedded fleet made; no stream created, changed, purged or deleted.
 func localPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
@@ -91,6 +97,9 @@ func localPermissions() *server.Permissions {
 			"$JS.API.CONSUMER.MSG.NEXT.*.*",
 			"$JS.API.CONSUMER.INFO.*.*",
 			"$JS.API.CONSUMER.DELETE.*.*",
+			"$JS.API.INFO",
+			"$JS.API.DIRECT.GET.KV_" + LeaseBucket + ".>",
+			"$KV." + LeaseBucket + ".>",
 		}},
 	}
 }

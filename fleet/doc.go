@@ -19,5 +19,11 @@
 //	apmwatch.finding.fleet.<partition>                stream APMWATCH_FINDINGS
 //
 // The partition is a stable hash of the connection (both ends compute
-// the same one), so one instance holds both ends of a connection.
+// the same one), so one instance holds both ends of a connection. With
+// several instances each is the home of a share of the partitions and
+// holds the shares it judges under leases in the KV bucket
+// APMWATCH_LEASES: an instance adopts the share of one that
+// stopped and hands it back when its home returns. A finding line is
+// written only once the findings stream acknowledged it as new (the fence):
+// whoever judges it, it is written once.
 package fleet

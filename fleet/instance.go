@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,13 +30,17 @@ type Config struct {
 	Findings    string // append finding lines here
 	Stdout      bool   // also to standard output (always without Findings)
 	MetricsAddr string
-	Instance    int // this instance's index, from 0
-	Instances   int // how many share the partitions
+	Instance    int           // this instance's index, from 0
+	Instances   int           // how many share the partitions
+	LeaseTTL    time.Duration // a share's lease lasts this long unrenewed (takeover.go)
 	Engine      EngineConfig
 	Limits      StreamLimits
 	// hold, when set, is called before each message and tick is handled
 	// (a test holds the instance back: a consumer that lags)
 	hold func()
+	// keepLeases, set by a test, has the instance leave its leases to
+	// expire at exit, as one that dies does
+	keepLeases bool
 
 	// Reload, when it delivers, has the embedded server read Auth again
 	// (SIGHUP).
@@ -46,7 +49,7 @@ type Config struct {
 
 // DefaultConfig returns the documented defaults (docs/fleet.md).
 func DefaultConfig() Config {
-	return Config{Listen: DefaultListen, MetricsAddr: "127.0.0.1:9579", Instances: 1,
+	return Config{Listen: DefaultListen, MetricsAddr: "127.0.0.1:9579", Instances: 1, LeaseTTL: DefaultLeaseTTL,
 		Engine: EngineConfig{Deadline: 2 * time.Second}, Limits: DefaultLimits}
 }
 
@@ -57,6 +60,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--instances must be 1 to %d: %d", Partitions, c.Instances)
 	case c.Instance < 0 || c.Instance >= c.Instances:
 		return fmt.Errorf("--instance must be 0 to %d: %d", c.Instances-1, c.Instance)
+	case c.LeaseTTL < minLeaseTTL || c.LeaseTTL > maxLeaseTTL:
+		return fmt.Errorf("--lease-ttl must be %v to %v: %v", minLeaseTTL, maxLeaseTTL, c.LeaseTTL)
 	case c.Engine.Deadline <= 0:
 		return fmt.Errorf("--rearm-deadline must be positive: %v", c.Engine.Deadline)
 	case c.NATS.URL == "" && c.StoreDir == "":
@@ -81,35 +86,28 @@ func (c Config) server() ServerConfig {
 		TLSCA: c.TLSCA, TLSVerify: c.TLSVerify, Monitor: c.Monitor}
 }
 
-// partitions returns the partitions this instance owns.
-func (c Config) partitions() []int {
-	var ps []int
-	for p := range Partitions {
-		if p%c.Instances == c.Instance {
-			ps = append(ps, p)
-		}
-	}
-	return ps
-}
+// partitions returns the partitions of this instance's home share.
+func (c Config) partitions() []int { return sharePartitions(c.Instance, c.Instances) }
 
 // Ready is the ready file's content.
 type Ready struct {
 	NATS       string `json:"nats"`
 	Instance   int    `json:"instance"`
 	Instances  int    `json:"instances"`
-	Partitions []int  `json:"partitions"`
-	Ends       int    `json:"ends"` // rebuilt from the stream
+	Partitions []int  `json:"partitions"` // of the shares it holds
+	Shares     []int  `json:"shares"`     // the shares it holds (takeover.go)
+	Ends       int    `json:"ends"`       // its home share's, rebuilt from the stream
 }
 
 // instance is one running fleet instance.
 type instance struct {
-	cfg    Config
-	log    *slog.Logger
-	js     jetstream.JetStream
-	engine *Engine
-	out    []io.Writer
-	m      *fleetMetrics
-	url    string
+	cfg   Config
+	log   *slog.Logger
+	js    jetstream.JetStream
+	fence *fence
+	out   []io.Writer
+	m     *fleetMetrics
+	url   string
 	// embedded: the server is this process's, of a known version
 	embedded bool
 }
@@ -170,13 +168,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := in.waitStreams(ctx, nc); err != nil {
 		return err
 	}
-	n, i := cfg.Instances, cfg.Instance
-	cfg.Engine.OwnsHost = func(host string) bool { return HostPartition(host)%n == i }
-	in.engine = NewEngine(cfg.Engine, in.emit)
-	if err := in.loadJudged(ctx); err != nil {
-		return err
-	}
-	return in.consume(ctx)
+	in.fence = newFence(in.js, in.out, in.m, log)
+	defer in.fence.close(5 * time.Second)
+	return in.takeover(ctx)
 }
 
 // waitStreams creates the streams, waiting for NATS as long as it takes;
@@ -212,227 +206,6 @@ func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
 			return nil
 		case <-time.After(time.Second):
 		}
-	}
-}
-
-// loadJudged reads this instance's partitions' findings from the stream:
-// what an earlier run (or a former owner) judged is not judged again.
-func (in *instance) loadJudged(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	var filters []string
-	for _, p := range in.cfg.partitions() {
-		filters = append(filters, fleetFindingSubject(p))
-	}
-	streams, err := streamsOf(ctx, in.js, filters)
-	if err != nil {
-		return err
-	}
-	n := 0
-	for name, fs := range streams {
-		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
-			in.engine.Seen(m.Data())
-		})
-		if err != nil {
-			return fmt.Errorf("reading earlier findings: %w", err)
-		}
-		n += k
-	}
-	in.log.Info("earlier findings read", "findings", n)
-	return nil
-}
-
-// readAll delivers every message a consumer has now, then returns.
-// A request the server denies ends it at once, with a *DeniedError.
-func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) (int, error) {
-	ctx, done := guard(ctx, js.Conn())
-	defer done()
-	c, err := js.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return 0, denied(ctx, err)
-	}
-	pending := c.CachedInfo().NumPending
-	n := 0
-	for uint64(n) < pending {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return n, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			fn(m)
-			n++
-			got++
-			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
-				pending = uint64(n)
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return n, denied(ctx, err)
-		}
-		var d *DeniedError
-		if errors.As(context.Cause(ctx), &d) {
-			return n, d
-		}
-		if got == 0 {
-			break
-		}
-	}
-	return n, nil
-}
-
-// consume rebuilds the partitions' state from the last record of every
-// end, then follows new records, judging as it goes.
-func (in *instance) consume(ctx context.Context) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	var filters []string
-	for _, p := range in.cfg.partitions() {
-		filters = append(filters, connFilter(p))
-	}
-	streams, err := streamsOf(ctx, in.js, filters)
-	if err != nil {
-		return err
-	}
-	in.followHeartbeats(ctx, streams)
-	msgs := make(chan jetstream.Msg, 4096)
-	var initial uint64
-	clock := newStreamClock()
-	for name, fs := range streams {
-		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
-			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-		if err != nil {
-			return fmt.Errorf("consuming %s: %w", name, err)
-		}
-		initial += c.CachedInfo().NumPending
-		clock.pending[name] = c.CachedInfo().NumPending
-		cc, err := c.Consume(func(m jetstream.Msg) {
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("consuming %s: %w", name, err)
-		}
-		defer cc.Stop()
-	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var applied uint64
-	ready := false
-	markReady := func() {
-		ready = true
-		in.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
-		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
-			"rebuilt_ends", len(in.engine.ends))
-		if in.cfg.ReadyFile != "" {
-			r := Ready{NATS: in.url, Instance: in.cfg.Instance, Instances: in.cfg.Instances, Partitions: in.cfg.partitions(), Ends: len(in.engine.ends)}
-			if err := writeReady(in.cfg.ReadyFile, r); err != nil {
-				in.log.Error("writing the ready file", "err", err)
-			}
-		}
-	}
-	if initial == 0 {
-		markReady()
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			select { // the findings handed to JetStream, stored before exit
-			case <-in.js.PublishAsyncComplete():
-			case <-time.After(5 * time.Second):
-				in.log.Warn("findings not acknowledged by jetstream at exit", "pending", in.js.PublishAsyncPending())
-			}
-			return nil
-		case m := <-msgs:
-			if in.cfg.hold != nil {
-				in.cfg.hold()
-			}
-			applied++
-			now := time.Now()
-			md, mdErr := m.Metadata()
-			var stored time.Time
-			if mdErr == nil {
-				stored = md.Timestamp
-				clock.consumed(md.Stream, stored, md.NumPending, now)
-			}
-			in.take(m, stored, now)
-			if mdErr == nil {
-				in.m.lagMessages.Set(float64(md.NumPending))
-				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
-					markReady()
-				}
-			}
-		case now := <-tick.C:
-			if in.cfg.hold != nil {
-				in.cfg.hold()
-				now = time.Now()
-			}
-			if at := clock.at(now, in.js.Conn().IsConnected() && len(msgs) == 0); !at.IsZero() {
-				in.engine.Advance(at)
-			}
-			in.m.update(in.engine)
-		}
-	}
-}
-
-// followHeartbeats adds the hosts' heartbeats to what the instance
-// consumes when they are in the one stream of its records (so that it
-// reads a host's heartbeats and records in the order they were stored);
-// otherwise it says it does not follow them: no host is judged silent,
-// and pairs are judged on the stream's clock alone.
-func (in *instance) followHeartbeats(ctx context.Context, streams map[string][]string) {
-	hs, err := streamsOf(ctx, in.js, []string{heartbeatFilter})
-	if err == nil && len(streams) == 1 {
-		for name := range hs {
-			if _, ok := streams[name]; ok {
-				streams[name] = append(streams[name], heartbeatFilter)
-				return
-			}
-		}
-	}
-	in.log.Warn("hosts' heartbeats not followed: they are not in the one stream of this instance's records", "subject", heartbeatFilter, "err", err)
-}
-
-// take applies one message: a heartbeat, or a record bound to its
-// subject (trust.go: a host speaks only for its own ends).
-func (in *instance) take(m jetstream.Msg, stored, now time.Time) {
-	r := Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}
-	if isHeartbeat(r.Subject) {
-		in.engine.TakeHeartbeat(r, now)
-		return
-	}
-	_, why := in.engine.Take(r, now)
-	switch why {
-	case "":
-		in.m.records.Inc()
-		if !stored.IsZero() {
-			in.m.lagSeconds.Set(max(0, now.Sub(stored).Seconds()))
-		}
-	case refusedUndecodable.String():
-		in.m.badRecords.Inc()
-	}
-}
-
-// emit writes a finding line out and to the findings stream.
-func (in *instance) emit(l Line) {
-	l.Logged = time.Now().UTC()
-	b, err := json.Marshal(escape.Value(l))
-	if err != nil {
-		return
-	}
-	in.m.findings.WithLabelValues(string(l.Kind), l.Type).Inc()
-	line := append(b, '\n')
-	for _, w := range in.out {
-		w.Write(line)
-	}
-	_, err = in.js.PublishMsgAsync(&nats.Msg{Subject: fleetFindingSubject(l.Partition), Data: b,
-		Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", l.ID)}}})
-	if err != nil {
-		in.m.publishErrors.Inc()
 	}
 }
 

@@ -12,22 +12,25 @@ import (
 
 // fleetMetrics are a fleet instance's series (docs/fleet.md).
 type fleetMetrics struct {
-	reg           *prometheus.Registry
-	connections   *prometheus.GaugeVec // state
-	unpaired      prometheus.Gauge
-	ends          prometheus.Gauge
-	records       prometheus.Counter
-	badRecords    prometheus.Counter
-	staleRecords  prometheus.Gauge
-	lagMessages   prometheus.Gauge
-	lagSeconds    prometheus.Gauge
-	findings      *prometheus.CounterVec // kind, type
-	publishErrors prometheus.Counter
-	refused       *prometheus.CounterVec // reason
-	refusedSeen   [nRefusals]uint64      // the engine's counts added so far
-	hostSilent    *prometheus.GaugeVec   // host
-	hostHeard     *prometheus.GaugeVec   // host
-	hostOffset    *prometheus.GaugeVec   // host
+	reg              *prometheus.Registry
+	connections      *prometheus.GaugeVec // state
+	unpaired         prometheus.Gauge
+	ends             prometheus.Gauge
+	records          prometheus.Counter
+	badRecords       prometheus.Counter
+	staleRecords     prometheus.Gauge
+	lagMessages      prometheus.Gauge
+	lagSeconds       prometheus.Gauge
+	findings         *prometheus.CounterVec // kind, type
+	publishErrors    prometheus.Counter
+	refused          *prometheus.CounterVec // reason
+	refusedSeen      [nRefusals]uint64      // the engine's counts added so far
+	hostSilent       *prometheus.GaugeVec   // host
+	hostHeard        *prometheus.GaugeVec   // host
+	hostOffset       *prometheus.GaugeVec   // host
+	shareOwned       *prometheus.GaugeVec   // share
+	takeovers        prometheus.Counter
+	fencedDuplicates prometheus.Counter
 }
 
 func newFleetMetrics() *fleetMetrics {
@@ -51,7 +54,7 @@ func newFleetMetrics() *fleetMetrics {
 	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "findings_total",
 		Help: "Findings and resolutions given, by kind and type."}, []string{"kind", "type"})
 	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "publish_errors_total",
-		Help: "Findings that could not be handed to JetStream."})
+		Help: "Finding publishes JetStream did not acknowledge (each is sent again)."})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "records_refused_total",
 		Help: "Connection records refused, by reason: too-large, bad-subject, undecodable, subject-mismatch (host, device, QPN or partition not the subject's), " +
 			"future (dated past --max-skew after their receipt), claimed (another host's end), host-ends (the host holds its bound of ends)."}, []string{"reason"})
@@ -65,12 +68,18 @@ func newFleetMetrics() *fleetMetrics {
 		Help: "When a host's latest heartbeat was stored, Unix seconds (the stream's clock)."}, []string{"host"})
 	m.hostOffset = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "host_clock_offset_seconds",
 		Help: "A host's clock minus the stream's, at its latest heartbeat (its at minus when it was stored)."}, []string{"host"})
+	m.shareOwned = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "share_owned",
+		Help: "1 while this instance holds a share's lease and judges its partitions, else 0."}, []string{"share"})
+	m.takeovers = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "takeovers_total",
+		Help: "Shares of another (home) instance this instance adopted, their lease having expired."})
+	m.fencedDuplicates = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "duplicate_findings_total",
+		Help: "Findings the findings stream already held (another instance gave them first): not written."})
 	v := version.Get()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Name: "build_info", Help: "Always 1.",
 		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
 	info.Set(1)
 	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
-		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, m.shareOwned, m.takeovers, m.fencedDuplicates, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -24,7 +24,8 @@ func newFleetCmd() *cobra.Command {
 			"(without --nats: an embedded NATS with JetStream listening on --listen, its streams in --store),\n" +
 			"pairs both ends of every connection, and judges one-sided-rearm and unprotected-connection with\n" +
 			"both hosts' evidence: finding lines on standard output or --findings, and back to the stream.\n" +
-			"Instances share the partitions (--instance of --instances). See docs/fleet.md.",
+			"Instances share the partitions (--instance of --instances); one takes over the share\n" +
+			"of an instance that stops, until it returns (--lease-ttl). See docs/fleet.md.",
 		Example: "  apmwatch fleet --store /var/lib/apmwatch/fleet\n" +
 			"  apmwatch fleet --listen 0.0.0.0:4222 --auth /etc/apmwatch/fleet-auth.conf \\\n      --tls-cert server.pem --tls-key server-key.pem\n" +
 			"  apmwatch fleet --nats nats://nats1:4222,nats://nats2:4222 \\\n      --instance 0 --instances 2",
@@ -62,6 +63,7 @@ func newFleetCmd() *cobra.Command {
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
 	fl.IntVar(&cfg.Instance, "instance", 0, "this instance's index among --instances (they split the partitions)")
 	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
+	fl.DurationVar(&cfg.LeaseTTL, "lease-ttl", cfg.LeaseTTL, "a share's lease lasts this long unrenewed; then another instance adopts it")
 	fl.DurationVar(&cfg.Engine.Deadline, "rearm-deadline", cfg.Engine.Deadline, "a pair one-sided or unprotected this long is judged")
 	fl.DurationVar(&cfg.Engine.SilentAfter, "silent-after", fleet.DefaultSilentAfter, "a host that heartbeats and is not heard this long is silent (host-silent)")
 	fl.DurationVar(&cfg.Engine.MaxSkew, "max-skew", fleet.DefaultMaxSkew, "refuse a record whose at or changed is more than this after NATS stored it (hosts' clocks are NTP-synchronised)")

@@ -24,6 +24,8 @@ func TestFleetAndPublishUsageErrors(t *testing.T) {
 		{"fleet", "--instance", "2", "--instances", "2"},
 		{"fleet", "--nats", "127.0.0.1:4222"},
 		{"fleet", "--rearm-deadline", "0s", "--store", "/tmp/s"},
+		{"fleet", "--lease-ttl", "10ms", "--store", "/tmp/s"},
+		{"fleet", "--lease-ttl", "2h", "--store", "/tmp/s"},
 		{"fleet", "--silent-after", "-1s", "--store", "/tmp/s"},
 		{"fleet", "status", "--silent-after", "0s"},
 		{"audit", "--publish", "nats://127.0.0.1:1", "--publish-queue", "/tmp/q", "--publish-heartbeat", "10ms"},

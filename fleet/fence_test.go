@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// testFence is a fence on its own connection, writing to out.
+func testFence(t *testing.T, url string, out io.Writer) (*fence, *fleetMetrics) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	m := newFleetMetrics()
+	f := newFence(js, []io.Writer{out}, m, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { f.close(time.Second) })
+	return f, m
+}
+
+func fenceLine(id uint64, partition int) Line {
+	return Line{Line: findingline.New(apm.Finding{ID: id, Kind: apm.OneSidedRearm}, "hostB"), Hosts: []string{"hostA", "hostB"}, Partition: partition}
+}
+
+// Two instances that judge the same findings (a share between them):
+// each line is written once, by the instance whose publish the stream
+// took first, and each instance writes its lines in the order judged.
+func TestFenceWritesEachLineOnce(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	nc, _ := nats.Connect(srv.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	var out0, out1 syncBuffer
+	f0, m0 := testFence(t, srv.URL(), &out0)
+	f1, m1 := testFence(t, srv.URL(), &out1)
+	const n = 200
+	done := make(chan struct{})
+	go func() {
+		for i := range n {
+			f1.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
+		}
+		close(done)
+	}()
+	for i := range n {
+		f0.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
+	}
+	<-done
+	if !f0.flush(context.Background(), 10*time.Second) || !f1.flush(context.Background(), 10*time.Second) {
+		t.Fatal("lines not settled")
+	}
+	seen := map[uint64]int{}
+	for _, ls := range [][]outLine{out0.lines(t), out1.lines(t)} {
+		last := uint64(0)
+		for _, l := range ls {
+			seen[l.ID]++
+			if l.ID <= last {
+				t.Fatalf("line %d after %d", l.ID, last)
+			}
+			last = l.ID
+		}
+	}
+	dups := testutil.ToFloat64(m0.fencedDuplicates) + testutil.ToFloat64(m1.fencedDuplicates)
+	if len(seen) != n || dups != n {
+		t.Fatalf("%d distinct lines of %d, %v duplicates not written", len(seen), n, dups)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("line %d written %d times", id, k)
+		}
+	}
+	if got := len(streamMsgs(t, srv.URL(), FindingsStream, fleetFindingPfx+">")); got != n {
+		t.Fatalf("%d lines in the stream, want %d", got, n)
+	}
+}
+
+// A line no stream acknowledges is not written; once the stream is there
+// it is sent again and written, once.
+func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	var out syncBuffer
+	f, m := testFence(t, srv.URL(), &out)
+	f.emit(context.Background(), fenceLine(7, 3))
+	waitFor(t, 20*time.Second, "a failed publish", func() bool { return testutil.ToFloat64(m.publishErrors) > 0 })
+	if ls := out.lines(t); len(ls) != 0 {
+		t.Fatalf("written before any acknowledgement: %+v", ls)
+	}
+	nc, _ := nats.Connect(srv.URL())
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the line, acknowledged", func() bool { return len(out.lines(t)) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	if ls := out.lines(t); len(ls) != 1 || ls[0].ID != 7 {
+		t.Fatalf("lines: %+v", ls)
+	}
+}

@@ -1,0 +1,147 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Leases say which instance judges a share (the partitions p with
+// p % N == s) now. They live in a JetStream KV bucket whose TTL is the
+// lease's: a lease its holder stops renewing is gone from the bucket one
+// TTL after its last renewal. JetStream's revision check is the only
+// arbiter: a lease is taken with Create (only when the key holds
+// nothing, so of the instances that try one wins), renewed and given up
+// with the revision its holder last wrote (a key another revision wrote
+// since is not the holder's any more).
+//
+//	share.<s>  the lease of share s: {"instance":i,"run":...}
+//	home.<s>   share s's home instance is running (renewed as leases are):
+//	           whoever holds the share for it gives it back
+
+// LeaseBucket is the KV bucket of the leases.
+const LeaseBucket = "APMWATCH_LEASES"
+
+// DefaultLeaseTTL is --lease-ttl's default.
+const DefaultLeaseTTL = 15 * time.Second
+
+// Bounds of --lease-ttl: JetStream ages messages out no finer than
+// 100 ms, and a lease longer than an hour leaves a share unjudged as long.
+const (
+	minLeaseTTL = 100 * time.Millisecond
+	maxLeaseTTL = time.Hour
+)
+
+// leases are one instance's view of the bucket.
+type leases struct {
+	kv       jetstream.KeyValue
+	instance int
+	run      string // this process: two runs of one instance are two holders
+}
+
+// leaseValue is what a lease key holds.
+type leaseValue struct {
+	Instance int    `json:"instance"`
+	Run      string `json:"run"`
+}
+
+// openLeases creates the bucket, or sets its TTL to ttl: instances of
+// one fleet give the same --lease-ttl. A user that may not (the local
+// user of an embedded server without --auth) uses the bucket as it is.
+func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl time.Duration, replicas int) (*leases, error) {
+	kv, err := createLeases(ctx, js, ttl, replicas)
+	if err != nil {
+		c, done := guard(ctx, js.Conn())
+		b, berr := js.KeyValue(c, LeaseBucket)
+		done()
+		if berr != nil {
+			return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+		}
+		kv = b
+	}
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("naming this run: %w", err)
+	}
+	return &leases{kv: kv, instance: instance, run: hex.EncodeToString(b)}, nil
+}
+
+func createLeases(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int) (jetstream.KeyValue, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
+		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
+	return kv, denied(ctx, err)
+}
+
+func leaseKey(share int) string { return fmt.Sprintf("share.%d", share) }
+func homeKey(share int) string  { return fmt.Sprintf("home.%d", share) }
+
+func (l *leases) value() []byte {
+	b, _ := json.Marshal(leaseValue{Instance: l.instance, Run: l.run})
+	return b
+}
+
+// acquire takes share's lease when no one holds it, returning the
+// revision to renew it with; errLeaseHeld when someone does.
+func (l *leases) acquire(ctx context.Context, share int) (uint64, error) {
+	rev, err := l.kv.Create(ctx, leaseKey(share), l.value())
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, errLeaseHeld
+	}
+	if err != nil {
+		return 0, fmt.Errorf("taking the lease of share %d: %w", share, err)
+	}
+	return rev, nil
+}
+
+// errLeaseHeld: another instance holds the lease.
+var errLeaseHeld = errors.New("the lease is held")
+
+// renew writes share's lease again over revision rev, returning the new
+// revision; it fails when the key is no longer at rev (expired, taken,
+// or written by anyone else).
+func (l *leases) renew(ctx context.Context, share int, rev uint64) (uint64, error) {
+	n, err := l.kv.Update(ctx, leaseKey(share), l.value(), rev)
+	if err != nil {
+		return 0, fmt.Errorf("renewing the lease of share %d (revision %d): %w", share, rev, err)
+	}
+	return n, nil
+}
+
+// release gives share's lease up, if it is still at revision rev.
+func (l *leases) release(ctx context.Context, share int, rev uint64) error {
+	if err := l.kv.Delete(ctx, leaseKey(share), jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("releasing the lease of share %d: %w", share, err)
+	}
+	return nil
+}
+
+// announce says that share's home instance runs.
+func (l *leases) announce(ctx context.Context, share int) error {
+	if _, err := l.kv.Put(ctx, homeKey(share), l.value()); err != nil {
+		return fmt.Errorf("announcing the home of share %d: %w", share, err)
+	}
+	return nil
+}
+
+// leave says that share's home instance stops.
+func (l *leases) leave(ctx context.Context, share int) error {
+	if err := l.kv.Delete(ctx, homeKey(share)); err != nil {
+		return fmt.Errorf("leaving the home of share %d: %w", share, err)
+	}
+	return nil
+}
+
+// homeRuns reports whether share's home instance announced itself within
+// the TTL; an error counts as yes (the share is not adopted on a doubt).
+func (l *leases) homeRuns(ctx context.Context, share int) bool {
+	_, err := l.kv.Get(ctx, homeKey(share))
+	return !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted)
+}

@@ -1,0 +1,263 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A share is the partitions p with p % N == s (N: --instances). An
+// instance judges each share it holds with an engine of its own, rebuilt
+// from the stream when it starts to hold it, dropped when it stops.
+
+// sharePartitions returns share s's partitions, of n shares.
+func sharePartitions(s, n int) []int {
+	var ps []int
+	for p := range Partitions {
+		if p%n == s {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// shareRun judges one share.
+type shareRun struct {
+	in     *instance
+	share  int
+	parts  []int
+	engine *Engine
+	ctx    context.Context // run's: the engine's findings wait for the fence until it is done
+	// onReady is called once the rebuild is consumed, with the ends
+	// rebuilt
+	onReady func(ends int)
+}
+
+// newShareRun makes share s's engine; it gives the host-silent findings
+// of the hosts whose name hashes to one of its partitions.
+func (in *instance) newShareRun(s int, onReady func(int)) *shareRun {
+	n := in.cfg.Instances
+	ec := in.cfg.Engine
+	ec.OwnsHost = func(host string) bool { return HostPartition(host)%n == s }
+	r := &shareRun{in: in, share: s, parts: sharePartitions(s, n), onReady: onReady, ctx: context.Background()}
+	r.engine = NewEngine(ec, func(l Line) { in.fence.emit(r.ctx, l) })
+	return r
+}
+
+// run rebuilds the share's state and judges it until ctx is done.
+func (r *shareRun) run(ctx context.Context) error {
+	r.ctx = ctx
+	if err := r.loadJudged(ctx); err != nil {
+		return err
+	}
+	return r.consume(ctx)
+}
+
+// home reports whether this is the instance's own share (its engine
+// gives the gauges).
+func (r *shareRun) home() bool { return r.share == r.in.cfg.Instance }
+
+// loadJudged reads this instance's partitions' findings from the stream:
+// what an earlier run (or a former owner) judged is not judged again.
+func (r *shareRun) loadJudged(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	in := r.in
+	var filters []string
+	for _, p := range r.parts {
+		filters = append(filters, fleetFindingSubject(p))
+	}
+	streams, err := streamsOf(ctx, in.js, filters)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for name, fs := range streams {
+		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
+			r.engine.Seen(m.Data())
+		})
+		if err != nil {
+			return fmt.Errorf("reading earlier findings: %w", err)
+		}
+		n += k
+	}
+	in.log.Info("earlier findings read", "share", r.share, "findings", n)
+	return nil
+}
+
+// readAll delivers every message a consumer has now, then returns.
+// A request the server denies ends it at once, with a *DeniedError.
+func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) (int, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
+	c, err := js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return 0, denied(ctx, err)
+	}
+	pending := c.CachedInfo().NumPending
+	n := 0
+	for uint64(n) < pending {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return n, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			fn(m)
+			n++
+			got++
+			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
+				pending = uint64(n)
+				break // all there was: not waiting out the fetch
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return n, denied(ctx, err)
+		}
+		var d *DeniedError
+		if errors.As(context.Cause(ctx), &d) {
+			return n, d
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// consume rebuilds the partitions' state from the last record of every
+// end, then follows new records, judging as it goes.
+func (r *shareRun) consume(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	in := r.in
+	var filters []string
+	for _, p := range r.parts {
+		filters = append(filters, connFilter(p))
+	}
+	streams, err := streamsOf(ctx, in.js, filters)
+	if err != nil {
+		return err
+	}
+	r.followHeartbeats(ctx, streams)
+	msgs := make(chan jetstream.Msg, 4096)
+	var initial uint64
+	clock := newStreamClock()
+	for name, fs := range streams {
+		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
+		}
+		initial += c.CachedInfo().NumPending
+		clock.pending[name] = c.CachedInfo().NumPending
+		cc, err := c.Consume(func(m jetstream.Msg) {
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("consuming %s: %w", name, err)
+		}
+		defer cc.Stop()
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var applied uint64
+	ready := false
+	markReady := func() {
+		ready = true
+		r.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
+		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
+			"share", r.share, "rebuilt_ends", len(r.engine.ends))
+		if r.onReady != nil {
+			r.onReady(len(r.engine.ends))
+		}
+	}
+	if initial == 0 {
+		markReady()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // the fence settles the findings handed to it
+		case m := <-msgs:
+			if in.cfg.hold != nil {
+				in.cfg.hold()
+			}
+			applied++
+			now := time.Now()
+			md, mdErr := m.Metadata()
+			var stored time.Time
+			if mdErr == nil {
+				stored = md.Timestamp
+				clock.consumed(md.Stream, stored, md.NumPending, now)
+			}
+			r.take(m, stored, now)
+			if mdErr == nil {
+				in.m.lagMessages.Set(float64(md.NumPending))
+				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
+					markReady()
+				}
+			}
+		case now := <-tick.C:
+			if in.cfg.hold != nil {
+				in.cfg.hold()
+				now = time.Now()
+			}
+			if at := clock.at(now, in.js.Conn().IsConnected() && len(msgs) == 0); !at.IsZero() {
+				r.engine.Advance(at)
+			}
+			if r.home() {
+				in.m.update(r.engine)
+			}
+		}
+	}
+}
+
+// followHeartbeats adds the hosts' heartbeats to what the instance
+// consumes when they are in the one stream of its records (so that it
+// reads a host's heartbeats and records in the order they were stored);
+// otherwise it says it does not follow them: no host is judged silent,
+// and pairs are judged on the stream's clock alone.
+func (r *shareRun) followHeartbeats(ctx context.Context, streams map[string][]string) {
+	in := r.in
+	hs, err := streamsOf(ctx, in.js, []string{heartbeatFilter})
+	if err == nil && len(streams) == 1 {
+		for name := range hs {
+			if _, ok := streams[name]; ok {
+				streams[name] = append(streams[name], heartbeatFilter)
+				return
+			}
+		}
+	}
+	in.log.Warn("hosts' heartbeats not followed: they are not in the one stream of this instance's records", "subject", heartbeatFilter, "err", err)
+}
+
+// take applies one message: a heartbeat, or a record bound to its
+// subject (trust.go: a host speaks only for its own ends).
+func (r *shareRun) take(m jetstream.Msg, stored, now time.Time) {
+	in := r.in
+	rc := Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}
+	if isHeartbeat(rc.Subject) {
+		r.engine.TakeHeartbeat(rc, now)
+		return
+	}
+	_, why := r.engine.Take(rc, now)
+	switch why {
+	case "":
+		in.m.records.Inc()
+		if !stored.IsZero() {
+			in.m.lagSeconds.Set(max(0, now.Sub(stored).Seconds()))
+		}
+	case refusedUndecodable.String():
+		in.m.badRecords.Inc()
+	}
+}

@@ -1,0 +1,170 @@
+package fleet
+
+import (
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// oneSidedFrom is oneSided with hostA's QPNs from qa, hostB's from qb.
+func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) {
+	var sides []*side
+	for i := range uint32(n) {
+		sa := &side{p: a, dev: "ibsim0", qpn: qa + i}
+		sb := &side{p: b, dev: "ibsim1", qpn: qb + i}
+		sa.connect(2, sb.qpn)
+		sb.connect(1, sa.qpn)
+		sides = append(sides, sa, sb)
+	}
+	a.Tick(time.Now())
+	b.Tick(time.Now())
+	for _, s := range sides {
+		s.pathMig()
+	}
+	for i := 0; i < len(sides); i += 2 {
+		sides[i].arm()
+	}
+	a.Tick(time.Now())
+	b.Tick(time.Now())
+}
+
+// shares reads the shares an instance's ready file names (nil: none yet).
+func (r *running) shares() []int {
+	b, err := os.ReadFile(r.ready)
+	if err != nil {
+		return nil
+	}
+	var x Ready
+	if jsonUnmarshal(b, &x) != nil {
+		return nil
+	}
+	return x.Shares
+}
+
+// hostBQPNs returns the QPNs the findings name on hostB, and fails on a
+// line that is not a one-sided finding there.
+func hostBQPNs(t *testing.T, ls []outLine) []uint32 {
+	t.Helper()
+	var q []uint32
+	for _, l := range ls {
+		if l.Type != "finding" || l.Host != "hostB" {
+			t.Fatalf("unexpected line: %+v", l)
+		}
+		q = append(q, l.QP.QPN)
+	}
+	return q
+}
+
+// Two instances; instance 1 dies (its leases left to expire): instance 0
+// adopts share 1 and judges its connections; instance 1 returns: it takes
+// its share back, instance 0 releases it. Every finding is written once,
+// by one of them, across the whole run.
+func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	const ttl = 600 * time.Millisecond
+	withTTL := func(die bool) func(*Config) {
+		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
+	}
+	f0 := startFleetWith(t, srv.URL(), 0, 2, withTTL(false))
+	defer f0.stop()
+	f1 := startFleetWith(t, srv.URL(), 1, 2, withTTL(true))
+	a, b := twoHosts(t, srv.URL())
+	const n = 16
+	written := func(rs ...*running) []outLine {
+		var ls []outLine
+		for _, r := range rs {
+			ls = append(ls, r.out.lines(t)...)
+		}
+		return ls
+	}
+
+	oneSidedFrom(a, b, 100, 200, n) // both running
+	waitFor(t, 30*time.Second, "the first findings", func() bool { return len(written(f0, f1)) >= n })
+
+	f1.stop()
+	died := time.Now()
+	waitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
+	t.Logf("share 1 adopted and rebuilt %v after instance 1 died (lease TTL %v)", time.Since(died).Round(10*time.Millisecond), ttl)
+	before := len(f0.out.lines(t))
+	oneSidedFrom(a, b, 300, 400, n) // instance 0 alone
+	waitFor(t, 30*time.Second, "the second findings", func() bool { return len(f0.out.lines(t)) >= before+n })
+	second := f0.out.lines(t)[before:]
+	if q := hostBQPNs(t, second); len(q) != n || slices.Min(q) != 400 || slices.Max(q) != 400+n-1 {
+		t.Fatalf("instance 0 alone wrote %v", q)
+	}
+	if !slices.ContainsFunc(second, func(l outLine) bool { return l.Partition%2 == 1 }) {
+		t.Fatalf("no finding on share 1 among %+v", second)
+	}
+
+	back := time.Now()
+	g1 := startFleetWith(t, srv.URL(), 1, 2, withTTL(false)) // ready once it holds share 1 again
+	defer g1.stop()
+	waitFor(t, 30*time.Second, "instance 0 to release share 1", func() bool { return slices.Equal(f0.shares(), []int{0}) })
+	t.Logf("share 1 back home %v after instance 1 returned", time.Since(back).Round(10*time.Millisecond))
+	if s := g1.shares(); !slices.Equal(s, []int{1}) {
+		t.Fatalf("instance 1 holds %v", s)
+	}
+	before0 := len(f0.out.lines(t))
+	oneSidedFrom(a, b, 500, 600, n) // both again
+	waitFor(t, 30*time.Second, "the third findings", func() bool { return len(written(f0, g1)) >= before0+n })
+	time.Sleep(time.Second) // twice the deadline: a line twice would be out by now
+	for _, l := range f0.out.lines(t)[before0:] {
+		if l.Partition%2 != 0 {
+			t.Fatalf("instance 0 judged share 1 after it released it: %+v", l)
+		}
+	}
+	for _, l := range g1.out.lines(t) {
+		if l.Partition%2 != 1 {
+			t.Fatalf("instance 1 judged share 0: %+v", l)
+		}
+	}
+	all := hostBQPNs(t, written(f0, f1, g1))
+	slices.Sort(all)
+	var want []uint32
+	for _, base := range []uint32{200, 400, 600} {
+		for i := range uint32(n) {
+			want = append(want, base+i)
+		}
+	}
+	if !slices.Equal(all, want) {
+		t.Fatalf("lines written across the run (hostB QPNs):\n got %v\nwant %v", all, want)
+	}
+}
+
+// A renewal that fails (another revision wrote the lease) drops the
+// share at once; the instance takes it again once that lease expires.
+func TestFleetDropsAShareWhoseRenewFails(t *testing.T) {
+	srv := startServer(t, "127.0.0.1:0", t.TempDir())
+	defer srv.Shutdown()
+	const ttl = 3 * time.Second
+	f := startFleetWith(t, srv.URL(), 0, 2, func(c *Config) { c.LeaseTTL = ttl })
+	defer f.stop()
+	if s := f.shares(); !slices.Equal(s, []int{0}) {
+		t.Fatalf("holds %v", s)
+	}
+	lk := testLeases(t, srv.URL(), 9, ttl)
+	if _, err := lk.kv.Put(t.Context(), leaseKey(0), []byte(`{"instance":9}`)); err != nil {
+		t.Fatal(err)
+	}
+	put := time.Now()
+	waitFor(t, 20*time.Second, "share 0 dropped", func() bool { return !slices.Contains(f.shares(), 0) })
+	t.Logf("dropped %v after the lease was written over (renewal every %v)", time.Since(put).Round(10*time.Millisecond), ttl/3)
+	waitFor(t, 30*time.Second, "share 0 taken again", func() bool { return slices.Contains(f.shares(), 0) })
+}
+
+// An embedded fleet without --auth makes the bucket; an instance that
+// connects to it as the local user (no credentials) takes its share
+// under a lease there.
+func TestFleetLeasesAsTheLocalUser(t *testing.T) {
+	cfg := embeddedConfig(t)
+	cfg.Instances, cfg.LeaseTTL = 2, 600*time.Millisecond
+	f0, _ := runFleet(t, cfg)
+	second := DefaultConfig()
+	second.NATS.URL, second.Instance, second.Instances, second.LeaseTTL = f0.readyInfo(t).NATS, 1, 2, cfg.LeaseTTL
+	f1, _ := runFleet(t, second)
+	if s0, s1 := f0.shares(), f1.shares(); !slices.Equal(s0, []int{0}) || !slices.Equal(s1, []int{1}) {
+		t.Fatalf("shares: instance 0 %v, instance 1 %v", s0, s1)
+	}
+}
