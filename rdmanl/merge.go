@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,18 @@ type MergeOptions struct {
 // taken and src's remaining events are still handed out. Close may be
 // called while another goroutine waits in Next. With o.Every 0 or no
 // o.Read it returns src.
+//
+// A reading never overtakes an event stamped before it. The source's
+// events come through a queue (the ring buffer, the collector's channel)
+// that a busy consumer drains late, and a reading is taken now: handed out
+// at once, it would tell the model that a QP reads MIGRATED while the
+// PATH_MIG stamped before it still waits in that queue, and a deadline
+// judged meanwhile would find no migration. So from a source with
+// watermarks (event.Marker) a reading is held until a mark at or past its
+// stamp comes (every event stamped before it has been handed out), and no
+// new reading is taken while one is held: under a storm the readings wait
+// and thin out instead of piling up. A source without marks gets its
+// readings at once, as they are taken.
 func Merge(src event.Source, o MergeOptions) event.Source {
 	if o.Every <= 0 || o.Read == nil {
 		return src
@@ -48,6 +61,9 @@ type mergeSource struct {
 	off     time.Duration // wall clock minus CLOCK_BOOTTIME
 	next    time.Time     // when to read next
 	pending []*event.Event
+	held    []*event.Event // a reading waiting for a mark past heldAt
+	heldAt  uint64         // the held reading's stamp (Boot)
+	mark    uint64         // a mark to hand out once the reading it released is out
 	closed  atomic.Bool
 	seen    map[string]bool // read errors already reported
 	wait    deadline.Reuse  // the wait until the next reading: one timer per reading, not per event
@@ -75,17 +91,42 @@ func (s *mergeSource) NextMark(ctx context.Context) (*event.Event, uint64, error
 			s.pending = s.pending[1:]
 			return e, 0, nil
 		}
+		if s.mark != 0 {
+			m := s.mark
+			s.mark = 0
+			return nil, m, nil
+		}
 		if s.closed.Load() {
-			return event.NextOrMark(ctx, s.Source)
+			// The source drains without marks: the held reading goes
+			// before the first event stamped after it, or at the end.
+			e, mark, err := event.NextOrMark(ctx, s.Source)
+			if len(s.held) > 0 && (errors.Is(err, io.EOF) || (err == nil && e != nil && e.Boot >= s.heldAt)) {
+				s.release(0)
+				if e != nil {
+					s.pending = append(s.pending, e)
+				}
+				continue
+			}
+			if mark != 0 && s.release(mark) {
+				continue
+			}
+			return e, mark, err
 		}
-		if !time.Now().Before(s.next) {
-			s.read()
-			continue
+		wait := ctx
+		if len(s.held) == 0 {
+			if !time.Now().Before(s.next) {
+				s.read()
+				continue
+			}
+			wait = s.wait.Ctx(ctx, s.next)
 		}
-		e, mark, err := event.NextOrMark(s.wait.Ctx(ctx, s.next), s.Source)
+		e, mark, err := event.NextOrMark(wait, s.Source)
 		if err == nil {
 			if e != nil {
 				s.feeder.Saw(e)
+			}
+			if mark != 0 && s.release(mark) {
+				continue
 			}
 			return e, mark, nil
 		}
@@ -116,10 +157,29 @@ func (s *mergeSource) read() {
 		}
 		return
 	}
+	_, marks := s.Source.(event.Marker)
 	for _, e := range s.feeder.Events(snap) {
 		e.Time = time.Unix(0, int64(e.Boot)+int64(s.off))
-		s.pending = append(s.pending, e)
+		if !marks {
+			s.pending = append(s.pending, e)
+			continue
+		}
+		s.held = append(s.held, e)
+		s.heldAt = max(s.heldAt, e.Boot)
 	}
+}
+
+// release hands out the held reading once mark (0: the end of the source)
+// is at or past its stamp, followed by the mark itself. It reports whether
+// it released one.
+func (s *mergeSource) release(mark uint64) bool {
+	if len(s.held) == 0 || (mark != 0 && mark < s.heldAt) {
+		return false
+	}
+	s.pending = append(s.pending, s.held...)
+	clear(s.held)
+	s.held, s.heldAt, s.mark = s.held[:0], 0, mark
+	return true
 }
 
 // Close closes the source; no reading is taken after it.
