@@ -43,8 +43,9 @@ type MergeOptions struct {
 // PATH_MIG stamped before it still waits in that queue, and a deadline
 // judged meanwhile would find no migration. So from a source with
 // watermarks (event.Marker) a reading is held until a mark at or past its
-// stamp comes (every event stamped before it has been handed out), and no
-// new reading is taken while one is held: under a storm the readings wait
+// stamp comes, or an event stamped at or after it (every event stamped
+// before it has been handed out), and no new reading is taken while one is
+// held: under a storm the readings wait
 // and thin out instead of piling up. A source without marks gets its
 // readings at once, as they are taken.
 func Merge(src event.Source, o MergeOptions) event.Source {
@@ -96,24 +97,9 @@ func (s *mergeSource) NextMark(ctx context.Context) (*event.Event, uint64, error
 			s.mark = 0
 			return nil, m, nil
 		}
-		if s.closed.Load() {
-			// The source drains without marks: the held reading goes
-			// before the first event stamped after it, or at the end.
-			e, mark, err := event.NextOrMark(ctx, s.Source)
-			if len(s.held) > 0 && (errors.Is(err, io.EOF) || (err == nil && e != nil && e.Boot >= s.heldAt)) {
-				s.release(0)
-				if e != nil {
-					s.pending = append(s.pending, e)
-				}
-				continue
-			}
-			if mark != 0 && s.release(mark) {
-				continue
-			}
-			return e, mark, err
-		}
+		closed := s.closed.Load()
 		wait := ctx
-		if len(s.held) == 0 {
+		if len(s.held) == 0 && !closed {
 			if !time.Now().Before(s.next) {
 				s.read()
 				continue
@@ -121,11 +107,17 @@ func (s *mergeSource) NextMark(ctx context.Context) (*event.Event, uint64, error
 			wait = s.wait.Ctx(ctx, s.next)
 		}
 		e, mark, err := event.NextOrMark(wait, s.Source)
+		if closed && errors.Is(err, io.EOF) && s.release(0) {
+			continue // every event is out: the reading follows them
+		}
 		if err == nil {
-			if e != nil {
+			if e != nil && !closed {
 				s.feeder.Saw(e)
 			}
-			if mark != 0 && s.release(mark) {
+			if s.passes(e, mark) {
+				if e != nil {
+					s.pending = append(s.pending, e)
+				}
 				continue
 			}
 			return e, mark, nil
@@ -169,11 +161,27 @@ func (s *mergeSource) read() {
 	}
 }
 
-// release hands out the held reading once mark (0: the end of the source)
-// is at or past its stamp, followed by the mark itself. It reports whether
-// it released one.
+// passes releases the held reading when the source's next item shows that
+// every event stamped before it has come: a mark at or past its stamp, or
+// an event stamped at or after it (the ring buffer hands records out in
+// the order they were stamped, give or take the mark's slack; a closed
+// source drains without marks). The item follows the reading.
+func (s *mergeSource) passes(e *event.Event, mark uint64) bool {
+	switch {
+	case len(s.held) == 0:
+		return false
+	case mark != 0:
+		return mark >= s.heldAt && s.release(mark)
+	case e != nil && e.Boot >= s.heldAt:
+		return s.release(0)
+	}
+	return false
+}
+
+// release hands out the held reading, followed by mark (0: none). It
+// reports whether there was one.
 func (s *mergeSource) release(mark uint64) bool {
-	if len(s.held) == 0 || (mark != 0 && mark < s.heldAt) {
+	if len(s.held) == 0 {
 		return false
 	}
 	s.pending = append(s.pending, s.held...)

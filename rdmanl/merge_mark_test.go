@@ -41,17 +41,18 @@ func (m *marking) WantMark(uint64) {}
 // reading's stamp releases it, and comes right after it.
 func TestReadingWaitsForEarlierEvents(t *testing.T) {
 	pm := &event.Event{Seq: 1, Kind: event.KindQPEvent, Device: "rxe0", QPN: 17, Boot: 8}
-	src := &marking{items: []markItem{{ev: pm}, {mark: 9}, {mark: 12}}}
+	after := &event.Event{Seq: 2, Kind: event.KindModify, Device: "rxe0", QPN: 17, Boot: 11}
+	src := &marking{items: []markItem{{ev: pm}, {mark: 9}, {mark: 12}, {ev: after}, {mark: 13}}}
 	reads := 0
 	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: time.Millisecond, Read: func() (rdmanl.Snapshot, error) {
 		reads++
-		return rdmanl.Snapshot{Boot: 10, QPs: []rdmanl.QP{rc(17, event.MigMigrated)}}, nil
+		return rdmanl.Snapshot{Boot: uint64(reads) * 10, QPs: []rdmanl.QP{rc(17, event.MigMigrated)}}, nil
 	}})
 	m := s.(event.Marker)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	var got []string
-	for len(got) < 4 {
+	for len(got) < 6 {
 		e, mark, err := m.NextMark(ctx)
 		if err != nil {
 			t.Fatalf("after %v: %v", got, err)
@@ -66,14 +67,37 @@ func TestReadingWaitsForEarlierEvents(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond) // the next reading is due: none is taken while one is held
 	}
-	want := []string{"event", "mark", "reading", "mark"}
+	want := []string{"event", "mark", "reading", "mark", "event", "mark"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("order %v, want %v", got, want)
 		}
 	}
-	if reads != 1 {
-		t.Errorf("%d readings taken while one was held, want 1", reads)
+	if reads != 2 { // the second (stamped 20) is held: no third while it is
+		t.Errorf("%d readings taken, want 2: none while one is held", reads)
+	}
+}
+
+// An event stamped after the reading releases it too (the ring buffer
+// hands records out in stamp order): the reading goes right before it.
+func TestReadingBeforeALaterEvent(t *testing.T) {
+	later := &event.Event{Seq: 1, Kind: event.KindQPEvent, Device: "rxe0", QPN: 17, Boot: 11}
+	src := &marking{items: []markItem{{ev: later}}}
+	s := rdmanl.Merge(src, rdmanl.MergeOptions{Every: time.Hour, Read: func() (rdmanl.Snapshot, error) {
+		return rdmanl.Snapshot{Boot: 10, QPs: []rdmanl.QP{rc(17, event.MigArmed)}}, nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var kinds []event.Kind
+	for len(kinds) < 2 {
+		e, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", kinds, err)
+		}
+		kinds = append(kinds, e.Kind)
+	}
+	if kinds[0] != event.KindTruth || kinds[1] != event.KindQPEvent {
+		t.Fatalf("%v, want the reading, then the event stamped after it", kinds)
 	}
 }
 
