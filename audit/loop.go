@@ -37,6 +37,7 @@ type daemon struct {
 	src          event.Source
 	losses       apm.LossWatch // tells the model of the source's losses
 	epoch        int
+	marked       bool // the current source gives marks: they, not the clock, move the model
 	events       chan item
 	meta         event.Meta
 	counts       counted
@@ -219,7 +220,7 @@ func (d *daemon) tick() {
 	if d.src != nil {
 		d.lossTo(d.src.Stats()) // before the model judges and the actor runs what it planned
 	}
-	d.model.Advance(d.deps.Boot())
+	d.advance()
 	d.publish()
 	d.actorTick(now)
 	if d.src != nil {

@@ -50,7 +50,7 @@ func (d *daemon) attach(reason string) error {
 	src = rdmanl.Merge(d.scope(src), rdmanl.MergeOptions{Every: d.cfg.ReconcileInterval, Read: d.deps.Snapshot,
 		OnRead: d.onReading, Warn: func(err error) { d.log.Warn("rdma netlink reading failed", "err", err) }})
 	d.epoch++
-	d.src, d.counts = src, counted{}
+	d.src, d.counts, d.marked = src, counted{}, false
 	d.wake.wanted = 0 // ask the new source afresh
 	meta := src.Meta()
 	d.meta = meta

@@ -13,9 +13,11 @@ import (
 //     collector wakes at that time, reads what the probes queued and hands
 //     out a mark, and the model judges up to it at once (Settle);
 //   - sets one timer for a reorder window past it, where Advance judges it
-//     without a mark (a source without marks, or a ring buffer that never
-//     empties in a storm).
-// The one-second tick still advances the model too. An actor that waits
+//     by the clock, for a source that has given no mark (one without marks).
+// The one-second tick advances the model by the clock too, for such a
+// source. Once the source has given a mark, marks alone move the model:
+// in a storm whose ring buffer does not empty, deadlines wait for the
+// events stamped before them instead of being judged without them. An actor that waits
 // (the enforcer's grace period: Scheduler) gets its own timer the same way.
 
 // Timer is the loop's one timer (time.Timer); tests pass a fake clock's.
@@ -136,7 +138,7 @@ func (d *daemon) schedule() {
 		}
 	}
 	at := uint64(0)
-	if ok {
+	if ok && !d.marked { // marks judge what is due: no timer to spin on
 		at = due + uint64(d.model.ReorderWindow())
 	}
 	if at == w.at {
@@ -164,12 +166,25 @@ func (d *daemon) schedule() {
 // woken runs when the timer fires: the model judges what the clock allows.
 func (d *daemon) woken() {
 	d.wake.at = 0
-	d.model.Advance(d.deps.Boot())
+	d.advance()
 	d.publish()
+}
+
+// advance moves the model to the clock, unless the source gives marks:
+// then only they move it (settle). Events wait in the ring buffer and in
+// the queues between the collector and this loop while the daemon catches
+// up with a storm; a deadline judged by the clock meanwhile would miss an
+// event stamped before it that is still on its way (a PATH_MIG behind a
+// reading of MIGRATED: a false mig-state-mismatch).
+func (d *daemon) advance() {
+	if !d.marked {
+		d.model.Advance(d.deps.Boot())
+	}
 }
 
 // settle takes a watermark of the current source.
 func (d *daemon) settle(mark uint64) {
+	d.marked = true
 	d.model.Settle(mark)
 	d.publish()
 }

@@ -16,7 +16,9 @@ import (
 // t has been read, except:
 //   - a probe between its stamp and its reserve: a few microseconds of
 //     BPF with preemption off (kprobes) or migration off (BPF trampolines);
-//     markSlack covers it;
+//     markSlack covers it, unless the kernel preempts a trampoline's
+//     program there (full or lazy preemption, 7.2's default): its record
+//     then comes after the mark, late;
 //   - an entry waiting for its exit in the join map (the LAP/APR
 //     handlers, the kprobe variants of ib_cm_notify, modify and destroy;
 //     ib_cm_notify's fexit stamps its own record at the exit) or in the

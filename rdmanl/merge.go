@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,19 @@ type MergeOptions struct {
 // taken and src's remaining events are still handed out. Close may be
 // called while another goroutine waits in Next. With o.Every 0 or no
 // o.Read it returns src.
+//
+// A reading never overtakes an event stamped before it. The source's
+// events come through a queue (the ring buffer, the collector's channel)
+// that a busy consumer drains late, and a reading is taken now: handed out
+// at once, it would tell the model that a QP reads MIGRATED while the
+// PATH_MIG stamped before it still waits in that queue, and a deadline
+// judged meanwhile would find no migration. So from a source with
+// watermarks (event.Marker) a reading is held until a mark at or past its
+// stamp comes, or an event stamped at or after it (every event stamped
+// before it has been handed out), and no new reading is taken while one is
+// held: under a storm the readings wait
+// and thin out instead of piling up. A source without marks gets its
+// readings at once, as they are taken.
 func Merge(src event.Source, o MergeOptions) event.Source {
 	if o.Every <= 0 || o.Read == nil {
 		return src
@@ -48,6 +62,9 @@ type mergeSource struct {
 	off     time.Duration // wall clock minus CLOCK_BOOTTIME
 	next    time.Time     // when to read next
 	pending []*event.Event
+	held    []*event.Event // a reading waiting for a mark past heldAt
+	heldAt  uint64         // the held reading's stamp (Boot)
+	mark    uint64         // a mark to hand out once the reading it released is out
 	closed  atomic.Bool
 	seen    map[string]bool // read errors already reported
 	wait    deadline.Reuse  // the wait until the next reading: one timer per reading, not per event
@@ -75,17 +92,33 @@ func (s *mergeSource) NextMark(ctx context.Context) (*event.Event, uint64, error
 			s.pending = s.pending[1:]
 			return e, 0, nil
 		}
-		if s.closed.Load() {
-			return event.NextOrMark(ctx, s.Source)
+		if s.mark != 0 {
+			m := s.mark
+			s.mark = 0
+			return nil, m, nil
 		}
-		if !time.Now().Before(s.next) {
-			s.read()
-			continue
+		closed := s.closed.Load()
+		wait := ctx
+		if len(s.held) == 0 && !closed {
+			if !time.Now().Before(s.next) {
+				s.read()
+				continue
+			}
+			wait = s.wait.Ctx(ctx, s.next)
 		}
-		e, mark, err := event.NextOrMark(s.wait.Ctx(ctx, s.next), s.Source)
+		e, mark, err := event.NextOrMark(wait, s.Source)
+		if closed && errors.Is(err, io.EOF) && s.release(0) {
+			continue // every event is out: the reading follows them
+		}
 		if err == nil {
-			if e != nil {
+			if e != nil && !closed {
 				s.feeder.Saw(e)
+			}
+			if s.passes(e, mark) {
+				if e != nil {
+					s.pending = append(s.pending, e)
+				}
+				continue
 			}
 			return e, mark, nil
 		}
@@ -116,10 +149,45 @@ func (s *mergeSource) read() {
 		}
 		return
 	}
+	_, marks := s.Source.(event.Marker)
 	for _, e := range s.feeder.Events(snap) {
 		e.Time = time.Unix(0, int64(e.Boot)+int64(s.off))
-		s.pending = append(s.pending, e)
+		if !marks {
+			s.pending = append(s.pending, e)
+			continue
+		}
+		s.held = append(s.held, e)
+		s.heldAt = max(s.heldAt, e.Boot)
 	}
+}
+
+// passes releases the held reading when the source's next item shows that
+// every event stamped before it has come: a mark at or past its stamp, or
+// an event stamped at or after it (the ring buffer hands records out in
+// the order they were stamped, give or take the mark's slack; a closed
+// source drains without marks). The item follows the reading.
+func (s *mergeSource) passes(e *event.Event, mark uint64) bool {
+	switch {
+	case len(s.held) == 0:
+		return false
+	case mark != 0:
+		return mark >= s.heldAt && s.release(mark)
+	case e != nil && e.Boot >= s.heldAt:
+		return s.release(0)
+	}
+	return false
+}
+
+// release hands out the held reading, followed by mark (0: none). It
+// reports whether there was one.
+func (s *mergeSource) release(mark uint64) bool {
+	if len(s.held) == 0 {
+		return false
+	}
+	s.pending = append(s.pending, s.held...)
+	clear(s.held)
+	s.held, s.heldAt, s.mark = s.held[:0], 0, mark
+	return true
 }
 
 // Close closes the source; no reading is taken after it.

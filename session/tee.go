@@ -47,32 +47,58 @@ type tee struct {
 }
 
 func (t *tee) Next(ctx context.Context) (*event.Event, error) {
+	for {
+		e, mark, err := t.NextMark(ctx)
+		if err != nil || mark == 0 {
+			return e, err
+		}
+	}
+}
+
+// NextMark passes the source's watermarks through (event.Marker): the
+// recording holds events, the marks are for the live consumer.
+func (t *tee) NextMark(ctx context.Context) (*event.Event, uint64, error) {
 	if t.closed {
 		if len(t.drained) > 0 {
 			e := t.drained[0]
 			t.drained = t.drained[1:]
-			return e, nil
+			return e, 0, nil
 		}
 		if err := t.err; err != nil {
 			t.err = nil
-			return nil, err
+			return nil, 0, err
 		}
-		return nil, io.EOF
+		return nil, 0, io.EOF
 	}
-	e, err := t.Source.Next(ctx)
-	if err != nil {
-		return nil, err
+	e, mark, err := event.NextOrMark(ctx, t.Source)
+	if err != nil || mark != 0 {
+		return nil, mark, err
 	}
+	if err := t.write(e); err != nil {
+		return nil, 0, err
+	}
+	return e, 0, nil
+}
+
+// WantMark passes the request on to a source that gives marks.
+func (t *tee) WantMark(at uint64) {
+	if m, ok := t.Source.(event.Marker); ok {
+		m.WantMark(at)
+	}
+}
+
+// write records e, and the source's counters now and then.
+func (t *tee) write(e *event.Event) error {
 	if werr := t.w.Write(e); werr != nil {
-		return nil, fmt.Errorf("writing the recording: %w", werr)
+		return fmt.Errorf("writing the recording: %w", werr)
 	}
 	if now := time.Now(); now.Sub(t.stats) >= statsEvery {
 		t.stats = now
 		if werr := t.w.WriteStats(t.Source.Stats()); werr != nil {
-			return nil, fmt.Errorf("writing the recording: %w", werr)
+			return fmt.Errorf("writing the recording: %w", werr)
 		}
 	}
-	return e, nil
+	return nil
 }
 
 func (t *tee) Close() error {

@@ -26,6 +26,7 @@ type tracer struct {
 	since  time.Time // when output began to wait in w's buffer; zero: none waits
 	src    event.Source
 	losses apm.LossWatch
+	marked bool // the source gives watermarks: they, not the clock, move the model
 }
 
 // flushDelay is the longest a line waits in the output buffer while the
@@ -46,7 +47,8 @@ func (t *tracer) found(f apm.Finding) {
 
 // pump takes events until the source ends or ctx is done (both normal
 // ends), and flushes the output when it returns. While live, the model's
-// clock moves on every advanceEvery even when no event comes.
+// clock moves with the source's watermarks (settle), or, from a source
+// without them, every advanceEvery even when no event comes.
 func (t *tracer) pump(ctx context.Context, src event.Source, live bool) error {
 	err := t.loop(ctx, src, live)
 	t.since = time.Time{}
@@ -70,8 +72,10 @@ func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
 		if flush := t.since.Add(flushDelay); !t.since.IsZero() && (at.IsZero() || flush.Before(at)) {
 			at = flush
 		}
-		e, err := src.Next(dl.Ctx(ctx, at))
+		e, mark, err := event.NextOrMark(dl.Ctx(ctx, at), src)
 		switch {
+		case err == nil && mark != 0:
+			t.settle(mark)
 		case err == nil:
 			if err := t.event(e); err != nil {
 				return err
@@ -88,7 +92,9 @@ func (t *tracer) loop(ctx context.Context, src event.Source, live bool) error {
 		now := time.Now()
 		if clock && !now.Before(tick) {
 			t.losses.Check(t.model, src.Stats()) // before judging what lost events could change
-			t.model.Advance(t.boot())
+			if !t.marked {
+				t.model.Advance(t.boot())
+			}
 			tick = now.Add(advanceEvery)
 		}
 		if err := t.flushIfDue(now); err != nil {
@@ -112,6 +118,21 @@ func (t *tracer) flushIfDue(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// settle judges up to a watermark of the source: every event stamped
+// before it has come. From the first mark on, the model's clock moves only
+// by marks, never by CLOCK_BOOTTIME: events wait in the ring buffer and the
+// collector's queue while a busy trace catches up, and a deadline judged by
+// the clock meanwhile (a reading of MIGRATED, TruthGrace later) would miss
+// the PATH_MIG still queued, stamped before it.
+func (t *tracer) settle(mark uint64) {
+	if t.model == nil {
+		return
+	}
+	t.marked = true
+	t.losses.Check(t.model, t.src.Stats()) // before judging what lost events could change
+	t.model.Settle(mark)
 }
 
 func (t *tracer) event(e *event.Event) error {

@@ -153,6 +153,7 @@ func TestIBStorm(t *testing.T) {
 	if err := tr.Stop(t); err != nil {
 		t.Fatalf("trace: %v\n%s", err, tr.Stderr())
 	}
+	t.Logf("trace summary:\n%s", tr.Stderr()) // the model's late inputs, if any, are in its "model:" line
 	if !strings.Contains(tr.Stderr(), "lost: 0,") {
 		t.Errorf("trace summary reports losses:\n%s", tr.Stderr())
 	}
