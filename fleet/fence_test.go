@@ -17,12 +17,7 @@ import (
 // testFence is a fence on its own connection, writing to out.
 func testFence(t *testing.T, url string, out io.Writer) (*fence, *fleetMetrics) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testJetStream(t, url)
 	m := newFleetMetrics()
 	f := newFence(js, []io.Writer{out}, m, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { f.close(time.Second) })

@@ -30,10 +30,15 @@ func twoHosts(t *testing.T, url string) (a, b *Publisher) {
 // oneSided connects n pairs (QPNs 100+i on hostA, 200+i on hostB), arms
 // them, migrates them and rearms only hostA's ends.
 func oneSided(a, b *Publisher, n int) []*side {
+	return oneSidedFrom(a, b, 100, 200, n)
+}
+
+// oneSidedFrom is oneSided with hostA's QPNs from qa, hostB's from qb.
+func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) []*side {
 	var sides []*side
-	for i := range n {
-		sa := &side{p: a, dev: "ibsim0", qpn: uint32(100 + i)}
-		sb := &side{p: b, dev: "ibsim1", qpn: uint32(200 + i)}
+	for i := range uint32(n) {
+		sa := &side{p: a, dev: "ibsim0", qpn: qa + i}
+		sb := &side{p: b, dev: "ibsim1", qpn: qb + i}
 		sa.connect(2, sb.qpn)
 		sb.connect(1, sa.qpn)
 		sides = append(sides, sa, sb)

@@ -6,20 +6,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // testLeases opens the bucket as instance i would, on its own connection.
 func testLeases(t *testing.T, url string, i int, ttl time.Duration) *leases {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testJetStream(t, url)
 	lk, err := openLeases(context.Background(), js, i, ttl, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -7,28 +7,6 @@ import (
 	"time"
 )
 
-// oneSidedFrom is oneSided with hostA's QPNs from qa, hostB's from qb.
-func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) {
-	var sides []*side
-	for i := range uint32(n) {
-		sa := &side{p: a, dev: "ibsim0", qpn: qa + i}
-		sb := &side{p: b, dev: "ibsim1", qpn: qb + i}
-		sa.connect(2, sb.qpn)
-		sb.connect(1, sa.qpn)
-		sides = append(sides, sa, sb)
-	}
-	a.Tick(time.Now())
-	b.Tick(time.Now())
-	for _, s := range sides {
-		s.pathMig()
-	}
-	for i := 0; i < len(sides); i += 2 {
-		sides[i].arm()
-	}
-	a.Tick(time.Now())
-	b.Tick(time.Now())
-}
-
 // shares reads the shares an instance's ready file names (nil: none yet).
 func (r *running) shares() []int {
 	b, err := os.ReadFile(r.ready)
