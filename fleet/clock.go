@@ -153,12 +153,17 @@ func (g *Engine) eachHostClock(fn func(HostClock)) {
 }
 
 // streamClock is an instance's reading of the stream's clock: the latest
-// receipt it consumed and, once it has consumed all there was (and is
-// connected), the time elapsed since then on its own clock. While it
-// lags the clock stands at the message it is at.
+// receipt it consumed and, while it is current (connected, caught up, its
+// consumers answering), the time that passed since on its own clock. While
+// it lags the clock stands at the message it is at; while it is not
+// current the clock stands still, and that time never counts: a stream
+// without a leader, or a consumer lost with its node, is no time in which
+// a host could have been heard, so it can make no host silent and no
+// deadline pass.
 type streamClock struct {
 	last    time.Time         // the latest receipt consumed
-	wall    time.Time         // the instance's clock when it consumed it
+	idle    time.Duration     // time counted past last while current
+	seen    time.Time         // the instance's clock at the latest reading or receipt
 	pending map[string]uint64 // by stream: messages left, as the latest delivery said
 }
 
@@ -168,24 +173,27 @@ func newStreamClock() *streamClock { return &streamClock{pending: map[string]uin
 // after it, consumed at now.
 func (c *streamClock) consumed(stream string, stored time.Time, pending uint64, now time.Time) {
 	if stored.After(c.last) {
-		c.last, c.wall = stored, now
+		c.last, c.idle = stored, 0
 	}
+	c.seen = now
 	c.pending[stream] = pending
 }
 
 // at is the stream's clock at now; current says nothing is known to wait
-// (connected, nothing received and not yet handled).
+// and the stream and consumers answer.
 func (c *streamClock) at(now time.Time, current bool) time.Time {
 	if c.last.IsZero() {
 		return time.Time{}
 	}
+	step := now.Sub(c.seen)
+	c.seen = now
 	for _, n := range c.pending {
 		if n > 0 {
 			return c.last
 		}
 	}
-	if !current || now.Before(c.wall) {
-		return c.last
+	if current && step > 0 {
+		c.idle += step
 	}
-	return c.last.Add(now.Sub(c.wall))
+	return c.last.Add(c.idle)
 }

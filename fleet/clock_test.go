@@ -18,14 +18,13 @@ import (
 // the stream's clock (not 5 s later), its hosts' times kept as evidence;
 // each host's clock offset is exported and shown by fleet status.
 func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const deadline = 3 * time.Second
 	addr := freePort(t)
-	f := startFleetWith(t, srv.URL(), 0, 1, func(c *Config) { c.Engine.Deadline, c.MetricsAddr = deadline, addr })
+	f := startFleetWith(t, url, 0, 1, func(c *Config) { c.Engine.Deadline, c.MetricsAddr = deadline, addr })
 	defer f.stop()
-	a := newFakeHost(t, srv.URL(), "hostA", 1, -5*time.Second)
-	b := newFakeHost(t, srv.URL(), "hostB", 2, 5*time.Second)
+	a := newFakeHost(t, url, "hostA", 1, -5*time.Second)
+	b := newFakeHost(t, url, "hostB", 2, 5*time.Second)
 	a.startBeats()
 	b.startBeats()
 	a1, b1 := a.end(100, b, 200), b.end(200, a, 100)
@@ -70,7 +69,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 			t.Fatalf("%s's clock offset %v (%v), want about %v", host, v, ok, skew)
 		}
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,17 +90,16 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 // after the instance caught up is judged after it (its deadline is later),
 // so the lines end there.
 func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const deadline = 2 * time.Second
 	var held sync.Mutex
-	f := startFleetWith(t, srv.URL(), 0, 1, func(c *Config) {
+	f := startFleetWith(t, url, 0, 1, func(c *Config) {
 		c.Engine.Deadline = deadline
 		c.hold = func() { held.Lock(); held.Unlock() }
 	})
 	defer f.stop()
-	a := newFakeHost(t, srv.URL(), "hostA", 1, 0)
-	b := newFakeHost(t, srv.URL(), "hostB", 2, 0)
+	a := newFakeHost(t, url, "hostA", 1, 0)
+	b := newFakeHost(t, url, "hostB", 2, 0)
 	a.startBeats()
 	b.startBeats()
 
@@ -196,9 +194,11 @@ func TestEngineJudgesOnlyPastBothHostsWatermarks(t *testing.T) {
 }
 
 // An instance's reading of the stream's clock stands at the message it is
-// at while anything is left to consume, or while it is not current (NATS
-// away, messages received and not yet handled), and runs on its own clock
-// from the latest receipt once it has consumed all there was.
+// at while anything is left to consume, stands still while it is not
+// current (NATS away, messages received and not yet handled, a stream or
+// consumer that does not answer) without counting that time afterwards,
+// and runs on its own clock from the latest receipt once it has consumed
+// all there was.
 func TestStreamClockStandsWhileTheInstanceLags(t *testing.T) {
 	c := newStreamClock()
 	wall := t0.Add(time.Hour) // the instance's clock: not the stream's
@@ -214,11 +214,16 @@ func TestStreamClockStandsWhileTheInstanceLags(t *testing.T) {
 	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(t0.Add(time.Second + time.Minute)) {
 		t.Fatalf("caught up: %v", got)
 	}
-	if got := c.at(wall.Add(3*time.Minute), false); !got.Equal(t0.Add(time.Second)) {
+	// not current for half a minute: the clock stands, and that time
+	// never counts once it is current again
+	if got := c.at(wall.Add(3*time.Minute+30*time.Second), false); !got.Equal(t0.Add(time.Second + time.Minute)) {
 		t.Fatalf("not current: %v", got)
 	}
+	if got := c.at(wall.Add(3*time.Minute+31*time.Second), true); !got.Equal(t0.Add(time.Second + time.Minute + time.Second)) {
+		t.Fatalf("current again: %v, want the clock where it stood plus a second", got)
+	}
 	c.consumed("T", t0, 1, wall) // another stream still behind
-	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(t0.Add(time.Second)) {
+	if got := c.at(wall.Add(4*time.Minute), true); !got.Equal(t0.Add(time.Second)) {
 		t.Fatalf("one stream behind: %v", got)
 	}
 }

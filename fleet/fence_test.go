@@ -32,17 +32,16 @@ func fenceLine(id uint64, partition int) Line {
 // each line is written once, by the instance whose publish the stream
 // took first, and each instance writes its lines in the order judged.
 func TestFenceWritesEachLineOnce(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	nc, _ := nats.Connect(srv.URL())
+	url := testNATS(t)
+	nc, _ := nats.Connect(url)
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 	var out0, out1 syncBuffer
-	f0, m0 := testFence(t, srv.URL(), &out0)
-	f1, m1 := testFence(t, srv.URL(), &out1)
+	f0, m0 := testFence(t, url, &out0)
+	f1, m1 := testFence(t, url, &out1)
 	const n = 200
 	done := make(chan struct{})
 	go func() {
@@ -78,7 +77,7 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 			t.Fatalf("line %d written %d times", id, k)
 		}
 	}
-	if got := len(streamMsgs(t, srv.URL(), FindingsStream, fleetFindingPfx+">")); got != n {
+	if got := len(streamMsgs(t, url, FindingsStream, fleetFindingPfx+">")); got != n {
 		t.Fatalf("%d lines in the stream, want %d", got, n)
 	}
 }
@@ -86,16 +85,15 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 // A line no stream acknowledges is not written; once the stream is there
 // it is sent again and written, once.
 func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	var out syncBuffer
-	f, m := testFence(t, srv.URL(), &out)
+	f, m := testFence(t, url, &out)
 	f.emit(context.Background(), fenceLine(7, 3))
 	waitFor(t, 20*time.Second, "a failed publish", func() bool { return testutil.ToFloat64(m.publishErrors) > 0 })
 	if ls := out.lines(t); len(ls) != 0 {
 		t.Fatalf("written before any acknowledgement: %+v", ls)
 	}
-	nc, _ := nats.Connect(srv.URL())
+	nc, _ := nats.Connect(url)
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {

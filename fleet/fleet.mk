@@ -9,3 +9,13 @@ fuzz-fleet: ## bounded fuzz runs of what the fleet reads: connection records and
 
 # `make test` runs the bounded fuzz runs too.
 test: fuzz-fleet
+
+# The fleet's tests against a 3-node cluster of nats-server processes
+# (built from the module go.mod requires), R3 streams and leases: every
+# test of the package, and the fault test at length (every node killed in
+# turn, an instance killed and brought back three times). make test runs
+# the fault test's short version against the cluster and the rest against
+# the embedded server.
+.PHONY: fleet-faults
+fleet-faults: ## the fleet tests against a 3-node nats-server cluster, faults at length (minutes)
+	APMWATCH_FLEET_NATS=cluster APMWATCH_FLEET_FAULTS=long $(GO) test -count=1 -v -timeout 40m ./fleet/

@@ -57,11 +57,10 @@ func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) []*side {
 }
 
 func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	f := startFleet(t, srv.URL(), 0, 1)
+	url := testNATS(t)
+	f := startFleet(t, url, 0, 1)
 	defer f.stop()
-	a, b := twoHosts(t, srv.URL())
+	a, b := twoHosts(t, url)
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 1)
 	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) > 0 })
@@ -72,18 +71,18 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 		t.Fatalf("lines: %+v", ls)
 	}
 	waitFor(t, 10*time.Second, "the finding in the stream", func() bool {
-		return len(streamMsgs(t, srv.URL(), FindingsStream, fleetFindingSubject(l.Partition))) == 1
+		return len(streamMsgs(t, url, FindingsStream, fleetFindingSubject(l.Partition))) == 1
 	})
-	hostLines := streamMsgs(t, srv.URL(), FindingsStream, HostFindingSubject("hostA"))
+	hostLines := streamMsgs(t, url, FindingsStream, HostFindingSubject("hostA"))
 	if len(hostLines) != 1 {
 		t.Fatalf("hostA's finding lines in the stream: %d", len(hostLines))
 	}
-	for _, m := range append(hostLines, streamMsgs(t, srv.URL(), FindingsStream, fleetFindingSubject(l.Partition))...) {
+	for _, m := range append(hostLines, streamMsgs(t, url, FindingsStream, fleetFindingSubject(l.Partition))...) {
 		if err := findinglinetest.Check(m); err != nil {
 			t.Errorf("a line in the findings stream: %v\n%s", err, m)
 		}
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,15 +97,14 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 }
 
 func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	f := startFleet(t, srv.URL(), 0, 1)
-	a, b := twoHosts(t, srv.URL())
+	url := testNATS(t)
+	f := startFleet(t, url, 0, 1)
+	a, b := twoHosts(t, url)
 	sides := oneSided(a, b, 3)
 	waitFor(t, 20*time.Second, "3 findings", func() bool { return len(f.out.lines(t)) == 3 })
 	f.stop()
 
-	g := startFleet(t, srv.URL(), 0, 1)
+	g := startFleet(t, url, 0, 1)
 	defer g.stop()
 	if r := g.readyInfo(t); r.Ends != 6 {
 		t.Fatalf("rebuilt %d ends, want 6", r.Ends)
@@ -130,13 +128,12 @@ func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
 }
 
 func TestFleetInstancesSplitTheWork(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	f0 := startFleet(t, srv.URL(), 0, 2)
+	url := testNATS(t)
+	f0 := startFleet(t, url, 0, 2)
 	defer f0.stop()
-	f1 := startFleet(t, srv.URL(), 1, 2)
+	f1 := startFleet(t, url, 1, 2)
 	defer f1.stop()
-	a, b := twoHosts(t, srv.URL())
+	a, b := twoHosts(t, url)
 	const n = 40
 	oneSided(a, b, n)
 	waitFor(t, 30*time.Second, fmt.Sprint(n, " findings"), func() bool { return len(f0.out.lines(t))+len(f1.out.lines(t)) >= n })
@@ -200,17 +197,16 @@ func TestPublishQueueHoldsWhileNATSIsDownAndCatchesUp(t *testing.T) {
 }
 
 func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	since := time.Now().Add(-time.Second)
-	a, b := twoHosts(t, srv.URL())
+	a, b := twoHosts(t, url)
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 2)
 	waitFor(t, 20*time.Second, "the records in the stream", func() bool {
-		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		return err == nil && len(m) == 8
 	})
-	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since, Until: time.Now().Add(time.Minute)})
+	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: url}, Since: since, Until: time.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,16 +228,15 @@ func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
 		t.Fatalf("text: %v\n%s", err, text.String())
 	}
 	// a range before anything was published is empty
-	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: srv.URL()}, Since: since.Add(-time.Hour), Until: since})
+	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: url}, Since: since.Add(-time.Hour), Until: since})
 	if err != nil || h.Records != 0 || len(h.Lines) != 0 {
 		t.Fatalf("empty range: %+v, %v", h, err)
 	}
 }
 
 func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
+	url := testNATS(t)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,16 +252,16 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := startFleet(t, srv.URL(), 0, 1)
+	f := startFleet(t, url, 0, 1)
 	defer f.stop()
-	a, b := twoHosts(t, srv.URL())
+	a, b := twoHosts(t, url)
 	const n = 10
 	oneSided(a, b, n)
 	waitFor(t, 20*time.Second, "the findings", func() bool { return len(f.out.lines(t)) >= n })
 	if _, err := js.Stream(context.Background(), ConnStream); err == nil {
 		t.Fatal("the default stream was created over the operator's")
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: srv.URL()})
+	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
 	if err != nil || len(st.Rows) != n {
 		t.Fatalf("status over two streams: %+v, %v", st, err)
 	}
@@ -276,27 +271,26 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 // path): it takes their addresses from its own last records in the stream
 // and publishes on the same subjects, so the fleet keeps following them.
 func TestRestartedPublisherKeepsItsEndsSubjects(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	a, b := twoHosts(t, srv.URL())
+	url := testNATS(t)
+	a, b := twoHosts(t, url)
 	oneSided(a, b, 1)
 	waitFor(t, 20*time.Second, "the records", func() bool {
-		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		return err == nil && len(m) == 4
 	})
 	b.Close(time.Second)
 	sys := t.TempDir()
 	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
-	b2 := newPublisher(t, srv.URL(), "hostB", sys)
+	b2 := newPublisher(t, url, "hostB", sys)
 	s := &side{p: b2, dev: "ibsim1", qpn: 200}
 	s.ev(&event.Event{Kind: event.KindTruth, Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 100,
 		Mig: event.MigRearm, HasState: true, State: event.StateRTS}})
 	waitFor(t, 20*time.Second, "the restarted host's record", func() bool {
 		b2.Tick(time.Now())
-		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		return err == nil && len(m) == 5
 	})
-	all := streamMsgs(t, srv.URL(), ConnStream, connPrefix+">")
+	all := streamMsgs(t, url, ConnStream, connPrefix+">")
 	var c Conn
 	if err := jsonUnmarshal(all[4], &c); err != nil {
 		t.Fatal(err)
@@ -339,9 +333,8 @@ func TestPublisherNeverBlocksTheLoop(t *testing.T) {
 // A record that does not decode (hostile or broken publisher) is skipped
 // and counted; the rebuild still completes.
 func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
+	url := testNATS(t)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +346,7 @@ func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
 	if _, err := js.Publish(context.Background(), connPrefix+"3.evil.dev.1", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, srv.URL(), 0, 1) // waits for the ready file
+	f := startFleet(t, url, 0, 1) // waits for the ready file
 	defer f.stop()
 	if r := f.readyInfo(t); r.Ends != 0 {
 		t.Fatalf("ready: %+v", r)
@@ -364,9 +357,8 @@ func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
 // on a subject of hostA (a forgery) is refused, never applied; hostA's own
 // record on its own subject is taken.
 func TestFleetRefusesARecordOnAnotherHostsSubject(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
+	url := testNATS(t)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +379,7 @@ func TestFleetRefusesARecordOnAnotherHostsSubject(t *testing.T) {
 	if _, err := js.Publish(context.Background(), ConnSubject(&other), mustJSON(t, forged)); err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, srv.URL(), 0, 1) // waits for the ready file
+	f := startFleet(t, url, 0, 1) // waits for the ready file
 	defer f.stop()
 	if r := f.readyInfo(t); r.Ends != 1 {
 		t.Fatalf("ready: %+v: want the one record on its own subject", r)

@@ -170,6 +170,9 @@ func startFleetWith(t *testing.T, url string, instance, instances int, mod func(
 	cfg.NATS.URL, cfg.MetricsAddr, cfg.Instance, cfg.Instances = url, "", instance, instances
 	cfg.Engine.Deadline = 500 * time.Millisecond
 	cfg.ReadyFile = filepath.Join(t.TempDir(), "ready")
+	if onCluster() {
+		cfg.Limits.Replicas = 3 // the lease bucket too
+	}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -182,7 +185,7 @@ func startFleetWith(t *testing.T, url string, instance, instances int, mod func(
 			t.Errorf("fleet: %v", err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the ready file", func() bool { _, err := os.Stat(cfg.ReadyFile); return err == nil })
+	waitFor(t, 60*time.Second, "the ready file", func() bool { _, err := os.Stat(cfg.ReadyFile); return err == nil })
 	return r
 }
 
@@ -253,4 +256,28 @@ func testJetStream(t *testing.T, url string) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// onCluster: the fleet tests run against a 3-node cluster of nats-server
+// processes (APMWATCH_FLEET_NATS=cluster, make fleet-faults) instead of
+// the embedded server.
+func onCluster() bool { return os.Getenv("APMWATCH_FLEET_NATS") == "cluster" }
+
+// testNATS is the NATS a fleet test runs against, stopped when the test
+// ends: the embedded server, or a 3-node cluster whose streams are R3
+// (created here, before any publisher or instance would make them R1).
+func testNATS(t *testing.T) string {
+	t.Helper()
+	if !onCluster() {
+		srv := startServer(t, "127.0.0.1:0", t.TempDir())
+		t.Cleanup(srv.Shutdown)
+		return srv.URL()
+	}
+	cl := startCluster(t, 3)
+	l := DefaultLimits
+	l.Replicas = 3
+	if err := ensureStreams(t.Context(), testJetStream(t, cl.URL()), l); err != nil {
+		t.Fatal(err)
+	}
+	return cl.URL()
 }

@@ -15,17 +15,14 @@ import (
 )
 
 // natsServers returns the servers a test of the streams runs against:
-// the embedded one, and a separate nats-server process when the binary
-// is installed.
+// the embedded one, and a separate nats-server process of the same
+// version (natsproc_test.go).
 func natsServers(t *testing.T) map[string]string {
 	t.Helper()
 	srv := startServer(t, "127.0.0.1:0", t.TempDir())
 	t.Cleanup(srv.Shutdown)
 	out := map[string]string{"embedded": srv.URL()}
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		return out
-	}
+	bin := natsServerBinary(t)
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", port, "-js", "-sd", filepath.Join(t.TempDir(), "js"))
@@ -174,13 +171,12 @@ func TestStatusReadsTheLastRecordOfEachEndPastAThousand(t *testing.T) {
 // A restarted publisher seeds its tracker with one record per end of
 // its host: the last.
 func TestPublisherSeedsWithTheLastRecordOfEachOfItsEnds(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	js := jsOf(t, srv.URL())
+	url := testNATS(t)
+	js := jsOf(t, url)
 	const n, rounds = 1100, 3
 	fillers(t, js, n, rounds)
 	store(t, js, dated(conn("hostA", 1, 17, 2, 18))) // another host's
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: srv.URL()}, Host: "hostC", QueueDir: filepath.Join(t.TempDir(), "q")})
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: "hostC", QueueDir: filepath.Join(t.TempDir(), "q")})
 	if err != nil {
 		t.Fatal(err)
 	}

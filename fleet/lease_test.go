@@ -23,11 +23,10 @@ func testLeases(t *testing.T, url string, i int, ttl time.Duration) *leases {
 // check keeps it the winner's until it stops renewing, and one TTL after
 // its last renewal another takes it.
 func TestLeaseIsTakenByOneAndExpiresUnrenewed(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
-	lks := []*leases{testLeases(t, srv.URL(), 0, ttl), testLeases(t, srv.URL(), 1, ttl), testLeases(t, srv.URL(), 2, ttl)}
+	lks := []*leases{testLeases(t, url, 0, ttl), testLeases(t, url, 1, ttl), testLeases(t, url, 2, ttl)}
 	revs := make([]uint64, len(lks))
 	errs := make([]error, len(lks))
 	var wg sync.WaitGroup
@@ -78,11 +77,10 @@ func TestLeaseIsTakenByOneAndExpiresUnrenewed(t *testing.T) {
 // A released lease is free at once; the home key says whether a share's
 // home runs, until it leaves or stops announcing itself.
 func TestLeaseReleaseAndHome(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
-	a, b := testLeases(t, srv.URL(), 0, ttl), testLeases(t, srv.URL(), 1, ttl)
+	a, b := testLeases(t, url, 0, ttl), testLeases(t, url, 1, ttl)
 	rev, err := a.acquire(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

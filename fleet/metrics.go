@@ -30,6 +30,7 @@ type fleetMetrics struct {
 	hostOffset       *prometheus.GaugeVec   // host
 	shareOwned       *prometheus.GaugeVec   // share
 	takeovers        prometheus.Counter
+	shareRestarts    prometheus.Counter
 	fencedDuplicates prometheus.Counter
 }
 
@@ -72,6 +73,8 @@ func newFleetMetrics() *fleetMetrics {
 		Help: "1 while this instance holds a share's lease and judges its partitions, else 0."}, []string{"share"})
 	m.takeovers = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "takeovers_total",
 		Help: "Shares of another (home) instance this instance adopted, their lease having expired."})
+	m.shareRestarts = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "share_restarts_total",
+		Help: "Shares whose engine failed (NATS timed out or lost a consumer, as while a cluster elects a leader) and were rebuilt from the stream."})
 	m.fencedDuplicates = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "duplicate_findings_total",
 		Help: "Findings the findings stream already held (another instance gave them first): not written."})
 	v := version.Get()
@@ -79,7 +82,7 @@ func newFleetMetrics() *fleetMetrics {
 		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
 	info.Set(1)
 	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
-		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, m.shareOwned, m.takeovers, m.fencedDuplicates, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, m.shareOwned, m.takeovers, m.shareRestarts, m.fencedDuplicates, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -10,18 +10,17 @@ import (
 // time, and 0 queued once what it queued is stored; messages handed to
 // its queue and not yet in it count as queued.
 func TestPublisherHeartbeatsWithItsQueueState(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	sys := t.TempDir()
 	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
-	p := newPublisher(t, srv.URL(), "hostA", sys)
+	p := newPublisher(t, url, "hostA", sys)
 	s := &side{p: p, dev: "ibsim0", qpn: 100}
 	s.connect(2, 200)
 	p.Tick(time.Now())
 	var hb Heartbeat
 	waitFor(t, 20*time.Second, "a heartbeat after the record", func() bool {
-		ms, err1 := tryStreamMsgs(srv.URL(), ConnStream, HeartbeatSubject("hostA"))
-		recs, err2 := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		ms, err1 := tryStreamMsgs(url, ConnStream, HeartbeatSubject("hostA"))
+		recs, err2 := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		if err1 != nil || err2 != nil || len(ms) == 0 || len(recs) == 0 {
 			return false
 		}

@@ -45,9 +45,8 @@ func TestInFlightHoldsOneRecordOfASubject(t *testing.T) {
 // its subject leaves: the stream's last record of the subject is the
 // publisher's last, never the earlier one stored after it.
 func TestPublisherNeverStoresARecordAfterALaterOneOfItsSubject(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: srv.URL()}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
+	url := testNATS(t)
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestPublisherNeverStoresARecordAfterALaterOneOfItsSubject(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the queue to drain", func() bool { return p.q.Stats().Pending == 0 && len(p.in) == 0 })
 	var last Conn
-	recs := streamMsgs(t, srv.URL(), ConnStream, ConnSubject(&a))
+	recs := streamMsgs(t, url, ConnStream, ConnSubject(&a))
 	if err := json.Unmarshal(recs[len(recs)-1], &last); err != nil {
 		t.Fatal(err)
 	}

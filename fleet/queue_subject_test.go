@@ -169,18 +169,17 @@ func TestOpenQueueRefusesADirectoryAnotherUserMayWrite(t *testing.T) {
 // End to end: messages planted in the queue directory (JetStream's API,
 // another host's subject) never reach NATS; the host's own line does.
 func TestPublisherNeverSendsAPlantedMessage(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	dir := filepath.Join(t.TempDir(), "q")
 	plant(t, dir, planted...)
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: srv.URL()}, Host: "hostA", QueueDir: dir})
+	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: "hostA", QueueDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
 	p.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	waitFor(t, 20*time.Second, "hostA's line stored", func() bool {
-		m, err := tryStreamMsgs(srv.URL(), FindingsStream, HostFindingSubject("hostA"))
+		m, err := tryStreamMsgs(url, FindingsStream, HostFindingSubject("hostA"))
 		return err == nil && len(m) == 1
 	})
 	for _, f := range []string{"apmwatch.finding.>", "apmwatch.conn.>"} {
@@ -188,7 +187,7 @@ func TestPublisherNeverSendsAPlantedMessage(t *testing.T) {
 		if strings.HasPrefix(f, "apmwatch.conn") {
 			stream = ConnStream
 		}
-		if m, err := tryStreamMsgs(srv.URL(), stream, f); err != nil || len(m) != map[string]int{"apmwatch.finding.>": 1}[f] {
+		if m, err := tryStreamMsgs(url, stream, f); err != nil || len(m) != map[string]int{"apmwatch.finding.>": 1}[f] {
 			t.Fatalf("%s: %d messages, %v", f, len(m), err)
 		}
 	}

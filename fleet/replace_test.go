@@ -12,12 +12,11 @@ import (
 // which gets its resolution; the peer's rearm resolves the other. No
 // finding is left open.
 func TestFleetResolvesAFindingALaterJudgementReplaces(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
-	f := startFleet(t, srv.URL(), 0, 1)
+	url := testNATS(t)
+	f := startFleet(t, url, 0, 1)
 	defer f.stop()
-	a := newFakeHost(t, srv.URL(), "hostA", 1, 0)
-	b := newFakeHost(t, srv.URL(), "hostB", 2, 0)
+	a := newFakeHost(t, url, "hostA", 1, 0)
+	b := newFakeHost(t, url, "hostB", 2, 0)
 	a.startBeats()
 	b.startBeats()
 	ea, eb := a.end(100, b, 200), b.end(200, a, 100)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -148,6 +149,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 	r.followHeartbeats(ctx, streams)
 	msgs := make(chan jetstream.Msg, 4096)
 	var initial uint64
+	var cons []jetstream.Consumer
 	clock := newStreamClock()
 	for name, fs := range streams {
 		c, err := in.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs,
@@ -155,6 +157,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consuming %s: %w", name, err)
 		}
+		cons = append(cons, c)
 		initial += c.CachedInfo().NumPending
 		clock.pending[name] = c.CachedInfo().NumPending
 		cc, err := c.Consume(func(m jetstream.Msg) {
@@ -168,6 +171,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 		}
 		defer cc.Stop()
 	}
+	answered := probeConsumers(ctx, cons)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var applied uint64
@@ -212,7 +216,8 @@ func (r *shareRun) consume(ctx context.Context) error {
 				in.cfg.hold()
 				now = time.Now()
 			}
-			if at := clock.at(now, in.js.Conn().IsConnected() && len(msgs) == 0); !at.IsZero() {
+			current := in.js.Conn().IsConnected() && len(msgs) == 0 && now.Sub(time.Unix(0, answered.Load())) < probeFresh
+			if at := clock.at(now, current); !at.IsZero() {
 				r.engine.Advance(at)
 			}
 			if r.home() {
@@ -260,4 +265,44 @@ func (r *shareRun) take(m jetstream.Msg, stored, now time.Time) {
 	case refusedUndecodable.String():
 		in.m.badRecords.Inc()
 	}
+}
+
+// The consumers are asked for their info every probeEvery; the stream's
+// clock runs on the instance's own only while all answered within
+// probeFresh (streamClock).
+const (
+	probeEvery = 500 * time.Millisecond
+	probeFresh = 2 * time.Second
+)
+
+// probeConsumers returns when all of cons last answered (Unix ns), asked
+// every probeEvery until ctx is done: an answer says the stream has a
+// leader and the consumer lives on it. A consumer lost with its node
+// answers no more until the ordered consumer makes itself again (after
+// two missed heartbeats); a stream electing a leader answers nothing.
+func probeConsumers(ctx context.Context, cons []jetstream.Consumer) *atomic.Int64 {
+	var answered atomic.Int64
+	answered.Store(time.Now().UnixNano()) // each was just made: it answered
+	go func() {
+		t := time.NewTicker(probeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ok := true
+			for _, c := range cons {
+				c2, cancel := context.WithTimeout(ctx, probeFresh/2)
+				_, err := c.Info(c2)
+				cancel()
+				ok = ok && err == nil
+			}
+			if ok {
+				answered.Store(time.Now().UnixNano())
+			}
+		}
+	}()
+	return &answered
 }

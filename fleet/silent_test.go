@@ -16,13 +16,12 @@ import (
 // then its heartbeats): the resolution, and the pair, armed, is not
 // judged.
 func TestFleetHostSilentAndHeardAgain(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	addr := freePort(t)
-	f := startFleetWith(t, srv.URL(), 0, 1, func(c *Config) { c.Engine.SilentAfter, c.MetricsAddr = time.Second, addr })
+	f := startFleetWith(t, url, 0, 1, func(c *Config) { c.Engine.SilentAfter, c.MetricsAddr = time.Second, addr })
 	defer f.stop()
-	a := newFakeHost(t, srv.URL(), "hostA", 1, 0)
-	b := newFakeHost(t, srv.URL(), "hostB", 2, 0)
+	a := newFakeHost(t, url, "hostA", 1, 0)
+	b := newFakeHost(t, url, "hostB", 2, 0)
 	a.startBeats()
 	b.startBeats()
 	ea, eb := a.end(100, b, 200), b.end(200, a, 100)
@@ -51,7 +50,7 @@ func TestFleetHostSilentAndHeardAgain(t *testing.T) {
 	if !ok || time.Since(time.Unix(0, int64(heard*1e9))) < time.Second {
 		t.Fatalf("hostB last heard %v (%v): less than --silent-after ago", heard, ok)
 	}
-	st, err := ReadStatusSilentAfter(context.Background(), NATSOptions{URL: srv.URL()}, time.Second)
+	st, err := ReadStatusSilentAfter(context.Background(), NATSOptions{URL: url}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

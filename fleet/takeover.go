@@ -18,7 +18,8 @@ import (
 // its peers start). A share whose renewal fails is dropped at once: its
 // engine stops, what it held is gone, and whoever holds the lease now
 // rebuilds it from the stream. With one instance there is no one to take
-// over: it judges every partition, without leases.
+// over: it judges every partition, without leases. A share whose engine
+// fails is restarted (failed), unless the failure is a denial.
 
 // held is a share this instance judges.
 type held struct {
@@ -32,7 +33,7 @@ type shares struct {
 	in    *instance
 	lk    *leases // nil: one instance, no leases
 	start time.Time
-	errs  chan error // a share's engine that ended on an error
+	errs  chan shareErr // a share's engine that ended on an error
 
 	mu    sync.Mutex
 	wmu   sync.Mutex // one writer of the ready file
@@ -42,19 +43,29 @@ type shares struct {
 	ends  int
 }
 
+// shareErr is share s's engine ending on err.
+type shareErr struct {
+	s   int
+	err error
+}
+
 // takeover runs the instance's shares until ctx is done.
 func (in *instance) takeover(ctx context.Context) error {
-	t := &shares{in: in, start: time.Now(), errs: make(chan error, Partitions), held: map[int]*held{}, lost: map[int]uint64{}}
+	t := &shares{in: in, start: time.Now(), errs: make(chan shareErr, Partitions), held: map[int]*held{}, lost: map[int]uint64{}}
 	if in.cfg.Instances == 1 {
 		t.begin(ctx, in.cfg.Instance, 0)
-		select {
-		case <-ctx.Done():
-		case err := <-t.errs:
-			t.stopAll(nil)
-			return err
+		for {
+			select {
+			case <-ctx.Done():
+				t.stopAll(nil)
+				return nil
+			case e := <-t.errs:
+				if err := t.failed(ctx, e); err != nil {
+					t.stopAll(nil)
+					return err
+				}
+			}
 		}
-		t.stopAll(nil)
-		return nil
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	lk, err := openLeases(c, in.js, in.cfg.Instance, in.cfg.LeaseTTL, in.cfg.Limits.Replicas)
@@ -74,9 +85,11 @@ func (in *instance) takeover(ctx context.Context) error {
 		case <-ctx.Done():
 			t.stopAll(lk)
 			return nil
-		case err := <-t.errs:
-			t.stopAll(lk)
-			return err
+		case e := <-t.errs:
+			if err := t.failed(ctx, e); err != nil {
+				t.stopAll(lk)
+				return err
+			}
 		case <-tick.C:
 		}
 	}
@@ -180,9 +193,39 @@ func (t *shares) begin(ctx context.Context, s int, rev uint64) {
 	go func() {
 		defer close(h.done)
 		if err := r.run(c); err != nil && c.Err() == nil {
-			t.errs <- fmt.Errorf("share %d: %w", s, err)
+			t.errs <- shareErr{s, err}
 		}
 	}()
+}
+
+// failed handles share e.s's engine that ended on e.err. A denial (the
+// user's permissions, the streams it may not create) would only repeat:
+// the instance stops with it. Anything else (a stream lookup that timed
+// out while the cluster elects a leader, a consumer lost with its node)
+// restarts the share: its engine and what it held are dropped, and it is
+// rebuilt from the stream: at the next round, under the lease still at
+// the revision this instance wrote (no one else can take it meanwhile);
+// with one instance, a second later.
+func (t *shares) failed(ctx context.Context, e shareErr) error {
+	var d *DeniedError
+	if errors.As(e.err, &d) || errors.Is(e.err, ErrCreateStreams) {
+		return fmt.Errorf("share %d: %w", e.s, e.err)
+	}
+	h := t.end(e.s)
+	t.in.m.shareRestarts.Inc()
+	t.in.log.Warn("share restarted: its engine failed; rebuilding it from the stream", "share", e.s, "err", e.err)
+	if t.lk != nil {
+		if h != nil {
+			t.lost[e.s] = h.rev
+		}
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+		t.begin(ctx, e.s, 0)
+	}
+	return nil
 }
 
 // end stops judging share s: its engine and what it held are dropped.

@@ -39,16 +39,15 @@ func hostBQPNs(t *testing.T, ls []outLine) []uint32 {
 // its share back, instance 0 releases it. Every finding is written once,
 // by one of them, across the whole run.
 func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const ttl = 600 * time.Millisecond
 	withTTL := func(die bool) func(*Config) {
 		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
 	}
-	f0 := startFleetWith(t, srv.URL(), 0, 2, withTTL(false))
+	f0 := startFleetWith(t, url, 0, 2, withTTL(false))
 	defer f0.stop()
-	f1 := startFleetWith(t, srv.URL(), 1, 2, withTTL(true))
-	a, b := twoHosts(t, srv.URL())
+	f1 := startFleetWith(t, url, 1, 2, withTTL(true))
+	a, b := twoHosts(t, url)
 	const n = 16
 	written := func(rs ...*running) []outLine {
 		var ls []outLine
@@ -77,7 +76,7 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	}
 
 	back := time.Now()
-	g1 := startFleetWith(t, srv.URL(), 1, 2, withTTL(false)) // ready once it holds share 1 again
+	g1 := startFleetWith(t, url, 1, 2, withTTL(false)) // ready once it holds share 1 again
 	defer g1.stop()
 	waitFor(t, 30*time.Second, "instance 0 to release share 1", func() bool { return slices.Equal(f0.shares(), []int{0}) })
 	t.Logf("share 1 back home %v after instance 1 returned", time.Since(back).Round(10*time.Millisecond))
@@ -114,15 +113,14 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 // A renewal that fails (another revision wrote the lease) drops the
 // share at once; the instance takes it again once that lease expires.
 func TestFleetDropsAShareWhoseRenewFails(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	const ttl = 3 * time.Second
-	f := startFleetWith(t, srv.URL(), 0, 2, func(c *Config) { c.LeaseTTL = ttl })
+	f := startFleetWith(t, url, 0, 2, func(c *Config) { c.LeaseTTL = ttl })
 	defer f.stop()
 	if s := f.shares(); !slices.Equal(s, []int{0}) {
 		t.Fatalf("holds %v", s)
 	}
-	lk := testLeases(t, srv.URL(), 9, ttl)
+	lk := testLeases(t, url, 9, ttl)
 	if _, err := lk.kv.Put(t.Context(), leaseKey(0), []byte(`{"instance":9}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -104,31 +104,30 @@ func TestTrackerMarksUnlistedSeedsGone(t *testing.T) {
 // A restarted publisher marks gone the ends its earlier run published
 // that the first reading after it read them does not list.
 func TestRestartedPublisherMarksItsUnlistedEndsGone(t *testing.T) {
-	srv := startServer(t, "127.0.0.1:0", t.TempDir())
-	defer srv.Shutdown()
+	url := testNATS(t)
 	sys := t.TempDir()
 	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
-	a := newPublisher(t, srv.URL(), "hostA", sys)
+	a := newPublisher(t, url, "hostA", sys)
 	for i := range 3 {
 		s := &side{p: a, dev: "ibsim0", qpn: uint32(100 + i)}
 		s.connect(2, uint32(200+i))
 	}
 	a.Tick(time.Now())
 	waitFor(t, 20*time.Second, "the records", func() bool {
-		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		return err == nil && len(m) == 3
 	})
 	a.Close(time.Second)
-	a2 := newPublisher(t, srv.URL(), "hostA", sys)
+	a2 := newPublisher(t, url, "hostA", sys)
 	waitFor(t, 20*time.Second, "the seeds", func() bool { a2.Tick(time.Now()); return a2.wantReading.Load() })
 	a2.Reading(rdmanl.Snapshot{QPs: []rdmanl.QP{{Device: "ibsim0", LQPN: 100, RQPN: 200}, {Device: "ibsim0", LQPN: 101, RQPN: 999}}})
 	a2.Tick(time.Now())
 	waitFor(t, 20*time.Second, "the gone records", func() bool {
-		m, err := tryStreamMsgs(srv.URL(), ConnStream, connPrefix+">")
+		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
 		return err == nil && len(m) == 5
 	})
 	gone := map[uint32]bool{}
-	for _, b := range streamMsgs(t, srv.URL(), ConnStream, connPrefix+">")[3:] {
+	for _, b := range streamMsgs(t, url, ConnStream, connPrefix+">")[3:] {
 		var c Conn
 		if err := json.Unmarshal(b, &c); err != nil || !c.Gone {
 			t.Fatalf("%s: %v", b, err)

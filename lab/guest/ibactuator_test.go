@@ -121,6 +121,11 @@ func startIBEnforcer(t *testing.T, pol actuator.Policy) string {
 	a := Start(t, "apmwatch", append([]string{"audit", "--findings", findings, "--metrics-addr", "",
 		"--reconcile-interval", "1s", "--ready-file", ready, "--policy", policy, "--enforce"}, labHooks(t)...)...)
 	waitFile(t, a, ready)
+	t.Cleanup(func() {
+		if t.Failed() { // the enforcer's own log: why an action was deferred, dropped or skipped
+			t.Logf("apmwatch audit's log:\n%s", a.Stderr())
+		}
+	})
 	return findings
 }
 

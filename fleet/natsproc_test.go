@@ -1,0 +1,195 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The separate nats-server the tests run is built from the module this
+// repository requires (the same version as the embedded server), once
+// per version, under the system's temporary directory: no package to
+// install, and never skipped for want of one.
+const natsServerModule = "github.com/nats-io/nats-server/v2"
+
+var natsBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func natsServerBinary(t *testing.T) string {
+	t.Helper()
+	natsBin.once.Do(func() { natsBin.path, natsBin.err = buildNATSServer() })
+	if natsBin.err != nil {
+		t.Fatalf("building nats-server: %v", natsBin.err)
+	}
+	return natsBin.path
+}
+
+func buildNATSServer() (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goBin, "list", "-m", "-f", "{{.Version}}", natsServerModule).Output()
+	version := strings.TrimSpace(string(out))
+	if err != nil || version == "" {
+		return "", fmt.Errorf("go list -m %s: %v", natsServerModule, err)
+	}
+	dir := filepath.Join(os.TempDir(), "apmwatch-test-nats-server")
+	path := filepath.Join(dir, "nats-server-"+version)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(goBin, "build", "-o", tmp, natsServerModule)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v: %s", natsServerModule, err, out)
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// natsNode is one nats-server process; kill and start keep its ports
+// and its JetStream store.
+type natsNode struct {
+	name, client, route, dir string
+	cmd                      *exec.Cmd
+}
+
+// natsCluster is n nats-server processes on loopback, routed to each
+// other, JetStream on each.
+type natsCluster struct {
+	t     *testing.T
+	bin   string
+	nodes []*natsNode
+}
+
+func startCluster(t *testing.T, n int) *natsCluster {
+	t.Helper()
+	c := &natsCluster{t: t, bin: natsServerBinary(t)}
+	base := t.TempDir()
+	for i := range n {
+		c.nodes = append(c.nodes, &natsNode{name: "n" + strconv.Itoa(i), client: freePort(t), route: freePort(t),
+			dir: filepath.Join(base, "n"+strconv.Itoa(i))})
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.kill(i)
+		}
+	})
+	c.waitJetStream()
+	return c
+}
+
+// URL names every node, as a client of a cluster is given.
+func (c *natsCluster) URL() string {
+	var us []string
+	for _, n := range c.nodes {
+		us = append(us, "nats://"+n.client)
+	}
+	return strings.Join(us, ",")
+}
+
+func (c *natsCluster) start(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	var routes []string
+	for _, o := range c.nodes {
+		if o != n {
+			routes = append(routes, "nats://"+o.route)
+		}
+	}
+	host, port, _ := net.SplitHostPort(n.client)
+	rhost, rport, _ := net.SplitHostPort(n.route)
+	n.cmd = exec.Command(c.bin, "-n", n.name, "-a", host, "-p", port, "-js", "-sd", n.dir,
+		"--cluster_name", "apmwatch-test", "--cluster", "nats://"+rhost+":"+rport, "--routes", strings.Join(routes, ","))
+	if err := n.cmd.Start(); err != nil {
+		c.t.Fatalf("starting nats-server %s: %v", n.name, err)
+	}
+}
+
+// kill ends node i at once (SIGKILL: no goodbye to its routes).
+func (c *natsCluster) kill(i int) {
+	n := c.nodes[i]
+	if n.cmd == nil {
+		return
+	}
+	n.cmd.Process.Signal(syscall.SIGKILL)
+	n.cmd.Wait()
+	n.cmd = nil
+}
+
+// waitJetStream waits until the cluster has a JetStream meta leader (an
+// account info answers).
+func (c *natsCluster) waitJetStream() {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, "the cluster's JetStream", func() bool {
+		nc, err := nats.Connect(c.URL())
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return false
+		}
+		_, err = js.AccountInfo(c.t.Context())
+		return err == nil
+	})
+}
+
+// waitCurrent waits until every stream has a leader and all its replicas
+// are current: a node that returned has caught up (killing another one
+// before that leaves a stream without a quorum, as it would anywhere).
+func (c *natsCluster) waitCurrent() {
+	c.t.Helper()
+	js := testJetStream(c.t, c.URL())
+	waitFor(c.t, 120*time.Second, "every stream's replicas current", func() bool {
+		l := js.ListStreams(c.t.Context())
+		n := 0
+		for info := range l.Info() {
+			n++
+			cl := info.Cluster
+			if cl == nil || cl.Leader == "" || len(cl.Replicas) != info.Config.Replicas-1 {
+				return false
+			}
+			for _, r := range cl.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+			}
+		}
+		return l.Err() == nil && n > 0
+	})
+}
+
+// index returns the node named name.
+func (c *natsCluster) index(name string) int {
+	for i, n := range c.nodes {
+		if n.name == name {
+			return i
+		}
+	}
+	c.t.Fatalf("no node %q", name)
+	return -1
+}
