@@ -101,16 +101,19 @@ lab-core: ## the core guest tests on KERNEL (5.10|6.1|6.12|7.2): probes, traces 
 	@LAB_TIMEOUT=$${LAB_TIMEOUT:-1680} $(MAKE) --no-print-directory lab-run KERNEL=$(KERNEL) \
 		CMD='guest.test -test.v -test.timeout 25m -test.run "$(or $(LAB_CORE_TESTS_$(KERNEL)),$(LAB_CORE_TESTS))"'
 
-# make test's guest runs, in two lanes side by side (lab/lanes.sh; a TCG
+# make test's guest runs, in three lanes side by side (lab/lanes.sh; a TCG
 # guest keeps about one core busy and spends much of a suite waiting): the
-# full suites and the packaged units on 6.1 and 6.12, the core suite on
-# 5.10 and 7.2. Everything is built first, every kernel's image one at a
-# time; the lanes build nothing (go build rewrites its output even when
-# unchanged, under a runner of the other lane that reads it).
+# full suite on 6.1 then the core suite on 5.10; the full suite on 6.12
+# then the core suite on 7.2; the short boots (the packaged units, the lab
+# runner's checks, Prometheus in the lab) on 6.1 and 6.12. Everything is
+# built first, every kernel's image one at a time; the lanes build nothing
+# (go build rewrites its output even when unchanged, under a runner of
+# another lane that reads it).
 LAB_TEST_KERNELS := $(LAB_ALL_KERNELS)
-LAB_LANES := "lab-test:6.1 lab-systemd:6.1 lab-core:5.10" "lab-test:6.12 lab-systemd:6.12 lab-core:7.2"
+LAB_LANES := "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2" \
+	"lab-systemd:6.1 lab-systemd:6.12 lab-host-test:6.1+6.12 prom-test:6.1+6.12"
 .PHONY: lab-suites
-lab-suites: lab-guest-test ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, two lanes side by side
+lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
 	@for k in $(LAB_TEST_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
 	@MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh $(LAB_LANES)
 
@@ -123,11 +126,11 @@ lab-storm: lab-guest-test ## the port-failure storms (audit, trace, audit --enfo
 			CMD='APMWATCH_STORM_PAIRS=$(STORM_PAIRS) guest.test -test.v -test.timeout 35m -test.run "^TestIBStorm"' || exit 1; \
 	done
 
-lab-host-test: lab-vm ## host-side checks of the lab runner (boots both kernels; root)
+lab-host-test: $(LAB_VM) ## host-side checks of the lab runner (boots both kernels; root)
 	@for k in $(LAB_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
 	APMWATCH_LAB=1 $(GO) test -count=1 -v ./lab/vm/
 
-test: setup unit lint lab-host-test lab-suites ## every test: unit, lint, lab runner checks, guest suites (full on 6.1 and 6.12, core on 5.10 and 7.2)
+test: setup unit lint lab-suites ## every test: unit, lint, guest suites (full on 6.1 and 6.12, core on 5.10 and 7.2), lab runner checks, Prometheus in the lab
 
 demo: setup build ## boot the 6.12 lab: two simulated InfiniBand HCAs through port failures (a correct and a never-rearm application, unprotected failure, the actuator), then the RoCE half
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs lab steps in lanes side by side: each argument is one lane, a
 # space-separated list of steps TARGET:KERNEL run one after the other as
-# `make TARGET KERNEL=K LAB_KERNELS=K $LANE_ARGS`. A guest under TCG keeps about one
+# `make TARGET KERNEL=K LAB_KERNELS=K $LANE_ARGS` (KERNEL K1+K2: LAB_KERNELS
+# "K1 K2", KERNEL K1). A guest under TCG keeps about one
 # core busy and spends much of a suite waiting, so two lanes on a 2-core
 # machine take little more than the longer one alone.
 #
@@ -38,7 +39,7 @@ run_lane() {
 		start=$(date +%s)
 		# The make's status, not sed's or tee's.
 		# shellcheck disable=SC2086 # LANE_ARGS are make arguments, one per word
-		"$MAKE" --no-print-directory "$target" KERNEL="$k" LAB_KERNELS="$k" ${LANE_ARGS:-} 2>&1 |
+		"$MAKE" --no-print-directory "$target" KERNEL="${k%%+*}" LAB_KERNELS="${k//+/ }" ${LANE_ARGS:-} 2>&1 |
 			tee "$log" | sed -u "s/^/[$target $k] /"
 		rc=${PIPESTATUS[0]}
 		printf '%s\t%s\t%s\t%s\n' "$step" "$rc" "$(($(date +%s) - start))" "$log" >>"$results/$n"
