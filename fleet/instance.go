@@ -119,6 +119,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
+	in.m.shares.Set(float64(cfg.Instances))
 	if cfg.NATS.URL == "" {
 		srv, err := StartServer(cfg.server())
 		if err != nil {

@@ -29,6 +29,7 @@ type fleetMetrics struct {
 	hostHeard        *prometheus.GaugeVec   // host
 	hostOffset       *prometheus.GaugeVec   // host
 	shareOwned       *prometheus.GaugeVec   // share
+	shares           prometheus.Gauge       // --instances
 	takeovers        prometheus.Counter
 	shareRestarts    prometheus.Counter
 	fencedDuplicates prometheus.Counter
@@ -71,6 +72,8 @@ func newFleetMetrics() *fleetMetrics {
 		Help: "A host's clock minus the stream's, at its latest heartbeat (its at minus when it was stored)."}, []string{"host"})
 	m.shareOwned = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "share_owned",
 		Help: "1 while this instance holds a share's lease and judges its partitions, else 0."}, []string{"share"})
+	m.shares = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "shares",
+		Help: "Shares the partitions are divided into (--instances): each must be held by one instance (share_owned) to be judged."})
 	m.takeovers = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "takeovers_total",
 		Help: "Shares of another (home) instance this instance adopted, their lease having expired."})
 	m.shareRestarts = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "share_restarts_total",
@@ -82,7 +85,7 @@ func newFleetMetrics() *fleetMetrics {
 		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.Go}})
 	info.Set(1)
 	m.reg.MustRegister(m.connections, m.unpaired, m.ends, m.records, m.badRecords, m.staleRecords, m.lagMessages, m.lagSeconds,
-		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, m.shareOwned, m.takeovers, m.shareRestarts, m.fencedDuplicates, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.findings, m.publishErrors, m.refused, m.hostSilent, m.hostHeard, m.hostOffset, m.shareOwned, m.shares, m.takeovers, m.shareRestarts, m.fencedDuplicates, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
