@@ -101,6 +101,22 @@ func (l *leases) acquire(ctx context.Context, share int) (uint64, error) {
 	return rev, nil
 }
 
+// reclaim takes over share's lease from an earlier run of this instance
+// (the same --instance, another process: one that died, or restarted
+// within a TTL), over the revision it holds, so that a restart does not
+// wait that lease out; errLeaseHeld when another instance holds it.
+func (l *leases) reclaim(ctx context.Context, share int) (uint64, error) {
+	e, err := l.kv.Get(ctx, leaseKey(share))
+	if err != nil {
+		return 0, fmt.Errorf("reading the lease of share %d: %w", share, err)
+	}
+	var v leaseValue
+	if json.Unmarshal(e.Value(), &v) != nil || v.Instance != l.instance || v.Run == l.run {
+		return 0, errLeaseHeld
+	}
+	return l.renew(ctx, share, e.Revision())
+}
+
 // errLeaseHeld: another instance holds the lease.
 var errLeaseHeld = errors.New("the lease is held")
 

@@ -152,7 +152,10 @@ func (t *shares) one(ctx context.Context, s int) {
 
 // retake takes share s's free lease or, when a renewal of it failed
 // (NATS away a moment), the lease still at the revision this instance
-// wrote: no one else wrote it since.
+// wrote: no one else wrote it since. In its first TTL an instance also
+// takes its own share's lease from an earlier run of itself (reclaim):
+// only then, so that two processes given one --instance by mistake do
+// not take it from each other for ever (the later one keeps it).
 func (t *shares) retake(ctx context.Context, s int) (uint64, error) {
 	if rev, ok := t.lost[s]; ok {
 		if n, err := t.lk.renew(ctx, s, rev); err == nil {
@@ -161,6 +164,11 @@ func (t *shares) retake(ctx context.Context, s int) (uint64, error) {
 		}
 	}
 	rev, err := t.lk.acquire(ctx, s)
+	if errors.Is(err, errLeaseHeld) && s == t.in.cfg.Instance && time.Since(t.start) < t.in.cfg.LeaseTTL {
+		if rev, err = t.lk.reclaim(ctx, s); err == nil {
+			t.in.log.Info("share lease taken over from an earlier run of this instance", "share", s)
+		}
+	}
 	if err == nil {
 		delete(t.lost, s)
 	}

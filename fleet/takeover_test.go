@@ -144,3 +144,32 @@ func TestFleetLeasesAsTheLocalUser(t *testing.T) {
 		t.Fatalf("shares: instance 0 %v, instance 1 %v", s0, s1)
 	}
 }
+
+// An instance that dies and starts again within its lease's TTL takes its
+// own share's lease over from its earlier run at once, instead of waiting
+// it out; its peer neither adopts the share meanwhile nor holds it after.
+func TestFleetRestartedWithinATTLTakesItsLeaseBack(t *testing.T) {
+	url := testNATS(t)
+	const ttl = 30 * time.Second
+	withTTL := func(die bool) func(*Config) {
+		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
+	}
+	f1 := startFleetWith(t, url, 1, 2, withTTL(false))
+	defer f1.stop()
+	f0 := startFleetWith(t, url, 0, 2, withTTL(true))
+	f0.stop() // dies: its lease of share 0 stays for up to 30 s
+	restarted := time.Now()
+	g0 := startFleetWith(t, url, 0, 2, withTTL(false)) // ready once it holds share 0
+	defer g0.stop()
+	took := time.Since(restarted)
+	t.Logf("share 0 held again %v after the restart (lease TTL %v)", took.Round(10*time.Millisecond), ttl)
+	if took >= ttl/2 {
+		t.Fatalf("the restarted instance waited %v for its own lease (TTL %v)", took, ttl)
+	}
+	if s0, s1 := g0.shares(), f1.shares(); !slices.Equal(s0, []int{0}) || !slices.Equal(s1, []int{1}) {
+		t.Fatalf("shares: instance 0 %v, instance 1 %v", s0, s1)
+	}
+	a, b := twoHosts(t, url)
+	oneSidedFrom(a, b, 100, 200, 8)
+	waitFor(t, 30*time.Second, "the findings", func() bool { return len(g0.out.lines(t))+len(f1.out.lines(t)) >= 8 })
+}
