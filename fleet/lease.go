@@ -42,7 +42,8 @@ const (
 type leases struct {
 	kv       jetstream.KeyValue
 	instance int
-	run      string // this process: two runs of one instance are two holders
+	run      string        // this process: two runs of one instance are two holders
+	ttl      time.Duration // the bucket's: every instance's lease TTL
 }
 
 // leaseValue is what a lease key holds.
@@ -51,31 +52,53 @@ type leaseValue struct {
 	Run      string `json:"run"`
 }
 
-// openLeases creates the bucket, or sets its TTL to ttl: instances of
-// one fleet give the same --lease-ttl. A user that may not (the local
-// user of an embedded server without --auth) uses the bucket as it is.
+// openLeases opens the bucket, or creates it with TTL ttl. The bucket's
+// TTL is every instance's lease TTL (leases.ttl): the --lease-ttl of the
+// instance that created it. Another given to a later instance is not
+// applied to the bucket (the instances renewing every third of the old
+// TTL would lose their leases under a shorter one); the caller uses the
+// bucket's and says so. A user that may not create the bucket (the local
+// user of an embedded server without --auth) uses it as it is.
 func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl time.Duration, replicas int) (*leases, error) {
-	kv, err := createLeases(ctx, js, ttl, replicas)
-	if err != nil {
-		c, done := guard(ctx, js.Conn())
-		b, berr := js.KeyValue(c, LeaseBucket)
-		done()
-		if berr != nil {
-			return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+	kv, err := lookupLeases(ctx, js)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		var cerr error
+		if kv, cerr = createLeases(ctx, js, ttl, replicas); cerr != nil {
+			// another instance made it meanwhile, or this user may not
+			if kv, err = lookupLeases(ctx, js); err != nil {
+				err = cerr
+			}
+		} else {
+			err = nil
 		}
-		kv = b
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+	}
+	c, done := guard(ctx, js.Conn())
+	st, err := kv.Status(c)
+	done()
+	if err != nil {
+		return nil, fmt.Errorf("reading the lease bucket %s: %w", LeaseBucket, denied(c, err))
 	}
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("naming this run: %w", err)
 	}
-	return &leases{kv: kv, instance: instance, run: hex.EncodeToString(b)}, nil
+	return &leases{kv: kv, instance: instance, run: hex.EncodeToString(b), ttl: st.TTL()}, nil
+}
+
+func lookupLeases(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	ctx, done := guard(ctx, js.Conn())
+	defer done()
+	kv, err := js.KeyValue(ctx, LeaseBucket)
+	return kv, denied(ctx, err)
 }
 
 func createLeases(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int) (jetstream.KeyValue, error) {
 	ctx, done := guard(ctx, js.Conn())
 	defer done()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
 		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
 	return kv, denied(ctx, err)
 }

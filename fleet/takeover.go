@@ -76,6 +76,11 @@ func (in *instance) takeover(ctx context.Context) error {
 		}
 		return err
 	}
+	if lk.ttl != in.cfg.LeaseTTL && lk.ttl > 0 {
+		in.log.Warn("--lease-ttl differs from the lease bucket's TTL: using the bucket's, which the first instance set "+
+			"(to change it: stop every instance and delete the bucket)", "lease_ttl", in.cfg.LeaseTTL, "bucket_ttl", lk.ttl, "bucket", LeaseBucket)
+		in.cfg.LeaseTTL = lk.ttl
+	}
 	t.lk = lk
 	tick := time.NewTicker(in.cfg.LeaseTTL / 3)
 	defer tick.Stop()

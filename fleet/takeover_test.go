@@ -173,3 +173,24 @@ func TestFleetRestartedWithinATTLTakesItsLeaseBack(t *testing.T) {
 	oneSidedFrom(a, b, 100, 200, 8)
 	waitFor(t, 30*time.Second, "the findings", func() bool { return len(g0.out.lines(t))+len(f1.out.lines(t)) >= 8 })
 }
+
+// Instances given different --lease-ttl: the bucket keeps the TTL of the
+// one that made it, and a later instance uses that one, not its own (its
+// renewals every third of its TTL would outlast a shorter bucket TTL).
+func TestFleetLaterInstanceUsesTheBucketsLeaseTTL(t *testing.T) {
+	url := testNATS(t)
+	f0 := startFleetWith(t, url, 0, 2, func(c *Config) { c.LeaseTTL = 600 * time.Millisecond })
+	defer f0.stop()
+	f1 := startFleetWith(t, url, 1, 2, func(c *Config) { c.LeaseTTL, c.keepLeases = time.Minute, true })
+	lk := testLeases(t, url, 9, 5*time.Second) // a third asking for yet another
+	if lk.ttl != 600*time.Millisecond {
+		t.Fatalf("the bucket's TTL is %v, want the first instance's 600ms", lk.ttl)
+	}
+	f1.stop() // dies: with its own minute it would be adopted a minute later
+	died := time.Now()
+	waitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
+	t.Logf("adopted %v after the death (bucket TTL 600ms, the dead instance's --lease-ttl 1m)", time.Since(died).Round(10*time.Millisecond))
+	if time.Since(died) > 20*time.Second {
+		t.Fatal("the share waited for the dead instance's own --lease-ttl")
+	}
+}
