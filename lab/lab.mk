@@ -101,6 +101,13 @@ lab-core: ## the core guest tests on KERNEL (5.10|6.1|6.12|7.2): probes, traces 
 	@LAB_TIMEOUT=$${LAB_TIMEOUT:-1680} $(MAKE) --no-print-directory lab-run KERNEL=$(KERNEL) \
 		CMD='guest.test -test.v -test.timeout 25m -test.run "$(or $(LAB_CORE_TESTS_$(KERNEL)),$(LAB_CORE_TESTS))"'
 
+# make test fetches the kernels of the other suites (5.10, 7.2: downloads
+# and unpacking) in the background while the unit tests run; lab-suites
+# waits for that fetch, and its log is shown then.
+LAB_FETCH := $(BUILD)/lab/fetch
+lab-fetch-start: setup
+	@lab/fetch-bg.sh start $(LAB_FETCH) $(filter-out $(LAB_KERNELS),$(LAB_TEST_KERNELS))
+
 # make test's guest runs, in three lanes side by side (lab/lanes.sh; a TCG
 # guest keeps about one core busy and spends much of a suite waiting): the
 # full suite on 6.1 then the core suite on 5.10; the full suite on 6.12
@@ -112,8 +119,9 @@ lab-core: ## the core guest tests on KERNEL (5.10|6.1|6.12|7.2): probes, traces 
 LAB_TEST_KERNELS := $(LAB_ALL_KERNELS)
 LAB_LANES := "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2" \
 	"lab-systemd:6.1 lab-systemd:6.12 lab-host-test:6.1+6.12 prom-test:6.1+6.12"
-.PHONY: lab-suites
+.PHONY: lab-suites lab-fetch-start
 lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
+	@lab/fetch-bg.sh wait $(LAB_FETCH)
 	@for k in $(LAB_TEST_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
 	@MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh $(LAB_LANES)
 
@@ -130,7 +138,7 @@ lab-host-test: $(LAB_VM) ## host-side checks of the lab runner (boots both kerne
 	@for k in $(LAB_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
 	APMWATCH_LAB=1 $(GO) test -count=1 -v ./lab/vm/
 
-test: setup unit lint lab-suites ## every test: unit, lint, guest suites (full on 6.1 and 6.12, core on 5.10 and 7.2), lab runner checks, Prometheus in the lab
+test: setup lab-fetch-start unit lint lab-suites ## every test: unit, lint, guest suites (full on 6.1 and 6.12, core on 5.10 and 7.2), lab runner checks, Prometheus in the lab
 
 demo: setup build ## boot the 6.12 lab: two simulated InfiniBand HCAs through port failures (a correct and a never-rearm application, unprotected failure, the actuator), then the RoCE half
 	@$(MAKE) --no-print-directory lab-run KERNEL=6.12 CMD='sh /usr/local/share/lab/demo.sh'
