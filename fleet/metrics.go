@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"sync"
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/internal/metricsrv"
@@ -12,6 +13,8 @@ import (
 
 // fleetMetrics are a fleet instance's series (docs/fleet.md).
 type fleetMetrics struct {
+	mu               sync.Mutex
+	held             map[int]shareSnap // by share held: its engine's counts, as last added
 	reg              *prometheus.Registry
 	connections      *prometheus.GaugeVec // state
 	unpaired         prometheus.Gauge
@@ -24,7 +27,6 @@ type fleetMetrics struct {
 	findings         *prometheus.CounterVec // kind, type
 	publishErrors    prometheus.Counter
 	refused          *prometheus.CounterVec // reason
-	refusedSeen      [nRefusals]uint64      // the engine's counts added so far
 	hostSilent       *prometheus.GaugeVec   // host
 	hostHeard        *prometheus.GaugeVec   // host
 	hostOffset       *prometheus.GaugeVec   // host
@@ -36,7 +38,7 @@ type fleetMetrics struct {
 }
 
 func newFleetMetrics() *fleetMetrics {
-	m := &fleetMetrics{reg: prometheus.NewRegistry()}
+	m := &fleetMetrics{reg: prometheus.NewRegistry(), held: map[int]shareSnap{}}
 	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "connections",
 		Help: "Paired connections of this instance's partitions, by pair state (no-apm, armed, half-armed, one-sided, unprotected)."}, []string{"state"})
 	m.unpaired = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "apmwatch", Subsystem: "fleet", Name: "unpaired_ends",
@@ -89,29 +91,74 @@ func newFleetMetrics() *fleetMetrics {
 	return m
 }
 
-func (m *fleetMetrics) update(g *Engine) {
-	st := g.Stats()
-	for s := StateNoAPM; s < nStates; s++ {
-		m.connections.WithLabelValues(s.String()).Set(float64(st.ByState[s]))
-	}
-	m.unpaired.Set(float64(st.Unpaired))
-	m.ends.Set(float64(st.Ends))
-	m.staleRecords.Set(float64(g.Stale))
-	g.eachHostClock(func(h HostClock) {
-		silent := 0.0
-		if h.Silent {
-			silent = 1
-		}
-		m.hostSilent.WithLabelValues(h.Host).Set(silent)
-		m.hostHeard.WithLabelValues(h.Host).Set(float64(h.LastHeard.UnixNano()) / 1e9)
-		m.hostOffset.WithLabelValues(h.Host).Set(h.Offset.Seconds())
-	})
+// update sets the series from one engine, as the only share held.
+func (m *fleetMetrics) update(g *Engine) { m.updateShare(0, g, true) }
+
+// shareSnap is what a share's engine last said of itself.
+type shareSnap struct {
+	st      Stats
+	stale   uint64
+	refused [nRefusals]uint64
+}
+
+// updateShare takes share s's engine g's counts (called from its own
+// loop) and sets the series from every share this instance holds: the
+// connections, ends and refusals of an adopted share count with its own.
+// The home share's engine gives the hosts' series (every engine follows
+// every host's heartbeats).
+func (m *fleetMetrics) updateShare(s int, g *Engine, home bool) {
+	snap := shareSnap{st: g.Stats(), stale: g.Stale, refused: g.Refused}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := m.held[s]
 	for r := range nRefusals {
-		if n := g.Refused[r]; n > m.refusedSeen[r] {
-			m.refused.WithLabelValues(r.String()).Add(float64(n - m.refusedSeen[r]))
-			m.refusedSeen[r] = n
+		if n := snap.refused[r]; n > prev.refused[r] {
+			m.refused.WithLabelValues(r.String()).Add(float64(n - prev.refused[r]))
 		}
 	}
+	m.held[s] = snap
+	m.setSums()
+	if home {
+		g.eachHostClock(func(h HostClock) {
+			silent := 0.0
+			if h.Silent {
+				silent = 1
+			}
+			m.hostSilent.WithLabelValues(h.Host).Set(silent)
+			m.hostHeard.WithLabelValues(h.Host).Set(float64(h.LastHeard.UnixNano()) / 1e9)
+			m.hostOffset.WithLabelValues(h.Host).Set(h.Offset.Seconds())
+		})
+	}
+}
+
+// dropShare forgets share s's counts: it is no longer held here (a share
+// held again starts from a new engine, its counts from 0).
+func (m *fleetMetrics) dropShare(s int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.held, s)
+	m.setSums()
+}
+
+// setSums sets the per-instance gauges to the sums over the shares held.
+// Called with m.mu held.
+func (m *fleetMetrics) setSums() {
+	by := make([]int, nStates)
+	unpaired, ends, stale := 0, 0, uint64(0)
+	for _, x := range m.held {
+		for st, n := range x.st.ByState {
+			by[st] += n
+		}
+		unpaired += x.st.Unpaired
+		ends += x.st.Ends
+		stale += x.stale
+	}
+	for s := StateNoAPM; s < nStates; s++ {
+		m.connections.WithLabelValues(s.String()).Set(float64(by[s]))
+	}
+	m.unpaired.Set(float64(unpaired))
+	m.ends.Set(float64(ends))
+	m.staleRecords.Set(float64(stale))
 }
 
 func (m *fleetMetrics) serve(ctx context.Context, addr string, onErr func(error)) error {

@@ -220,9 +220,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 			if at := clock.at(now, current); !at.IsZero() {
 				r.engine.Advance(at)
 			}
-			if r.home() {
-				in.m.update(r.engine)
-			}
+			in.m.updateShare(r.share, r.engine, r.home())
 		}
 	}
 }

@@ -253,6 +253,7 @@ func (t *shares) end(s int) *held {
 	h.stop()
 	<-h.done
 	t.in.m.shareOwned.WithLabelValues(strconv.Itoa(s)).Set(0)
+	t.in.m.dropShare(s)
 	t.writeReady()
 	return h
 }

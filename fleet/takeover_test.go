@@ -44,7 +44,8 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	withTTL := func(die bool) func(*Config) {
 		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
 	}
-	f0 := startFleetWith(t, url, 0, 2, withTTL(false))
+	addr0 := freePort(t)
+	f0 := startFleetWith(t, url, 0, 2, func(c *Config) { withTTL(false)(c); c.MetricsAddr = addr0 })
 	defer f0.stop()
 	f1 := startFleetWith(t, url, 1, 2, withTTL(true))
 	a, b := twoHosts(t, url)
@@ -74,6 +75,12 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	if !slices.ContainsFunc(second, func(l outLine) bool { return l.Partition%2 == 1 }) {
 		t.Fatalf("no finding on share 1 among %+v", second)
 	}
+	// its gauges count the adopted share's connections with its own: all
+	// 2n pairs, one-sided
+	waitFor(t, 10*time.Second, "instance 0's gauges to count both shares", func() bool {
+		v, ok := metric(t, addr0, `apmwatch_fleet_connections{state="one-sided"}`)
+		return ok && v == 2*n
+	})
 
 	back := time.Now()
 	g1 := startFleetWith(t, url, 1, 2, withTTL(false)) // ready once it holds share 1 again
