@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/nats-io/nats.go"
 )
 
 // Hosts 5 s behind and 5 s ahead of the stream: an end of the host behind
@@ -242,5 +243,45 @@ func TestEngineGivesHostSilentOnlyForTheHostsItOwns(t *testing.T) {
 	beat(t, g, "hostB", t0.Add(3*time.Second), t0.Add(3*time.Second), 0)
 	if len(got) != 1 || g.Silent("hostB") {
 		t.Fatalf("hostB heard again: %+v", got)
+	}
+}
+
+// A record sent while others of its publisher were in flight (header
+// BehindHeader above 0) does not move its host's watermark: a record sent
+// before it may have failed and come later. One sent with none in flight,
+// or by a publisher that does not say, does.
+func TestEngineWatermarkMovesOnlyOnARecordSentWithNothingInFlight(t *testing.T) {
+	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
+	beat(t, g, "hostA", t0, t0, 0)
+	wm := func() time.Time {
+		for _, h := range g.HostClocks() {
+			if h.Host == "hostA" {
+				return h.Watermark
+			}
+		}
+		t.Fatal("hostA not heard")
+		return time.Time{}
+	}
+	send := func(qpn uint32, at time.Time, behind int) {
+		t.Helper()
+		c := conn("hostA", 1, qpn, 2, qpn+100)
+		b, _ := json.Marshal(&c)
+		if _, why := g.Take(Received{Subject: ConnSubject(&c), Stored: at, Data: b, Behind: behind}, at); why != "" {
+			t.Fatalf("refused: %s", why)
+		}
+	}
+	send(17, t0.Add(time.Second), 1)
+	if !wm().Equal(t0) {
+		t.Fatalf("watermark %v after a record sent behind another, want %v", wm(), t0)
+	}
+	send(16, t0.Add(2*time.Second), 0)
+	if !wm().Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("watermark %v after a record sent with nothing in flight", wm())
+	}
+	if n := behind(nats.Header{BehindHeader: []string{"x"}}); n != 0 {
+		t.Fatalf("a header that is no count reads %d", n)
+	}
+	if n := behind(nats.Header{BehindHeader: []string{"3"}}); n != 3 {
+		t.Fatalf("header 3 reads %d", n)
 	}
 }

@@ -162,18 +162,20 @@ func (g *Engine) MarkJudged(id uint64) { g.judged[id] = true }
 // stale), across runs their arrival does (a host whose clock stepped
 // back at its restart is not frozen behind its earlier run's records).
 func (g *Engine) Apply(c *Conn, now time.Time) {
-	if why := g.apply(c, token(c.Host), now, now); why != nRefusals {
+	if why := g.apply(c, token(c.Host), now, now, true); why != nRefusals {
 		g.Refused[why]++
 	}
 }
 
 // apply applies a record of the host whose subject token is host,
 // received at receipt; it returns why it refused it (nRefusals: it did
-// not).
-func (g *Engine) apply(c *Conn, host string, receipt, now time.Time) refuseReason {
+// not). clean says the host had nothing else in flight when it sent it:
+// all it queued before is stored before it, and the host's watermark
+// moves to it.
+func (g *Engine) apply(c *Conn, host string, receipt, now time.Time, clean bool) refuseReason {
 	g.tickTo(receipt.UnixNano())
 	why := g.applyRecord(c, host, receipt, now)
-	g.heard(g.names.id(host), receipt.UnixNano(), true) // after the record: the host's watermark covers it
+	g.heard(g.names.id(host), receipt.UnixNano(), clean) // after the record: the host's watermark covers it
 	return why
 }
 

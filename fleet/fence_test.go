@@ -85,7 +85,7 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 // A line no stream acknowledges is not written; once the stream is there
 // it is sent again and written, once.
 func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
-	url := testNATS(t)
+	url := testNATSBare(t) // no stream until the test makes it
 	var out syncBuffer
 	f, m := testFence(t, url, &out)
 	f.emit(context.Background(), fenceLine(7, 3))

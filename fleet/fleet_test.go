@@ -235,7 +235,7 @@ func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
 }
 
 func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
-	url := testNATS(t)
+	url := testNATSBare(t) // the operator's streams, not the fleet's
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)

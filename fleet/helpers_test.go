@@ -268,16 +268,25 @@ func onCluster() bool { return os.Getenv("APMWATCH_FLEET_NATS") == "cluster" }
 // (created here, before any publisher or instance would make them R1).
 func testNATS(t *testing.T) string {
 	t.Helper()
+	url := testNATSBare(t)
+	if !onCluster() {
+		return url
+	}
+	l := DefaultLimits
+	l.Replicas = 3
+	if err := ensureStreams(t.Context(), testJetStream(t, url), l); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// testNATSBare is testNATS without streams: for a test that makes its own.
+func testNATSBare(t *testing.T) string {
+	t.Helper()
 	if !onCluster() {
 		srv := startServer(t, "127.0.0.1:0", t.TempDir())
 		t.Cleanup(srv.Shutdown)
 		return srv.URL()
 	}
-	cl := startCluster(t, 3)
-	l := DefaultLimits
-	l.Replicas = 3
-	if err := ensureStreams(t.Context(), testJetStream(t, cl.URL()), l); err != nil {
-		t.Fatal(err)
-	}
-	return cl.URL()
+	return startCluster(t, 3).URL()
 }

@@ -375,15 +375,26 @@ func inFlight(msgs []Msg) int {
 	return len(msgs)
 }
 
+// BehindHeader, on a connection record, says how many of its publisher's
+// messages were in flight (sent, not yet acknowledged) when it was sent:
+// those of its batch before it. When JetStream fails one of them and
+// stores later ones, the failed one is sent again and stored after them;
+// so the fleet moves a host's watermark only on a record that says 0 (or
+// on a heartbeat with an empty queue), never past a record still to come.
+const BehindHeader = "Apmwatch-Behind"
+
 // publish sends msgs and returns how many from the first were stored.
 func (p *Publisher) publish(ctx context.Context, msgs []Msg) (int, error) {
 	if !p.nc.IsConnected() {
 		return 0, nats.ErrConnectionClosed
 	}
 	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for _, m := range msgs {
-		f, err := p.pubAsync(&nats.Msg{Subject: m.Subject, Data: m.Data,
-			Header: nats.Header{jetstream.MsgIDHeader: []string{m.ID}}})
+	for i, m := range msgs {
+		h := nats.Header{jetstream.MsgIDHeader: []string{m.ID}}
+		if strings.HasPrefix(m.Subject, connPrefix) {
+			h.Set(BehindHeader, strconv.Itoa(i)) // every earlier batch is acknowledged
+		}
+		f, err := p.pubAsync(&nats.Msg{Subject: m.Subject, Data: m.Data, Header: h})
 		if err != nil {
 			break
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -59,11 +60,13 @@ func TestPublisherNeverStoresARecordAfterALaterOneOfItsSubject(t *testing.T) {
 	other := dated(conn("hostA", 1, 19, 2, 20))
 	var mu sync.Mutex
 	failedOnce := false
+	var sent []string // QPN:BehindHeader of each send, in order
 	p.pubAsync = func(m *nats.Msg, o ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
 		var c Conn
 		json.Unmarshal(m.Data, &c)
 		mu.Lock()
 		defer mu.Unlock()
+		sent = append(sent, fmt.Sprintf("%d:%s", c.Local.QPN, m.Header.Get(BehindHeader)))
 		if c.Local.QPN == 17 && !c.Gone && c.Rev == live.Rev && !failedOnce {
 			failedOnce = true
 			f := failed{m: m, err: make(chan error, 1)}
@@ -84,5 +87,13 @@ func TestPublisherNeverStoresARecordAfterALaterOneOfItsSubject(t *testing.T) {
 	}
 	if !failedOnce || len(recs) != 2 || !last.Gone {
 		t.Fatalf("%d records of the subject, the last %+v: want the live one, then the gone", len(recs), last)
+	}
+	// each record says what was in flight before it: the other end's,
+	// sent behind the live record that failed, says 1 (so it moves no
+	// watermark); the live one sent again leads its batch: 0
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) < 3 || sent[0] != "17:0" || sent[1] != "19:1" || sent[2] != "17:0" {
+		t.Fatalf("sends (QPN:%s): %v", BehindHeader, sent)
 	}
 }

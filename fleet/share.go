@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -248,7 +249,7 @@ func (r *shareRun) followHeartbeats(ctx context.Context, streams map[string][]st
 // subject (trust.go: a host speaks only for its own ends).
 func (r *shareRun) take(m jetstream.Msg, stored, now time.Time) {
 	in := r.in
-	rc := Received{Subject: m.Subject(), Stored: stored, Data: m.Data()}
+	rc := Received{Subject: m.Subject(), Stored: stored, Data: m.Data(), Behind: behind(m.Headers())}
 	if isHeartbeat(rc.Subject) {
 		r.engine.TakeHeartbeat(rc, now)
 		return
@@ -303,4 +304,14 @@ func probeConsumers(ctx context.Context, cons []jetstream.Consumer) *atomic.Int6
 		}
 	}()
 	return &answered
+}
+
+// behind reads a record's BehindHeader: 0 when absent (a publisher that
+// does not say) or not a count.
+func behind(h nats.Header) int {
+	n, err := strconv.Atoi(h.Get(BehindHeader))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

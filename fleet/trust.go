@@ -46,6 +46,12 @@ type Received struct {
 	Subject string
 	Stored  time.Time // when the stream stored it (its receipt); zero: now
 	Data    []byte
+	// Behind is how many of its publisher's messages were in flight,
+	// unacknowledged, when it was sent (header BehindHeader; absent: 0).
+	// Only a record sent with none in flight moves its host's watermark
+	// (publish.go): one sent after a record that JetStream then failed
+	// may be stored before that record is.
+	Behind int
 }
 
 // Claim is a second host's claim on an end another host holds: refused.
@@ -83,7 +89,7 @@ func (g *Engine) Take(r Received, now time.Time) (Conn, string) {
 	if receipt.IsZero() {
 		receipt = now
 	}
-	if why := g.apply(&c, cs.host, receipt, now); why != nRefusals {
+	if why := g.apply(&c, cs.host, receipt, now, r.Behind <= 0); why != nRefusals {
 		return c, g.refuse(why)
 	}
 	return c, ""
