@@ -265,21 +265,34 @@ func (h *History) finish(byConn map[string]*HistConn) {
 	sort.Slice(h.Connections, func(i, j int) bool { return h.Connections[i].Connection < h.Connections[j].Connection })
 }
 
-// readRange delivers a stream's messages stored in [since, until].
+// readRange delivers a stream's messages stored in [since, until], with
+// an ephemeral consumer of its own (deleted after; the server drops it a
+// minute after its last use if that fails). Not an ordered consumer:
+// on a cluster its first fetch recreates it and may ask before the new
+// one is served.
 func readRange(ctx context.Context, js jetstream.JetStream, stream string, filters []string, since, until time.Time, fn func(jetstream.Msg, time.Time)) error {
-	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy,
-		OptStartTime: &since, FilterSubjects: filters})
+	cfg := jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &since,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1, FilterSubjects: filters}
+	if len(filters) == 1 {
+		cfg.FilterSubject, cfg.FilterSubjects = filters[0], nil
+	}
+	c, err := js.CreateConsumer(ctx, stream, cfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		js.DeleteConsumer(dctx, stream, c.CachedInfo().Name)
+	}()
 	if c.CachedInfo().NumPending == 0 {
 		return nil
 	}
 	for {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		batch, err := fetchAnswered(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -303,6 +316,24 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream string, filte
 		}
 		if got == 0 {
 			return nil
+		}
+	}
+}
+
+// fetchAnswered is a Fetch of up to 1,000 messages that asks again, for up
+// to 2 s, while no server answers: on a cluster a consumer just made may
+// not be served by its leader yet ("no responders").
+func fetchAnswered(ctx context.Context, c jetstream.Consumer) (jetstream.MessageBatch, error) {
+	end := time.Now().Add(2 * time.Second)
+	for {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(end) {
+			return batch, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
