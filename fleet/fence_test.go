@@ -54,7 +54,8 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 		f0.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
 	}
 	<-done
-	if !f0.flush(context.Background(), 10*time.Second) || !f1.flush(context.Background(), 10*time.Second) {
+	// the bound only ends a hung test (R3 on a cluster is slower to acknowledge)
+	if !f0.flush(context.Background(), time.Minute) || !f1.flush(context.Background(), time.Minute) {
 		t.Fatal("lines not settled")
 	}
 	seen := map[uint64]int{}
