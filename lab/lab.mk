@@ -71,7 +71,7 @@ lab-shell: lab-assets ## interactive shell in a fresh guest: make lab-shell KERN
 lab-test: ## the guest tests (guest.test) on both kernels
 	@failed=; for k in $(LAB_KERNELS); do \
 		LAB_TIMEOUT=$${LAB_TIMEOUT:-2280} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
-			CMD='guest.test -test.v -test.timeout 35m -test.skip "$(LAB_SYSTEMD_TESTS)"' || failed="$$failed $$k"; \
+			CMD='guest.test -test.v -test.timeout 35m -test.skip "$(LAB_TEST_SKIP)"' || failed="$$failed $$k"; \
 	done; \
 	[ -z "$$failed" ] || { echo "lab-test: guest tests FAILED on:$$failed" >&2; exit 1; }
 
@@ -79,6 +79,20 @@ lab-test: ## the guest tests (guest.test) on both kernels
 # guest's init script hands over to systemd, which runs the command as a
 # service): the .deb as installed, each opt-in drop-in enabled.
 LAB_SYSTEMD_TESTS := ^TestPackagedUnitsUnderSystemd$$
+LAB_TEST_SKIP ?= $(LAB_SYSTEMD_TESTS)
+
+# The enforcer's tests on ibsim, which failed now and then with three
+# guests side by side on two cores (an action or a migration that did not
+# come in time; not yet understood) and never alone: lab-suites runs them
+# after the lanes, one guest at a time.
+LAB_QUIET_TESTS := ^TestIBAuditEnforce
+.PHONY: lab-quiet
+lab-quiet: ## the enforcer's ibsim tests alone, on each of LAB_KERNELS
+	@failed=; for k in $(LAB_KERNELS); do \
+		LAB_TIMEOUT=$${LAB_TIMEOUT:-900} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
+			CMD='guest.test -test.v -test.timeout 10m -test.run "$(LAB_QUIET_TESTS)"' || failed="$$failed $$k"; \
+	done; \
+	[ -z "$$failed" ] || { echo "lab-quiet: FAILED on:$$failed" >&2; exit 1; }
 .PHONY: lab-systemd
 lab-systemd: ## the packaged units (.deb) started by Debian's systemd as the guest's PID 1, on both kernels
 	@failed=; for k in $(LAB_KERNELS); do \
@@ -112,7 +126,8 @@ lab-fetch-start: setup
 # guest keeps about one core busy and spends much of a suite waiting): the
 # full suite on 6.1 then the core suite on 5.10; the full suite on 6.12
 # then the core suite on 7.2; the short boots (the packaged units, the lab
-# runner's checks, Prometheus in the lab) on 6.1 and 6.12. Everything is
+# runner's checks, Prometheus in the lab) on 6.1 and 6.12; then lab-quiet
+# alone (the full suites skip its tests). Everything is
 # built first, every kernel's image one at a time; the lanes build nothing
 # (go build rewrites its output even when unchanged, under a runner of
 # another lane that reads it).
@@ -123,7 +138,8 @@ LAB_LANES := "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2" \
 lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
 	@lab/fetch-bg.sh wait $(LAB_FETCH)
 	@for k in $(LAB_TEST_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
-	@MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh $(LAB_LANES)
+	@MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM= LAB_TEST_SKIP=^TestPackagedUnitsUnderSystemd|$(LAB_QUIET_TESTS)" lab/lanes.sh $(LAB_LANES); rc=$$?; \
+	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh "lab-quiet:6.1+6.12" || rc=1; exit $$rc
 
 # The storms at full size (STORM_PAIRS pairs: 4,000 QPs by default; lab-test
 # runs 500): minutes of lab time, figures in docs/performance.md.
