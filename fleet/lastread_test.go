@@ -44,15 +44,7 @@ func natsServers(t *testing.T) map[string]string {
 
 func jsOf(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testJetStream(t, url)
 	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
