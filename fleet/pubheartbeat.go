@@ -38,11 +38,12 @@ func (p *Publisher) heartbeat(ctx context.Context) {
 	}
 }
 
-// queued is how many messages the publisher holds: handed to the intake
-// (read first: a message moves from there to the queue) or in the queue,
-// not yet acknowledged.
+// queued is how many messages the publisher holds: records the loop
+// keeps for want of room in the intake (read first: they move on from
+// there), handed to the intake or in the queue, not yet acknowledged.
 func (p *Publisher) queued() uint64 {
-	n := p.handing.Load()
+	n := p.deferred.Load()
+	n += p.handing.Load()
 	n += int64(p.q.Stats().Pending)
 	return uint64(max(0, n))
 }

@@ -76,10 +76,22 @@ type Publisher struct {
 	// handing counts the messages handed to the intake and not yet in
 	// the queue (a heartbeat counts them as queued)
 	handing atomic.Int64
+	// backlog holds the loop's records that found the intake full, in
+	// order: they go first at the next tick, and until they are gone no
+	// changed end is flushed (it stays changed, its later changes
+	// folded into one record)
+	backlog []Conn
+	// deferred counts the backlog and the changed ends a tick left for
+	// want of room (a heartbeat counts them as queued)
+	deferred atomic.Int64
 }
 
 // intakeSize bounds the messages between the audit loop and the queue.
 const intakeSize = 8192
+
+// intakeForLines is the part of the intake connection records leave to
+// finding lines.
+const intakeForLines = 1024
 
 // NewPublisher opens the queue, dials NATS (without waiting for it) and
 // starts sending.
@@ -160,27 +172,66 @@ func (p *Publisher) Tick(now time.Time) {
 		p.wantReading.Store(true)
 	default:
 	}
-	select {
-	case live := <-p.readings:
-		gone := p.tracker.Unlisted(live, p.cfg.Device, now)
-		if len(gone) > 0 {
-			p.log.Info("this host's earlier ends not listed by rdma netlink: marked gone", "ends", len(gone))
+	left := 0
+	if p.drain() {
+		select {
+		case live := <-p.readings:
+			gone := p.tracker.Unlisted(live, p.cfg.Device, now)
+			if len(gone) > 0 {
+				p.log.Info("this host's earlier ends not listed by rdma netlink: marked gone", "ends", len(gone))
+			}
+			p.backlog = append(p.backlog, gone...)
+		default:
 		}
-		for _, c := range gone {
-			p.putConn(&c)
-		}
-	default:
+		var cs []Conn
+		cs, left = p.tracker.FlushAtMost(now, max(0, p.room()-len(p.backlog)))
+		p.backlog = append(p.backlog, cs...)
+		p.drain()
+	} else {
+		left = p.tracker.Changed()
 	}
-	for _, c := range p.tracker.Flush(now) {
-		p.putConn(&c)
+	p.deferred.Store(int64(len(p.backlog) + left))
+}
+
+// room is how many connection records the intake takes now.
+func (p *Publisher) room() int { return cap(p.in) - intakeForLines - len(p.in) }
+
+// drain hands the backlog to the intake while it has room, and says
+// whether it is empty.
+func (p *Publisher) drain() bool {
+	n := 0
+	for n < len(p.backlog) && p.room() > 0 && p.putConn(&p.backlog[n]) {
+		n++
+	}
+	p.backlog = p.backlog[n:]
+	if len(p.backlog) == 0 {
+		p.backlog = nil
+	}
+	return len(p.backlog) == 0
+}
+
+// drainUntil hands the backlog and every changed end to the intake,
+// waiting for room, until deadline: what a run that stops still owes.
+func (p *Publisher) drainUntil(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if room := p.room(); p.drain() && room > 0 {
+			if p.backlog, _ = p.tracker.FlushAtMost(time.Now(), room); len(p.backlog) == 0 {
+				return // nothing left that can be published
+			}
+			continue
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func (p *Publisher) putConn(c *Conn) {
+// putConn hands a record to the intake and says whether it took it (a
+// record that does not encode is dropped: taken).
+func (p *Publisher) putConn(c *Conn) bool {
 	b, err := json.Marshal(c)
-	if err == nil {
-		p.put(ConnSubject(c), b, "conn")
+	if err != nil {
+		return true
 	}
+	return p.put(ConnSubject(c), b, "conn")
 }
 
 // Reading takes an rdma netlink reading (audit.ReadingSink), on the
@@ -201,16 +252,23 @@ func (p *Publisher) Reading(s rdmanl.Snapshot) {
 	}
 }
 
-func (p *Publisher) put(subject string, data []byte, what string) {
-	p.seq++
-	m := Msg{Subject: subject, ID: p.cfg.Host + "-" + p.run + "-" + strconv.FormatUint(p.seq, 10), Data: data}
+// put hands a message to the intake, or says it is full: a finding line
+// is then dropped and counted, a connection record is the caller's to
+// keep.
+func (p *Publisher) put(subject string, data []byte, what string) bool {
+	m := Msg{Subject: subject, ID: p.cfg.Host + "-" + p.run + "-" + strconv.FormatUint(p.seq+1, 10), Data: data}
 	p.handing.Add(1)
 	select {
 	case p.in <- m:
+		p.seq++
 		p.m.queued.WithLabelValues(what).Inc()
+		return true
 	default:
 		p.handing.Add(-1)
-		p.m.dropped.WithLabelValues("intake-full").Inc()
+		if what != "conn" {
+			p.m.dropped.WithLabelValues("intake-full").Inc()
+		}
+		return false
 	}
 }
 
@@ -422,8 +480,9 @@ func (p *Publisher) publish(ctx context.Context, msgs []Msg) (int, error) {
 // queued, and closes. What is not sent stays on disk for the next run.
 func (p *Publisher) Close(wait time.Duration) {
 	p.closeMu.Do(func() {
-		close(p.in)
 		deadline := time.Now().Add(wait)
+		p.drainUntil(deadline)
+		close(p.in)
 		for time.Now().Before(deadline) {
 			if st := p.q.Stats(); st.Pending == 0 && len(p.in) == 0 {
 				break

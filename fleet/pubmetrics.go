@@ -19,7 +19,7 @@ func newPubMetrics(q *Queue, nc *nats.Conn) pubMetrics {
 		queued: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_queued_total",
 			Help: "Messages handed to the publish queue, by type (conn, finding)."}, []string{"type"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_dropped_total",
-			Help: "Messages lost before reaching the publish queue, by reason (intake-full: the queue writer fell behind; disk-error)."}, []string{"reason"}),
+			Help: "Messages lost before reaching the publish queue, by reason (intake-full: finding lines while the queue writer fell behind, connection records wait instead; disk-error)."}, []string{"reason"}),
 		sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Name: "published_total",
 			Help: "Messages JetStream acknowledged."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "apmwatch", Name: "publish_errors_total",

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"math"
 	"net/netip"
 	"time"
 
@@ -275,6 +276,15 @@ func (t *Tracker) seed(k event.QPKey, q *tqp) {
 // its record moves to another subject (connected anew elsewhere), just
 // before the new connection's record.
 func (t *Tracker) Flush(now time.Time) []Conn {
+	out, _ := t.FlushAtMost(now, math.MaxInt)
+	return out
+}
+
+// FlushAtMost is Flush for the first ends that give max records (one
+// more at most: an end can give its earlier connection's gone record
+// too); the others stay changed, for the next flush, and left counts
+// them.
+func (t *Tracker) FlushAtMost(now time.Time, max int) (out []Conn, left int) {
 	if t.Refresh > 0 && !now.Before(t.nextScan) {
 		t.nextScan = now.Add(time.Minute)
 		for k, q := range t.qps {
@@ -283,7 +293,6 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 			}
 		}
 	}
-	var out []Conn
 	var again []event.QPKey
 	defer func() {
 		for _, k := range again {
@@ -291,6 +300,9 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 		}
 	}()
 	for k := range t.dirty {
+		if len(out) >= max {
+			return out, len(t.dirty)
+		}
 		q := t.qps[k]
 		delete(t.dirty, k)
 		if q == nil {
@@ -327,7 +339,7 @@ func (t *Tracker) Flush(now time.Time) []Conn {
 		q.last = lastOf(&c)
 		out = append(out, c)
 	}
-	return out
+	return out, 0
 }
 
 // lastOf keeps what makes a record's subject, and its addresses.
@@ -391,6 +403,9 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) Conn {
 	}
 	return c
 }
+
+// Changed is the number of ends changed and not flushed yet.
+func (t *Tracker) Changed() int { return len(t.dirty) }
 
 // Len is the number of QPs tracked.
 func (t *Tracker) Len() int { return len(t.qps) }
