@@ -129,6 +129,12 @@ type outLine struct {
 	Explain   string         `json:"explanation"`
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func (s *syncBuffer) lines(t *testing.T) []outLine {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,7 +21,13 @@ func natsServers(t *testing.T) map[string]string {
 	t.Helper()
 	srv := startServer(t, "127.0.0.1:0", t.TempDir())
 	t.Cleanup(srv.Shutdown)
-	out := map[string]string{"embedded": srv.URL()}
+	return map[string]string{"embedded": srv.URL(), "nats-server": startNATSServer(t)}
+}
+
+// startNATSServer starts one nats-server process with JetStream on
+// loopback, for the test's life, and returns its URL.
+func startNATSServer(t *testing.T) string {
+	t.Helper()
 	bin := natsServerBinary(t)
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -38,8 +44,7 @@ func natsServers(t *testing.T) map[string]string {
 		}
 		return err == nil
 	})
-	out["nats-server"] = url
-	return out
+	return url
 }
 
 func jsOf(t *testing.T, url string) jetstream.JetStream {

@@ -39,11 +39,16 @@ func natsServerBinary(t *testing.T) string {
 	return natsBin.path
 }
 
-func buildNATSServer() (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+// goBinary is the go command that builds what the tests run.
+func goBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
 	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+func buildNATSServer() (string, error) {
+	goBin := goBinary()
 	out, err := exec.Command(goBin, "list", "-m", "-f", "{{.Version}}", natsServerModule).Output()
 	version := strings.TrimSpace(string(out))
 	if err != nil || version == "" {

@@ -148,6 +148,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 		return err
 	}
 	r.followHeartbeats(ctx, streams)
+	wholeStream(streams)
 	msgs := make(chan jetstream.Msg, 4096)
 	var initial uint64
 	var cons []jetstream.Consumer
@@ -222,6 +223,21 @@ func (r *shareRun) consume(ctx context.Context) error {
 				r.engine.Advance(at)
 			}
 			in.m.updateShare(r.share, r.engine, r.home())
+		}
+	}
+}
+
+// wholeStream reads a stream that holds every partition and the
+// heartbeats through one filter, the whole connection namespace: the
+// server delivers from a consumer of many filter subjects at a cost that
+// grows with the subjects a block of the stream holds (it intersects
+// them with the filters for every message), from one of a single filter
+// at a cost that does not. A subject there that is neither a record's
+// nor a heartbeat's is refused as any malformed subject is.
+func wholeStream(streams map[string][]string) {
+	for name, fs := range streams {
+		if len(fs) == Partitions+1 && fs[Partitions] == heartbeatFilter {
+			streams[name] = []string{connPrefix + ">"}
 		}
 	}
 }

@@ -1,0 +1,302 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apmwatch/apmwatch/apm"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// scaleSizes are the connection counts of the scale test: 2,000 (make
+// test), or APMWATCH_FLEET_SCALE's list (make fleet-scale).
+func scaleSizes(t *testing.T) []int {
+	v := os.Getenv("APMWATCH_FLEET_SCALE")
+	if v == "" {
+		return []int{2000}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 {
+			t.Fatalf("APMWATCH_FLEET_SCALE=%q: a list of connection counts of 1000 or more", v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// scaleDeadline is the fleet's rearm deadline in the scale test.
+const scaleDeadline = 2 * time.Second
+
+// The fleet end to end at scale: the records of n connections between
+// 1,000 hosts in a nats-server process, `apmwatch fleet` in its own
+// process. It starts (a rebuild of 2n ends); a storm migrates and
+// rearms up to 250,000 of the connections, one in a thousand only on
+// one side, and the fleet is stopped (SIGSTOP) for 3 s in its middle:
+// it writes exactly the one-sided rearms, each once. It restarts (no
+// line again), then two instances share the work and one is killed:
+// the other takes its share over. Each step's time, CPU and RSS are
+// logged (docs/performance.md, "Fleet end to end").
+func TestFleetEndToEndAtScale(t *testing.T) {
+	for _, n := range scaleSizes(t) {
+		t.Run(strconv.Itoa(n), func(t *testing.T) { scaleRun(t, n) })
+	}
+}
+
+// scaleHosts publishes records and heartbeats as 1,000 hosts would.
+type scaleHosts struct {
+	t   *testing.T
+	js  jetstream.JetStream
+	rev   []uint64     // per host
+	n     int          // records published
+	beats atomic.Int64 // heartbeats published
+}
+
+// beatEvery is the hosts' heartbeat period in the scale test: they
+// heartbeat all along, as hosts do (every 10 s by default), the fleet
+// stopped or starting.
+const beatEvery = time.Second
+
+// beatAlong publishes every host's heartbeat every beatEvery until the
+// test ends.
+func (h *scaleHosts) beatAlong() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(beatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				h.beat()
+			}
+		}
+	}()
+	h.t.Cleanup(func() { close(stop); <-done })
+}
+
+func (h *scaleHosts) put(c *Conn) {
+	hi := hostIndex(c.Host)
+	h.rev[hi]++
+	c.Run, c.Rev = c.Host+"-run1", h.rev[hi]
+	b, err := json.Marshal(c)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.publish(ConnSubject(c), b)
+	h.n++
+}
+
+// publish hands one message to JetStream, waiting while too many are in
+// flight.
+func (h *scaleHosts) publish(subject string, b []byte) {
+	for {
+		_, err := h.js.PublishAsync(subject, b)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			h.t.Errorf("publishing: %v", err) // on the beating goroutine too
+			return
+		}
+	}
+}
+
+// beat publishes every host's heartbeat, after what each published
+// before on the same connection (nothing of theirs in flight is lost:
+// the test stops at a failed publish).
+func (h *scaleHosts) beat() {
+	now := time.Now().UTC()
+	h.beats.Add(int64(len(hostNames)))
+	for _, name := range hostNames {
+		b, _ := json.Marshal(Heartbeat{Host: name, Run: name + "-run1", At: now, Every: 1})
+		h.publish(HeartbeatSubject(name), b)
+	}
+}
+
+// settle waits for every publish to be acknowledged.
+func (h *scaleHosts) settle() {
+	select {
+	case <-h.js.PublishAsyncComplete():
+	case <-time.After(5 * time.Minute):
+		h.t.Fatal("publishes not acknowledged in 5 minutes")
+	}
+}
+
+func hostIndex(name string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(name, "node"))
+	return i
+}
+
+// stormOneSided says whether the storm rearms connection i on one side only.
+func stormOneSided(i int) bool { return i%1000 == 500 }
+
+func scaleRun(t *testing.T, n int) {
+	url := startNATSServer(t)
+	js := jsOf(t, url)
+	h := &scaleHosts{t: t, js: js, rev: make([]uint64, len(hostNames))}
+	at := time.Now().UTC()
+	t0 := time.Now()
+	var c Conn
+	for i := range n {
+		for side := range 2 {
+			synth(&c, i, side, at)
+			h.put(&c)
+		}
+	}
+	h.beat()
+	h.settle()
+	h.beatAlong()
+	t.Logf("n=%d: %d records stored in %v", n, h.n, time.Since(t0).Round(time.Millisecond))
+
+	findings := t.TempDir() + "/findings"
+	deadline := "--rearm-deadline=" + scaleDeadline.String()
+	f := startFleetProc(t, url, findings, deadline)
+	start := f.waitReady(30 * time.Minute)
+	startCPU := f.cpu()
+	_, startPeak := f.rss()
+	waitFor(t, time.Minute, "every end held", func() bool { return f.metric("apmwatch_fleet_ends") == float64(2*n) })
+	t.Logf("n=%d: start %v, CPU %v, peak RSS %.1f MiB", n, start.Round(time.Millisecond), startCPU, startPeak)
+
+	// the storm, with the 3 s stop in its middle
+	storm := min(n, 250_000)
+	consumed := f.metric("apmwatch_fleet_records_total")
+	cpu0 := f.cpu()
+	h.n = 0
+	beats0 := h.beats.Load()
+	paused := make(chan struct{})
+	wall := time.Now()
+	for i := range storm {
+		if i == storm/2 {
+			go func() {
+				f.signal(syscall.SIGSTOP)
+				time.Sleep(3 * time.Second)
+				f.signal(syscall.SIGCONT)
+				close(paused)
+			}()
+		}
+		var a, b Conn
+		synth(&a, i, 0, at)
+		synth(&b, i, 1, at)
+		now := time.Now().UTC()
+		for _, e := range []*Conn{&a, &b} {
+			e.Armed, e.Changed, e.At = false, now, now
+			e.Episode = Episode{N: 1, Migrations: []time.Time{now}}
+			h.put(e)
+		}
+		for _, e := range []*Conn{&a, &b} {
+			if e == &b && stormOneSided(i) {
+				continue
+			}
+			e.Armed, e.Episode.Rearm = true, now
+			h.put(e)
+		}
+	}
+	h.settle()
+	<-paused
+	want := consumed + float64(h.n)
+	waitFor(t, 30*time.Minute, "the storm consumed", func() bool { return f.metric("apmwatch_fleet_records_total") >= want })
+	beats := int(h.beats.Load() - beats0)
+	stormWall, stormCPU := time.Since(wall), f.cpu()-cpu0
+	_, stormPeak := f.rss()
+	rate := float64(h.n+beats) / stormCPU.Seconds()
+	t.Logf("n=%d: storm of %d records and %d heartbeats (%d connections) consumed in %v (3 s stopped), CPU %v: %.0f messages per CPU-second; peak RSS %.1f MiB",
+		n, h.n, beats, storm, stormWall.Round(time.Millisecond), stormCPU, rate, stormPeak)
+	checkScaleFindings(t, findings, storm)
+
+	// a restart: the rebuild, and no line again
+	f.stop()
+	f = startFleetProc(t, url, findings, deadline)
+	restart := f.waitReady(30 * time.Minute)
+	_, restartPeak := f.rss()
+	t.Logf("n=%d: restart %v, CPU %v, peak RSS %.1f MiB", n, restart.Round(time.Millisecond), f.cpu(), restartPeak)
+	checkScaleFindings(t, findings, storm)
+	f.stop()
+
+	// two instances; one killed: the other takes its share over
+	f0 := startFleetProc(t, url, findings+".0", deadline, "--instance=0", "--instances=2", "--lease-ttl=2s")
+	f1 := startFleetProc(t, url, findings+".1", deadline, "--instance=1", "--instances=2", "--lease-ttl=2s")
+	f0.waitReady(30 * time.Minute)
+	f1.waitReady(30 * time.Minute)
+	_, halfPeak := f0.rss()
+	f1.signal(syscall.SIGKILL)
+	killed := time.Now()
+	waitFor(t, 30*time.Minute, "share 1 taken over", func() bool {
+		return f0.logged(`msg="fleet consuming"`, "share=1")
+	})
+	takeover := time.Since(killed)
+	waitFor(t, time.Minute, "every end held", func() bool { return f0.metric("apmwatch_fleet_ends") == float64(2*n) })
+	_, overPeak := f0.rss()
+	t.Logf("n=%d: takeover %v (lease TTL 2 s); peak RSS of the instance %.1f MiB with half, %.1f MiB with all",
+		n, takeover.Round(time.Millisecond), halfPeak, overPeak)
+	t.Logf("n=%d | start %.1f s | %.0f messages/CPU-s | peak RSS %.0f MiB | restart %.1f s | takeover %.1f s",
+		n, start.Seconds(), rate, max(startPeak, stormPeak, restartPeak), restart.Seconds(), takeover.Seconds())
+}
+
+// checkScaleFindings waits twice the deadline with the hosts heard and
+// compares the findings file with the storm's one-sided rearms: each
+// once, none else.
+func checkScaleFindings(t *testing.T, path string, storm int) {
+	t.Helper()
+	time.Sleep(2*scaleDeadline + 2*beatEvery)
+	want := map[string]bool{}
+	for i := range storm {
+		if stormOneSided(i) {
+			var b Conn
+			synth(&b, i, 1, time.Time{})
+			want[fmt.Sprintf("%s/%d", b.Host, b.Local.QPN)] = true
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &syncBuffer{}
+	buf.Write(data)
+	got := map[string]int{}
+	other := 0
+	for _, l := range buf.lines(t) {
+		if l.Type != "finding" || l.Kind != apm.OneSidedRearm || l.Resolved {
+			if other++; other <= 5 {
+				t.Errorf("a line not of the storm's one-sided rearms: %+v", l)
+			}
+			continue
+		}
+		got[fmt.Sprintf("%s/%d", l.Host, l.QP.QPN)]++
+	}
+	if other > 5 {
+		t.Errorf("and %d other such lines", other-5)
+	}
+	bad := 0
+	for k, c := range got {
+		if (!want[k] || c != 1) && bad < 5 {
+			bad++
+			t.Errorf("%s written %d times, want %d", k, c, map[bool]int{true: 1}[want[k]])
+		}
+	}
+	missing := 0
+	for k := range want {
+		if got[k] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of the %d one-sided rearms have no line", missing, len(want))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d one-sided rearms written, each once, no other line", len(want))
+}
