@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/internal/metricsrv"
 )
 
 // Config is everything `apmwatch audit` takes from its flags.
@@ -125,12 +126,5 @@ func (c Config) checkProfiles() error {
 	if !c.Profiles {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(c.MetricsAddr)
-	if err != nil {
-		return errors.New("--pprof needs --metrics-addr")
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("--pprof needs a loopback --metrics-addr, not %q", c.MetricsAddr)
-	}
-	return nil
+	return metricsrv.CheckProfilesAddr(c.MetricsAddr)
 }

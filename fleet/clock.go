@@ -25,15 +25,17 @@ import (
 
 // hostClock is what the engine knows of one host's messages.
 type hostClock struct {
-	wm      int64            // watermark: stream time of its latest message consumed (with heartbeats)
-	beat    int64            // stream time of its latest heartbeat, 0: none heard
-	beatAt  int64            // the heartbeat's own time (the host's clock)
-	offset  int64            // host time minus stream time, of its latest heartbeat
-	run     string           // the run of its latest heartbeat
-	silent  bool             // unheard past SilentAfter (silent.go)
-	open    uint64           // the open host-silent finding
-	waiting dueHeap          // pairs due whose judgement waits for this host's watermark
-	parked  map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
+	wm     int64 // watermark: stream time of its latest message consumed (with heartbeats)
+	beat   int64 // stream time of its latest heartbeat, 0: none heard
+	beatAt int64 // the heartbeat's own time (the host's clock)
+	// unheardAt is the engine's unheard at its latest heartbeat
+	unheardAt int64
+	offset    int64            // host time minus stream time, of its latest heartbeat
+	run       string           // the run of its latest heartbeat
+	silent    bool             // unheard past SilentAfter (silent.go)
+	open      uint64           // the open host-silent finding
+	waiting   dueHeap          // pairs due whose judgement waits for this host's watermark
+	parked    map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
 }
 
 // maxHosts bounds the hosts the engine follows (hostile input: names).
@@ -49,6 +51,26 @@ func (g *Engine) host(owner uint32) *hostClock {
 	}
 	return h
 }
+
+// receivedAt moves the stream's clock to the receipt n of a message
+// consumed. A receipt more than a third of SilentAfter (a heartbeat
+// period, by default) past the clock is a stretch in which no host of
+// this instance's stored anything at all (a server that stored nothing,
+// a stream without a leader): time in which no host could have been
+// heard, so it makes no host silent (checkSilent), past that third.
+// Time the clock runs while the instance is current (Advance) counts.
+// Only in the live stream (Live): the last records of a rebuild or of
+// fleet status leave the rest out.
+func (g *Engine) receivedAt(n int64) {
+	if step := int64(g.cfg.SilentAfter / 3); g.live && g.now != 0 && n-g.now > step {
+		g.unheard += n - g.now - step
+	}
+	g.tickTo(n)
+}
+
+// Live says that every message the stream stores from now on comes to
+// the engine, in order: the rebuild from the last records is over.
+func (g *Engine) Live() { g.live = true }
 
 // tickTo moves the stream's clock forward to n (never back), and judges
 // the pairs due by then: a message stored at n comes after them.

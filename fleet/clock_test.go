@@ -285,3 +285,39 @@ func TestEngineWatermarkMovesOnlyOnARecordSentWithNothingInFlight(t *testing.T) 
 		t.Fatalf("header 3 reads %d", n)
 	}
 }
+
+// A stretch in which the stream stored nothing from any host (a server
+// that stored nothing for 43 s, then every host's heartbeat at once)
+// makes no host silent: the first heartbeat after it moves the clock 43 s
+// at once, but only a third of SilentAfter of that counts. A host that
+// stays unheard while the others are heard is still silent.
+func TestEngineCountsNoSilenceWhileNothingWasStored(t *testing.T) {
+	var got []Line
+	g := NewEngine(EngineConfig{SilentAfter: 30 * time.Second}, collect(&got))
+	g.Live()
+	hosts := []string{"hostA", "hostB", "hostC"}
+	for _, h := range hosts {
+		beat(t, g, h, t0, t0, 0)
+	}
+	after := t0.Add(43 * time.Second)
+	for i, h := range hosts[:2] { // hostC is not heard after the stall
+		at := after.Add(time.Duration(i) * time.Millisecond)
+		beat(t, g, h, at, at, 0)
+		g.Advance(at)
+	}
+	if len(got) != 0 {
+		t.Fatalf("silent after a stretch with nothing stored: %+v", got)
+	}
+	for s := 1; s <= 25; s++ { // hostA and hostB heard every second: hostC silent past 30 s of counted time
+		at := after.Add(time.Duration(s) * time.Second)
+		beat(t, g, "hostA", at, at, 0)
+		beat(t, g, "hostB", at, at, 0)
+		g.Advance(at)
+		if silent := len(got) > 0; silent != (s > 20) {
+			t.Fatalf("%d s after the stall (10 s counted before it): lines %+v", s, got)
+		}
+	}
+	if len(got) != 1 || got[0].Host != "hostC" || !strings.Contains(got[0].Evidence[0].What, "33s of it with nothing stored by any host, not counted") {
+		t.Fatalf("lines %+v", got)
+	}
+}

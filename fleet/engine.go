@@ -89,6 +89,10 @@ type Engine struct {
 	// stream's clock: the latest receipt, or Advance's time
 	hosts map[uint32]*hostClock
 	now   int64
+	// unheard is the stream time in which nothing was stored, past a
+	// third of SilentAfter at a time (receivedAt): no silence counts it
+	unheard int64
+	live    bool // every message comes, in order (Live)
 	// opened are the stream's findings open when this instance started
 	// (reopen.go), until a pair or a host takes them
 	opened     map[uint64]openLine
@@ -173,7 +177,7 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 // all it queued before is stored before it, and the host's watermark
 // moves to it.
 func (g *Engine) apply(c *Conn, host string, receipt, now time.Time, clean bool) refuseReason {
-	g.tickTo(receipt.UnixNano())
+	g.receivedAt(receipt.UnixNano())
 	why := g.applyRecord(c, host, receipt, now)
 	g.heard(g.names.id(host), receipt.UnixNano(), clean) // after the record: the host's watermark covers it
 	return why

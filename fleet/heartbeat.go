@@ -103,7 +103,7 @@ func (g *Engine) TakeHeartbeat(r Received, now time.Time) string {
 	if hb.At.After(receipt.Add(g.cfg.MaxSkew)) {
 		return g.refuse(refusedFuture)
 	}
-	g.tickTo(receipt.UnixNano())
+	g.receivedAt(receipt.UnixNano())
 	id := g.names.id(host)
 	h := g.host(id)
 	if h == nil {
@@ -112,6 +112,7 @@ func (g *Engine) TakeHeartbeat(r Received, now time.Time) string {
 	rn := receipt.UnixNano()
 	if rn >= h.beat {
 		h.beat, h.beatAt, h.offset, h.run = rn, hb.At.UnixNano(), hb.At.Sub(receipt).Nanoseconds(), hb.Run
+		h.unheardAt = g.unheard
 		g.Heartbeats++
 	}
 	if h.silent {

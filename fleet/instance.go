@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,6 +31,7 @@ type Config struct {
 	Findings    string // append finding lines here
 	Stdout      bool   // also to standard output (always without Findings)
 	MetricsAddr string
+	Profiles    bool          // also serve the Go runtime's profiles on MetricsAddr (loopback only)
 	Instance    int           // this instance's index, from 0
 	Instances   int           // how many share the partitions
 	LeaseTTL    time.Duration // a share's lease lasts this long unrenewed (takeover.go)
@@ -71,6 +73,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return err
+	}
+	if c.Profiles {
+		if err := metricsrv.CheckProfilesAddr(c.MetricsAddr); err != nil {
+			return err
+		}
 	}
 	if c.NATS.URL == "" {
 		if err := c.server().Validate(); err != nil {
@@ -162,7 +169,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	mctx, stopMetrics := context.WithCancel(context.Background())
 	defer stopMetrics()
 	if cfg.MetricsAddr != "" {
-		if err := in.m.serve(mctx, cfg.MetricsAddr, func(err error) { log.Error("metrics server stopped", "err", err) }); err != nil {
+		if err := in.m.serve(mctx, cfg.MetricsAddr, cfg.Profiles, func(err error) { log.Error("metrics server stopped", "err", err) }); err != nil {
 			return err
 		}
 	}

@@ -161,6 +161,10 @@ func (m *fleetMetrics) setSums() {
 	m.staleRecords.Set(float64(stale))
 }
 
-func (m *fleetMetrics) serve(ctx context.Context, addr string, onErr func(error)) error {
-	return metricsrv.Serve(ctx, addr, m.reg, "", onErr)
+func (m *fleetMetrics) serve(ctx context.Context, addr string, profiles bool, onErr func(error)) error {
+	var opts []metricsrv.Option
+	if profiles {
+		opts = append(opts, metricsrv.WithProfiles())
+	}
+	return metricsrv.Serve(ctx, addr, m.reg, "", onErr, opts...)
 }

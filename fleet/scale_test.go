@@ -54,8 +54,8 @@ func TestFleetEndToEndAtScale(t *testing.T) {
 
 // scaleHosts publishes records and heartbeats as 1,000 hosts would.
 type scaleHosts struct {
-	t   *testing.T
-	js  jetstream.JetStream
+	t     *testing.T
+	js    jetstream.JetStream
 	rev   []uint64     // per host
 	n     int          // records published
 	beats atomic.Int64 // heartbeats published

@@ -181,6 +181,7 @@ func (r *shareRun) consume(ctx context.Context) error {
 	markReady := func() {
 		ready = true
 		r.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
+		r.engine.Live()
 		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
 			"share", r.share, "rebuilt_ends", len(r.engine.ends))
 		if r.onReady != nil {

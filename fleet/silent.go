@@ -18,7 +18,9 @@ import (
 // and its pairs wait: its silence alone judges none of them (clock.go). A
 // host never heard to heartbeat is never silent (its publisher does not
 // heartbeat). The stream's clock stands still while the instance lags,
-// so a consumer behind the stream finds no host silent.
+// so a consumer behind the stream finds no host silent; and a stretch in
+// which the stream stored nothing from any host counts for no host's
+// silence past a third of SilentAfter (receivedAt).
 
 // DefaultSilentAfter is how long a host may go unheard: three heartbeats.
 const DefaultSilentAfter = 3 * DefaultHeartbeatEvery
@@ -30,7 +32,7 @@ const remedySilent = "check the host's apmwatch audit daemon (running, --publish
 // checkSilent finds the hosts silent by the stream's clock now.
 func (g *Engine) checkSilent() {
 	for id, h := range g.hosts {
-		if h.beat == 0 || h.silent || g.now-h.beat <= int64(g.cfg.SilentAfter) {
+		if h.beat == 0 || h.silent || g.now-h.beat-(g.unheard-h.unheardAt) <= int64(g.cfg.SilentAfter) {
 			continue
 		}
 		h.silent = true
@@ -51,10 +53,14 @@ func (g *Engine) silentFinding(id uint32, h *hostClock) {
 	g.judged[fid] = true
 	last := time.Unix(0, h.beat).UTC()
 	ends := g.hostEnds[id]
+	what := fmt.Sprintf("%s: last heard at %s (stream time; its clock said %s, run %s), nothing since by %s",
+		host, last.Format(time.RFC3339Nano), time.Unix(0, h.beatAt).UTC().Format(time.RFC3339Nano), h.run,
+		time.Unix(0, g.now).UTC().Format(time.RFC3339Nano))
+	if u := time.Duration(g.unheard - h.unheardAt); u > 0 {
+		what += fmt.Sprintf(" (%v of it with nothing stored by any host, not counted)", u.Round(time.Millisecond))
+	}
 	f := apm.Finding{ID: fid, Kind: apm.HostSilent, Severity: sevOf(apm.HostSilent), FirstTime: last, LastTime: time.Unix(0, g.now).UTC(),
-		Evidence: []apm.Evidence{{What: fmt.Sprintf("%s: last heard at %s (stream time; its clock said %s, run %s), nothing since by %s",
-			host, last.Format(time.RFC3339Nano), time.Unix(0, h.beatAt).UTC().Format(time.RFC3339Nano), h.run,
-			time.Unix(0, g.now).UTC().Format(time.RFC3339Nano))}},
+		Evidence: []apm.Evidence{{What: what}},
 		Explanation: fmt.Sprintf("%s has not been heard for more than %v: the state of its %d connection ends judged here is unknown "+
 			"(not judged on its silence)", host, g.cfg.SilentAfter, ends),
 		Remediation: remedySilent}

@@ -61,6 +61,7 @@ func newFleetCmd() *cobra.Command {
 	fl.StringVar(&cfg.Findings, "findings", "", "append finding lines to this file")
 	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output (always without --findings)")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
+	fl.BoolVar(&cfg.Profiles, "pprof", false, "also serve Go runtime profiles at http://ADDR/debug/pprof/ (loopback --metrics-addr only; for diagnosis)")
 	fl.IntVar(&cfg.Instance, "instance", 0, "this instance's index among --instances (they split the partitions)")
 	fl.IntVar(&cfg.Instances, "instances", 1, "how many fleet instances share the work")
 	fl.DurationVar(&cfg.LeaseTTL, "lease-ttl", cfg.LeaseTTL, "a share's lease lasts this long unrenewed; then another instance adopts it")

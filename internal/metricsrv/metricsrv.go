@@ -56,6 +56,20 @@ func WithProfiles() Option {
 	}
 }
 
+// CheckProfilesAddr allows profiles (--pprof) only on a loopback metrics
+// address (--metrics-addr): they show the daemon's memory, which holds
+// host data.
+func CheckProfilesAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("--pprof needs --metrics-addr")
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--pprof needs a loopback --metrics-addr, not %q", addr)
+	}
+	return nil
+}
+
 // bounded refuses a ?seconds= over maxProfileSeconds, or not a number.
 func bounded(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
