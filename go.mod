@@ -22,7 +22,12 @@ require (
 	golang.org/x/term v0.48.0
 )
 
-require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/segmentio/encoding v0.5.4
+)
+
+require github.com/segmentio/asm v1.1.3 // indirect
 
 require (
 	charm.land/lipgloss/v2 v2.0.4 // indirect

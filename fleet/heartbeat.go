@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -77,7 +76,7 @@ func decodeHeartbeat(r Received) (Heartbeat, string, refuseReason) {
 	if !ok {
 		return hb, "", refusedBadSubject
 	}
-	if json.Unmarshal(r.Data, &hb) != nil || hb.At.IsZero() || len(hb.Run) > maxRunLen || !utf8.ValidString(hb.Run) {
+	if decodeJSON(r.Data, &hb) != nil || hb.At.IsZero() || len(hb.Run) > maxRunLen || !utf8.ValidString(hb.Run) {
 		return hb, "", refusedUndecodable
 	}
 	if token(hb.Host) != host {

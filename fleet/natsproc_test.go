@@ -24,19 +24,28 @@ import (
 // install, and never skipped for want of one.
 const natsServerModule = "github.com/nats-io/nats-server/v2"
 
-var natsBin struct {
+var natsBin built
+
+func natsServerBinary(t *testing.T) string {
+	t.Helper()
+	return natsBin.get(t, "nats-server", buildNATSServer)
+}
+
+// built is a program the tests build once per run.
+type built struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-func natsServerBinary(t *testing.T) string {
+// get builds it with build the first time, and fails the test when that failed.
+func (b *built) get(t *testing.T, what string, build func() (string, error)) string {
 	t.Helper()
-	natsBin.once.Do(func() { natsBin.path, natsBin.err = buildNATSServer() })
-	if natsBin.err != nil {
-		t.Fatalf("building nats-server: %v", natsBin.err)
+	b.once.Do(func() { b.path, b.err = build() })
+	if b.err != nil {
+		t.Fatalf("building %s: %v", what, b.err)
 	}
-	return natsBin.path
+	return b.path
 }
 
 // goBinary is the go command that builds what the tests run.

@@ -163,7 +163,7 @@ func scaleRun(t *testing.T, n int) {
 
 	findings := t.TempDir() + "/findings"
 	deadline := "--rearm-deadline=" + scaleDeadline.String()
-	f := startFleetProc(t, url, findings, deadline)
+	f := startFleetProc(t, url, findings, deadline, "--pprof")
 	start := f.waitReady(30 * time.Minute)
 	startCPU := f.cpu()
 	_, startPeak := f.rss()
@@ -177,6 +177,7 @@ func scaleRun(t *testing.T, n int) {
 	h.n = 0
 	beats0 := h.beats.Load()
 	paused := make(chan struct{})
+	profiled := f.profile(os.Getenv("APMWATCH_FLEET_SCALE_PROFILE"), n)
 	wall := time.Now()
 	for i := range storm {
 		if i == storm/2 {
@@ -206,6 +207,7 @@ func scaleRun(t *testing.T, n int) {
 	}
 	h.settle()
 	<-paused
+	<-profiled
 	want := consumed + float64(h.n)
 	waitFor(t, 30*time.Minute, "the storm consumed", func() bool { return f.metric("apmwatch_fleet_records_total") >= want })
 	beats := int(h.beats.Load() - beats0)

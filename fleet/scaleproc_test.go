@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,38 +18,22 @@ import (
 // The scale tests run the fleet as users do: the apmwatch binary, built
 // from this tree, in a process of its own (its CPU time and RSS are its
 // own).
-var apmwatchBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+var apmwatchBin built
 
 func apmwatchBinary(t *testing.T) string {
 	t.Helper()
-	apmwatchBin.once.Do(func() {
+	return apmwatchBin.get(t, "apmwatch", func() (string, error) {
 		dir, err := os.MkdirTemp("", "apmwatch-test-bin")
 		if err != nil {
-			apmwatchBin.err = err
-			return
+			return "", err
 		}
-		apmwatchBin.path = filepath.Join(dir, "apmwatch")
-		cmd := exec.Command(goBinary(), "build", "-o", apmwatchBin.path, "../cmd/apmwatch")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			apmwatchBin.err = &buildError{err, out}
+		path := filepath.Join(dir, "apmwatch")
+		if out, err := exec.Command(goBinary(), "build", "-o", path, "../cmd/apmwatch").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ../cmd/apmwatch: %v: %s", err, out)
 		}
+		return path, nil
 	})
-	if apmwatchBin.err != nil {
-		t.Fatalf("building apmwatch: %v", apmwatchBin.err)
-	}
-	return apmwatchBin.path
 }
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + string(e.out) }
 
 // fleetProc is one `apmwatch fleet` process.
 type fleetProc struct {
@@ -174,4 +158,31 @@ func (f *fleetProc) logged(parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// profile takes a 10 s CPU profile of the process into dir (none when
+// dir is ""), from now; the channel closes when it is written.
+func (f *fleetProc) profile(dir string, n int) <-chan struct{} {
+	done := make(chan struct{})
+	if dir == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		c := http.Client{Timeout: time.Minute}
+		r, err := c.Get("http://" + f.metrics + "/debug/pprof/profile?seconds=10")
+		if err != nil {
+			f.t.Errorf("cpu profile: %v", err)
+			return
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		path := filepath.Join(dir, fmt.Sprintf("fleet-storm-%d.prof", n))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			f.t.Errorf("cpu profile: %v", err)
+		}
+		f.t.Logf("cpu profile of the storm: %s", path)
+	}()
+	return done
 }

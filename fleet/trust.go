@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/json"
 	"sort"
 	"time"
 )
@@ -79,7 +78,7 @@ func (g *Engine) Take(r Received, now time.Time) (Conn, string) {
 	if !ok {
 		return c, g.refuse(refusedBadSubject)
 	}
-	if json.Unmarshal(r.Data, &c) != nil {
+	if decodeJSON(r.Data, &c) != nil {
 		return c, g.refuse(refusedUndecodable)
 	}
 	if token(c.Host) != cs.host || token(c.Device) != cs.device || c.Local.QPN != cs.qpn || c.Partition() != cs.partition {
