@@ -160,6 +160,7 @@ func scaleRun(t *testing.T, n int) {
 	h.settle()
 	h.beatAlong()
 	t.Logf("n=%d: %d records stored in %v", n, h.n, time.Since(t0).Round(time.Millisecond))
+	scaleSeeds(t, js, n)
 
 	findings := t.TempDir() + "/findings"
 	deadline := "--rearm-deadline=" + scaleDeadline.String()
@@ -301,4 +302,34 @@ func checkScaleFindings(t *testing.T, path string, storm int) {
 		t.FailNow()
 	}
 	t.Logf("%d one-sided rearms written, each once, no other line", len(want))
+}
+
+// scaleSeeds reads one host's earlier records as its publisher does at
+// start (loadSeeds: about 2n/1000 ends of the host among 2n) and logs how long
+// that took: the publisher waits for it, up to 30 s, before it sends.
+func scaleSeeds(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	host := hostNames[1]
+	var filters []string
+	for part := range Partitions {
+		filters = append(filters, fmt.Sprintf("%s%d.%s.>", connPrefix, part, token(host)))
+	}
+	start := time.Now()
+	got, err := readLastSingly(t.Context(), js, filters, connPrefix+"*."+token(host)+".>", maxTracked, func(lastRecord) {})
+	if err != nil {
+		t.Fatalf("reading %s's seeds: %v", host, err)
+	}
+	want := 1 // its heartbeat's subject matches too (loadSeeds drops it)
+	var c Conn
+	for i := range n {
+		for side := range 2 {
+			if synth(&c, i, side, time.Time{}); c.Host == host {
+				want++
+			}
+		}
+	}
+	if got != want {
+		t.Fatalf("%s's seeds: %d records, want %d", host, got, want)
+	}
+	t.Logf("n=%d: one host's %d seeds read in %v", n, got, time.Since(start).Round(time.Millisecond))
 }
