@@ -24,9 +24,12 @@ fleet-faults: ## the fleet tests against a 3-node nats-server cluster, faults at
 # The fleet end to end at scale (fleet/scale_test.go): records of 1,000
 # hosts in a nats-server process, `apmwatch fleet` in its own process:
 # start, a storm with the fleet stopped 3 s in its middle (exactly the
-# true findings), restart, takeover; each step's time, CPU and RSS
-# logged. make test runs it at 2,000 connections.
+# true findings), restart, takeover, and the storm again against
+# FLEET_SCALE_INSTANCES instances sharing the partitions; each step's
+# time, CPU and RSS logged. make test runs it at 2,000 connections.
 FLEET_SCALE ?= 10000,100000,1000000
+FLEET_SCALE_INSTANCES ?= 4
 .PHONY: fleet-scale
 fleet-scale: ## the fleet end to end at 10k, 100k and 1M connections (FLEET_SCALE=...; up to an hour)
-	APMWATCH_FLEET_SCALE=$(FLEET_SCALE) $(GO) test -count=1 -v -timeout 120m -run '^TestFleetEndToEndAtScale$$' ./fleet/
+	APMWATCH_FLEET_SCALE=$(FLEET_SCALE) APMWATCH_FLEET_SCALE_INSTANCES=$(FLEET_SCALE_INSTANCES) \
+		$(GO) test -count=1 -v -timeout 120m -run '^TestFleetEndToEndAtScale$$' ./fleet/

@@ -28,6 +28,13 @@ func natsServers(t *testing.T) map[string]string {
 // loopback, for the test's life, and returns its URL.
 func startNATSServer(t *testing.T) string {
 	t.Helper()
+	url, _ := startNATSServerPID(t)
+	return url
+}
+
+// startNATSServerPID is startNATSServer, with the process's ID.
+func startNATSServerPID(t *testing.T) (string, int) {
+	t.Helper()
 	bin := natsServerBinary(t)
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -44,7 +51,7 @@ func startNATSServer(t *testing.T) string {
 		}
 		return err == nil
 	})
-	return url
+	return url, cmd.Process.Pid
 }
 
 func jsOf(t *testing.T, url string) jetstream.JetStream {

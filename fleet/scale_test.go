@@ -144,7 +144,7 @@ func hostIndex(name string) int {
 func stormOneSided(i int) bool { return i%1000 == 500 }
 
 func scaleRun(t *testing.T, n int) {
-	url := startNATSServer(t)
+	url, server := startNATSServerPID(t)
 	js := jsOf(t, url)
 	h := &scaleHosts{t: t, js: js, rev: make([]uint64, len(hostNames))}
 	at := time.Now().UTC()
@@ -174,39 +174,20 @@ func scaleRun(t *testing.T, n int) {
 	// the storm, with the 3 s stop in its middle
 	storm := min(n, 250_000)
 	consumed := f.metric("apmwatch_fleet_records_total")
-	cpu0 := f.cpu()
+	cpu0, server0 := f.cpu(), procCPU(t, server)
 	h.n = 0
 	beats0 := h.beats.Load()
 	paused := make(chan struct{})
 	profiled := f.profile(os.Getenv("APMWATCH_FLEET_SCALE_PROFILE"), n)
 	wall := time.Now()
-	for i := range storm {
-		if i == storm/2 {
-			go func() {
-				f.signal(syscall.SIGSTOP)
-				time.Sleep(3 * time.Second)
-				f.signal(syscall.SIGCONT)
-				close(paused)
-			}()
-		}
-		var a, b Conn
-		synth(&a, i, 0, at)
-		synth(&b, i, 1, at)
-		now := time.Now().UTC()
-		for _, e := range []*Conn{&a, &b} {
-			e.Armed, e.Changed, e.At = false, now, now
-			e.Episode = Episode{N: 1, Migrations: []time.Time{now}}
-			h.put(e)
-		}
-		for _, e := range []*Conn{&a, &b} {
-			if e == &b && stormOneSided(i) {
-				continue
-			}
-			e.Armed, e.Episode.Rearm = true, now
-			h.put(e)
-		}
-	}
-	h.settle()
+	h.storm(storm, at, 1, func() {
+		go func() {
+			f.signal(syscall.SIGSTOP)
+			time.Sleep(3 * time.Second)
+			f.signal(syscall.SIGCONT)
+			close(paused)
+		}()
+	})
 	<-paused
 	<-profiled
 	want := consumed + float64(h.n)
@@ -215,8 +196,8 @@ func scaleRun(t *testing.T, n int) {
 	stormWall, stormCPU := time.Since(wall), f.cpu()-cpu0
 	_, stormPeak := f.rss()
 	rate := float64(h.n+beats) / stormCPU.Seconds()
-	t.Logf("n=%d: storm of %d records and %d heartbeats (%d connections) consumed in %v (3 s stopped), CPU %v: %.0f messages per CPU-second; peak RSS %.1f MiB",
-		n, h.n, beats, storm, stormWall.Round(time.Millisecond), stormCPU, rate, stormPeak)
+	t.Logf("n=%d: storm of %d records and %d heartbeats (%d connections) consumed in %v (3 s stopped), CPU %v: %.0f messages per CPU-second; peak RSS %.1f MiB; nats-server CPU %v",
+		n, h.n, beats, storm, stormWall.Round(time.Millisecond), stormCPU, rate, stormPeak, procCPU(t, server)-server0)
 	checkScaleFindings(t, findings, storm)
 
 	// a restart: the rebuild, and no line again
@@ -244,8 +225,40 @@ func scaleRun(t *testing.T, n int) {
 	_, overPeak := f0.rss()
 	t.Logf("n=%d: takeover %v (lease TTL 2 s); peak RSS of the instance %.1f MiB with half, %.1f MiB with all",
 		n, takeover.Round(time.Millisecond), halfPeak, overPeak)
+	f0.stop()
+	if k, _ := strconv.Atoi(os.Getenv("APMWATCH_FLEET_SCALE_INSTANCES")); k > 1 {
+		scaleInstancesStorm(t, h, url, server, n, k, at)
+	}
 	t.Logf("n=%d | start %.1f s | %.0f messages/CPU-s | peak RSS %.0f MiB | restart %.1f s | takeover %.1f s",
 		n, start.Seconds(), rate, max(startPeak, stormPeak, restartPeak), restart.Seconds(), takeover.Seconds())
+}
+
+// storm migrates both ends of the first n connections (their episode
+// ep) and rearms them, connection after connection, one in a thousand on
+// one side only; mid runs halfway; it returns once all is stored.
+func (h *scaleHosts) storm(n int, at time.Time, ep uint32, mid func()) {
+	for i := range n {
+		if i == n/2 && mid != nil {
+			mid()
+		}
+		var a, b Conn
+		synth(&a, i, 0, at)
+		synth(&b, i, 1, at)
+		now := time.Now().UTC()
+		for _, e := range []*Conn{&a, &b} {
+			e.Armed, e.Changed, e.At = false, now, now
+			e.Episode = Episode{N: ep, Migrations: []time.Time{now}}
+			h.put(e)
+		}
+		for _, e := range []*Conn{&a, &b} {
+			if e == &b && stormOneSided(i) {
+				continue
+			}
+			e.Armed, e.Episode.Rearm = true, now
+			h.put(e)
+		}
+	}
+	h.settle()
 }
 
 // checkScaleFindings waits twice the deadline with the hosts heard and
@@ -332,4 +345,44 @@ func scaleSeeds(t *testing.T, js jetstream.JetStream, n int) {
 		t.Fatalf("%s's seeds: %d records, want %d", host, got, want)
 	}
 	t.Logf("n=%d: one host's %d seeds read in %v", n, got, time.Since(start).Round(time.Millisecond))
+}
+
+// scaleInstancesStorm runs the storm again (episode 2) against k
+// instances sharing the partitions (APMWATCH_FLEET_SCALE_INSTANCES=k):
+// each reads its share through one filter a partition (and the
+// heartbeats). It logs the time until all consumed it, their CPU and
+// nats-server's.
+func scaleInstancesStorm(t *testing.T, h *scaleHosts, url string, server, n, k int, at time.Time) {
+	t.Helper()
+	var fs []*fleetProc
+	dir := t.TempDir()
+	for i := range k {
+		fs = append(fs, startFleetProc(t, url, fmt.Sprintf("%s/findings.%d", dir, i), "--rearm-deadline="+scaleDeadline.String(),
+			fmt.Sprintf("--instance=%d", i), fmt.Sprintf("--instances=%d", k), "--lease-ttl=10s"))
+	}
+	for _, f := range fs {
+		f.waitReady(30 * time.Minute)
+	}
+	total := func(what func(*fleetProc) float64) (s float64) {
+		for _, f := range fs {
+			s += what(f)
+		}
+		return s
+	}
+	consumed := total(func(f *fleetProc) float64 { return f.metric("apmwatch_fleet_records_total") })
+	cpu0 := total(func(f *fleetProc) float64 { return f.cpu().Seconds() })
+	server0 := procCPU(t, server)
+	h.n = 0
+	wall := time.Now()
+	storm := min(n, 250_000)
+	h.storm(storm, at, 2, nil)
+	waitFor(t, 30*time.Minute, "the storm consumed by every instance", func() bool {
+		return total(func(f *fleetProc) float64 { return f.metric("apmwatch_fleet_records_total") }) >= consumed+float64(h.n)
+	})
+	t.Logf("n=%d: %d instances: storm of %d records consumed in %v; the instances' CPU %.1f s, nats-server's %v",
+		n, k, h.n, time.Since(wall).Round(time.Millisecond), total(func(f *fleetProc) float64 { return f.cpu().Seconds() })-cpu0,
+		procCPU(t, server)-server0)
+	for _, f := range fs {
+		f.stop()
+	}
 }

@@ -95,9 +95,15 @@ func (f *fleetProc) stop() {
 // cpu is the process's CPU time so far (user and system).
 func (f *fleetProc) cpu() time.Duration {
 	f.t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(f.cmd.Process.Pid) + "/stat")
+	return procCPU(f.t, f.cmd.Process.Pid)
+}
+
+// procCPU is a process's CPU time so far (user and system).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	// the fields after the command name (which may hold spaces):
 	// utime and stime are the 12th and 13th

@@ -106,6 +106,21 @@ func parseConnSubject(subject string) (connSubject, bool) {
 	return connSubject{partition: int(p), host: f[1], device: f[2], qpn: uint32(q)}, true
 }
 
+// subjectPartition is the partition a connection subject names (its
+// first token after the prefix), without looking at the rest.
+func subjectPartition(subject string) (int, bool) {
+	rest, ok := strings.CutPrefix(subject, connPrefix)
+	if !ok {
+		return 0, false
+	}
+	p, _, _ := strings.Cut(rest, ".")
+	n, ok := decimal(p)
+	if !ok || n >= Partitions {
+		return 0, false
+	}
+	return int(n), true
+}
+
 // isToken reports whether s is what token makes of a name.
 func isToken(s string) bool { return s != "" && len(s) <= 64 && token(s) == s }
 
