@@ -292,7 +292,7 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream string, filte
 		return nil
 	}
 	for {
-		batch, err := fetchAnswered(ctx, c)
+		batch, err := fetchAnswered(ctx, c, 1000, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			return err
 		}
@@ -320,13 +320,14 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream string, filte
 	}
 }
 
-// fetchAnswered is a Fetch of up to 1,000 messages that asks again, for up
+// fetchAnswered is a Fetch of up to n messages that asks again, for up
 // to 2 s, while no server answers: on a cluster a consumer just made may
-// not be served by its leader yet ("no responders").
-func fetchAnswered(ctx context.Context, c jetstream.Consumer) (jetstream.MessageBatch, error) {
+// not be served by its leader yet ("no responders"; seen in postmortem
+// --nats and fleet status against a 3-node cluster).
+func fetchAnswered(ctx context.Context, c jetstream.Consumer, n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
 	end := time.Now().Add(2 * time.Second)
 	for {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		batch, err := c.Fetch(n, opts...)
 		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(end) {
 			return batch, err
 		}

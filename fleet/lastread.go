@@ -68,7 +68,7 @@ func readLast(ctx context.Context, js jetstream.JetStream, stream string, filter
 			return n, fmt.Errorf("reading the last records: %w", err)
 		}
 		fctx, cancel := context.WithTimeout(ctx, lastFetchWait)
-		batch, err := c.Fetch(int(min(pending-delivered, lastFetch)), jetstream.FetchMaxBytes(lastFetchSize), jetstream.FetchContext(fctx))
+		batch, err := fetchAnswered(ctx, c, int(min(pending-delivered, lastFetch)), jetstream.FetchMaxBytes(lastFetchSize), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
 			return n, fmt.Errorf("reading the last records: %w", err)
