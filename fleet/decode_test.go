@@ -15,9 +15,9 @@ func FuzzDecodeJSONAsTheStandardLibrary(f *testing.F) {
 	good, _ := json.Marshal(&c)
 	for _, s := range []string{
 		string(good),
-		`{"HOST":"a","Device":"d","local":{"qpn":5},"host":"b"}`,    // case, a key twice
-		"{\"host\":\"a\xff\xfeb\",\"comm\":\"\\ud800x\"}",           // invalid UTF-8, a lone surrogate
-		`{"host":"a","local":{"qpn":4294967296}}`,                 // out of range
+		`{"HOST":"a","Device":"d","local":{"qpn":5},"host":"b"}`, // case, a key twice
+		"{\"host\":\"a\xff\xfeb\",\"comm\":\"\\ud800x\"}",        // invalid UTF-8, a lone surrogate
+		`{"host":"a","local":{"qpn":4294967296}}`,                // out of range
 		`{"host":null,"episode":{"migrations":[null,"2026-01-01T00:00:00Z"]}}`,
 		`{"at":"not a time"}`, `{"rev":-1}`, `{"armed":"true"}`, `[]`, `null`, ``, `{`, `{"host":"a"} x`,
 		`{"host":"a","unknown":{"deep":[1,2,{"x":[]}]}}`,

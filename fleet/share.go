@@ -29,9 +29,9 @@ func sharePartitions(s, n int) []int {
 
 // shareRun judges one share.
 type shareRun struct {
-	in     *instance
-	share  int
-	parts  []int
+	in    *instance
+	share int
+	parts []int
 	// others marks the partitions not in the share when it reads the
 	// whole connection namespace (wholeStream): their records are
 	// skipped before they are decoded
