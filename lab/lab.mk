@@ -83,9 +83,11 @@ LAB_TEST_SKIP ?= $(LAB_SYSTEMD_TESTS)
 
 # The enforcer's tests on ibsim, which failed now and then with three
 # guests side by side on two cores (an action or a migration that did not
-# come in time; not yet understood) and never alone: lab-suites runs them
-# after the lanes, one guest at a time.
-LAB_QUIET_TESTS := ^TestIBAuditEnforce
+# come in time; the enforce storm's rearms of one side stuck; not yet
+# understood) and never alone: lab-suites runs them after the lanes, one
+# guest at a time (7.2's core suite still runs the enforce storm in its
+# lane).
+LAB_QUIET_TESTS := ^TestIBAuditEnforce|^TestIBStormEnforce
 .PHONY: lab-quiet
 lab-quiet: ## the enforcer's ibsim tests alone, on each of LAB_KERNELS
 	@failed=; for k in $(LAB_KERNELS); do \
