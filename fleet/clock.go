@@ -96,7 +96,7 @@ func (g *Engine) heard(owner uint32, receipt int64, complete bool) {
 		if h.parked[d.key] == d.at {
 			delete(h.parked, d.key)
 		}
-		if e := g.ends[d.key]; e != nil {
+		if e := g.lookup(d.key); e != nil {
 			g.evaluate(e)
 		}
 	}

@@ -75,7 +75,8 @@ func (c EngineConfig) Validate() error {
 // (BenchmarkEngine measures it).
 type Engine struct {
 	cfg    EngineConfig
-	ends   map[EndKey]*end
+	ends   endIndex // the slot of each end in slab
+	slab   endSlab
 	names  names
 	judged map[uint64]bool // finding IDs already given (restarts: loaded from the stream)
 	due    dueHeap
@@ -108,27 +109,40 @@ type Engine struct {
 	Refused [nRefusals]uint64
 }
 
-// end is one end of a connection, as its last record says.
+// end is one end of a connection, as its last record says. It holds no
+// pointer (slab.go).
 type end struct {
 	key, remote EndKey
 	host, dev   uint32 // names
 	owner       uint32 // the name of the host's subject token: the host that claimed the key first
 	pid         uint32
-	epN         uint32
-	mig         uint8 // 0 unknown, else event.MigState+1
+	peer        uint32 // the peer's slot, noPeer when unpaired
+	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
+	mig         uint8  // 0 unknown, else event.MigState+1
 	armed, apm  bool
 	state       PairState
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
 	rearm       int64 // the rearm after it, 0 none
 	migRead     int64
-	since       int64  // when armed last changed (or the end was first seen), host clock
-	sinceS      int64  // the same on the stream's clock (clock.go)
-	at          int64  // the record's publish time
-	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
-	open        uint64 // the finding open on this pair (both ends hold it)
-	openState   PairState
-	peer        *end
+	since       int64 // when armed last changed (or the end was first seen), host clock
+	sinceS      int64 // the same on the stream's clock (clock.go)
+	at          int64 // the record's publish time
+	// open is the finding open on this pair (both ends hold it), 0 none:
+	// its ID (53 bits) and the pair state it judged (openOf)
+	open uint64
 }
+
+// openStateShift places an open finding's pair state above its ID.
+const openStateShift = 56
+
+// openOf packs an open finding's ID and the pair state it judged.
+func openOf(id uint64, s PairState) uint64 { return id | uint64(s)<<openStateShift }
+
+// openID is the ID of the finding open on e's pair, 0 none.
+func (e *end) openID() uint64 { return e.open & (1<<53 - 1) }
+
+// openState is the pair state the open finding judged.
+func (e *end) openState() PairState { return PairState(e.open >> openStateShift) }
 
 // NewEngine returns an engine that hands its findings and resolutions to
 // emit.
@@ -151,7 +165,7 @@ func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 	if cfg.SilentAfter <= 0 {
 		cfg.SilentAfter = DefaultSilentAfter
 	}
-	return &Engine{cfg: cfg, ends: map[EndKey]*end{}, names: newNames(), judged: map[uint64]bool{}, emit: emit, hostEnds: map[uint32]int{},
+	return &Engine{cfg: cfg, ends: newEndIndex(), names: newNames(), judged: map[uint64]bool{}, emit: emit, hostEnds: map[uint32]int{},
 		hosts: map[uint32]*hostClock{}}
 }
 
@@ -195,7 +209,7 @@ func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refus
 	}
 	owner := g.names.id(host)
 	at := c.At.UnixNano()
-	e := g.ends[local]
+	ei, e := g.lookupSlot(local)
 	if e != nil && e.owner != owner {
 		g.claimed(e, c, owner)
 		return refusedClaimed
@@ -220,15 +234,17 @@ func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refus
 		if g.hostEnds[owner] >= g.cfg.MaxEndsPerHost {
 			return refusedHostEnds
 		}
-		e = &end{key: local, owner: owner}
-		g.ends[local] = e
+		ei = g.slab.alloc()
+		e = g.slab.at(ei)
+		*e = end{key: local, owner: owner, peer: noPeer}
+		g.ends.put(local, ei, &g.slab)
 		g.hostEnds[owner]++
 		g.counts[StateUnpaired]++
 	}
 	if !remote.Valid() && e.remote.Valid() && e.remote.QPN() == c.Remote.QPN {
 		remote = e.remote // a restarted host that has not seen the QP connect yet: keep what it said before
 	}
-	if e.remote != remote && e.peer != nil {
+	if e.remote != remote && e.peer != noPeer {
 		if e.open != 0 {
 			g.closeOpen(e, fmt.Sprintf("%s is connected elsewhere now: the connection's ends are no longer paired", g.endName(e)))
 		}
@@ -244,15 +260,15 @@ func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refus
 		e.sinceS = streamSince(receipt.UnixNano(), at, since)
 	}
 	e.since = since
-	e.armed, e.apm, e.epN = c.Armed, c.APM, c.Episode.N
+	e.armed, e.apm = c.Armed, c.APM
 	e.migrated, e.rearm = unixNano(c.Episode.Migrated()), unixNano(c.Episode.Rearm)
 	e.mig, e.migRead = 0, unixNano(c.MigRead)
 	if m, ok := parseMig(c.Mig); ok {
 		e.mig = m + 1
 	}
-	if e.peer == nil && remote.Valid() {
-		if p := g.ends[remote]; p != nil && p.peer == nil && g.pairs(e, p) {
-			e.peer, p.peer = p, e
+	if e.peer == noPeer && remote.Valid() {
+		if pi, p := g.lookupSlot(remote); p != nil && p.peer == noPeer && g.pairs(e, p) {
+			e.peer, p.peer = pi, ei
 			g.counts[StateUnpaired] -= 2
 			e.state, p.state = StateNoAPM, StateNoAPM // evaluated below
 			g.counts[StateNoAPM] += 2
@@ -272,23 +288,25 @@ func unixNano(t time.Time) int64 {
 // remove forgets an end (its QP is gone); its peer becomes unpaired and
 // the pair's open finding closes.
 func (g *Engine) remove(e *end) {
-	if e.peer != nil {
+	if e.peer != noPeer {
 		if e.open != 0 {
 			g.closeOpen(e, fmt.Sprintf("%s is gone: the connection's ends are no longer paired", g.endName(e)))
 		}
 		g.unlink(e)
 	}
 	g.counts[StateUnpaired]--
-	delete(g.ends, e.key)
 	if g.hostEnds[e.owner]--; g.hostEnds[e.owner] <= 0 {
 		delete(g.hostEnds, e.owner)
 	}
+	i, _ := g.ends.get(e.key, &g.slab)
+	g.ends.del(e.key, &g.slab)
+	g.slab.release(i)
 }
 
 func (g *Engine) unlink(e *end) {
-	p := e.peer
+	p := g.peerOf(e)
 	g.counts[e.state] -= 2
-	e.peer, p.peer = nil, nil
+	e.peer, p.peer = noPeer, noPeer
 	e.state, p.state = StateUnpaired, StateUnpaired
 	e.open, p.open = 0, 0
 	g.counts[StateUnpaired] += 2
@@ -298,14 +316,12 @@ func (g *Engine) setState(e *end, s PairState) {
 	if e.state == s {
 		return
 	}
-	if e.peer != nil {
+	if p := g.peerOf(e); p != nil {
 		g.counts[e.state] -= 2
 		g.counts[s] += 2
+		p.state = s
 	}
 	e.state = s
-	if e.peer != nil {
-		e.peer.state = s
-	}
 }
 
 // stateOf judges a pair's ends.
@@ -325,7 +341,7 @@ func stateOf(a, b *end) PairState {
 
 // evaluate recomputes e's pair and judges it when due.
 func (g *Engine) evaluate(e *end) {
-	p := e.peer
+	p := g.peerOf(e)
 	if p == nil {
 		return
 	}
@@ -371,7 +387,7 @@ func (g *Engine) Advance(now time.Time) {
 func (g *Engine) runDue() {
 	for len(g.due) > 0 && g.due[0].at <= g.now {
 		d := heap.Pop(&g.due).(dueAt)
-		if e := g.ends[d.key]; e != nil {
+		if e := g.lookup(d.key); e != nil {
 			g.evaluate(e)
 		}
 	}
@@ -386,7 +402,7 @@ type Stats struct {
 
 // Stats returns the gauges.
 func (g *Engine) Stats() Stats {
-	st := Stats{Ends: len(g.ends), Unpaired: g.counts[StateUnpaired], ByState: map[PairState]int{}}
+	st := Stats{Ends: g.ends.n, Unpaired: g.counts[StateUnpaired], ByState: map[PairState]int{}}
 	for s := StateNoAPM; s < nStates; s++ {
 		st.ByState[s] = g.counts[s] / 2
 	}

@@ -23,7 +23,7 @@ func TestEngineOrdersRunsByArrivalNotByTheHostClock(t *testing.T) {
 	again := migrated(conn("hostB", 2, 18, 1, 17), m.Add(-time.Hour)) // its new run, an hour behind
 	again.Run, again.Rev = "hostB-2", 1
 	g.Apply(&again, m.Add(time.Second))
-	if g.Stale != 0 || g.ends[keyOf(b)].armed {
+	if g.Stale != 0 || g.lookup(keyOf(b)).armed {
 		t.Fatalf("the restarted host's record was refused (%d stale)", g.Stale)
 	}
 	g.Advance(m.Add(5 * time.Second))

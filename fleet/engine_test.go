@@ -186,7 +186,7 @@ func TestEngineOrdersARunByRevisionEvenWhenItsClockStepsBack(t *testing.T) {
 	g.Apply(&a, t0)
 	back := migrated(a, t0.Add(-time.Minute)) // the host's clock stepped back a minute
 	g.Apply(&back, t0)
-	if g.Stale != 0 || g.ends[func() EndKey { k, _ := a.Keys(); return k }()].armed {
+	if g.Stale != 0 || g.lookup(func() EndKey { k, _ := a.Keys(); return k }()).armed {
 		t.Fatalf("a later revision of the same run was taken as stale (%d)", g.Stale)
 	}
 	old := a // an earlier revision, delivered late

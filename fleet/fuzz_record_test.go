@@ -177,8 +177,8 @@ func FuzzConnRecord(f *testing.F) {
 		if lines > 4*len(msgs) {
 			t.Fatalf("%d finding lines from %d records", lines, len(msgs))
 		}
-		if len(fleetG.ends) > len(msgs) {
-			t.Fatalf("%d ends from %d records", len(fleetG.ends), len(msgs))
+		if fleetG.ends.n > len(msgs) {
+			t.Fatalf("%d ends from %d records", fleetG.ends.n, len(msgs))
 		}
 		if len(fleetG.due) > 2*len(msgs) {
 			t.Fatalf("%d pairs due from %d records", len(fleetG.due), len(msgs))

@@ -244,14 +244,15 @@ func clip(s string) string { return s[:min(len(s), maxNameLen)] }
 // state then.
 func endReplay(g *Engine, until time.Time, byConn map[string]*HistConn) {
 	g.Advance(until)
-	for k, e := range g.ends {
-		if e.peer == nil || less(e.peer.key, k) {
-			continue
+	g.eachEnd(func(e *end) {
+		p := g.peerOf(e)
+		if p == nil || less(p.key, e.key) {
+			return
 		}
-		if hc := byConn[k.String()+" <-> "+e.peer.key.String()]; hc != nil {
+		if hc := byConn[connName(e, p)]; hc != nil {
 			hc.State = e.state.String()
 		}
-	}
+	})
 }
 
 // finish lists the connections, in order.

@@ -44,23 +44,23 @@ const maxUnconfirmedShown = 100
 // unconfirmedRows lists the unpaired ends whose path and QPN lead to
 // another unpaired end that the rule refuses.
 func (g *Engine) unconfirmedRows() (rows []Unconfirmed, n int) {
-	for _, e := range g.ends {
-		if e.peer != nil || !e.remote.Valid() {
-			continue
+	g.eachEnd(func(e *end) {
+		if e.peer != noPeer || !e.remote.Valid() {
+			return
 		}
-		p := g.ends[e.remote]
-		if p == nil || p == e || p.peer != nil {
-			continue
+		p := g.lookup(e.remote)
+		if p == nil || p == e || p.peer != noPeer {
+			return
 		}
 		why := connid.Match(g.identity(e), g.identity(p))
 		if why == "" {
-			continue
+			return
 		}
 		n++
 		if len(rows) < maxUnconfirmedShown {
 			rows = append(rows, Unconfirmed{A: g.peerEnd(e), B: g.peerEnd(p), Why: why})
 		}
-	}
+	})
 	sort.Slice(rows, func(i, j int) bool { return rows[i].A.less(rows[j].A) })
 	return rows, n
 }

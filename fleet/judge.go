@@ -49,11 +49,12 @@ func idOf(parts ...string) uint64 {
 }
 
 // order returns the pair's ends in a fixed order.
-func order(e *end) (a, b *end) {
-	if less(e.peer.key, e.key) {
-		return e.peer, e
+func (g *Engine) order(e *end) (a, b *end) {
+	p := g.peerOf(e)
+	if less(p.key, e.key) {
+		return p, e
 	}
-	return e, e.peer
+	return e, p
 }
 
 func connName(a, b *end) string { return a.key.String() + " <-> " + b.key.String() }
@@ -61,7 +62,7 @@ func connName(a, b *end) string { return a.key.String() + " <-> " + b.key.String
 // judge gives the pair's finding once per state episode: its ID names the
 // kind, the connection and when each end last changed.
 func (g *Engine) judge(e *end, s PairState, due int64) {
-	a, b := order(e)
+	a, b := g.order(e)
 	kind := apm.UnprotectedConnection
 	fix, other := a, b // the end the finding names, and its peer
 	if s == StateOneSided {
@@ -72,16 +73,15 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 	}
 	conn := connName(a, b)
 	id := idOf(string(kind), conn, fmt.Sprint(a.since), fmt.Sprint(b.since))
-	if e.open != 0 && e.open != id {
+	if e.open != 0 && e.openID() != id {
 		g.closeOpen(e, fmt.Sprintf("a later judgement of the connection replaces it (%s, finding %d)", kind, id))
 	}
-	e.openState, e.peer.openState = s, s
-	if e.open == id || g.judged[id] {
-		e.open, e.peer.open = id, id
+	open := e.openID() == id
+	a.open, b.open = openOf(id, s), openOf(id, s)
+	if open || g.judged[id] {
 		return
 	}
 	g.judged[id] = true
-	e.open, e.peer.open = id, id
 	first := time.Unix(0, max(a.since, b.since)).UTC()
 	f := apm.Finding{ID: id, Kind: kind, Severity: sevOf(kind), QP: apm.Key{Device: g.names.name(fix.dev), QPN: fix.key.QPN()},
 		PID: fix.pid, FirstTime: first, LastTime: time.Unix(0, due).UTC(),
@@ -100,16 +100,16 @@ func (g *Engine) judge(e *end, s PairState, due int64) {
 
 // resolve closes the pair's open finding: both ends armed again.
 func (g *Engine) resolve(e *end) {
-	a, b := order(e)
+	a, b := g.order(e)
 	g.closeWith(e, fmt.Sprintf("both %s and %s are armed again", g.endName(a), g.endName(b)))
 }
 
 // closeWith writes the resolution of the pair's open finding, once (its
 // ID derives from the finding's), explained so.
 func (g *Engine) closeWith(e *end, explanation string) {
-	a, b := order(e)
-	open, kind := e.open, kindOf(e.openState)
-	e.open, e.peer.open = 0, 0
+	a, b := g.order(e)
+	open, kind := e.openID(), kindOf(e.openState())
+	a.open, b.open = 0, 0
 	id := idOf("resolution", fmt.Sprint(open))
 	if g.judged[id] {
 		return

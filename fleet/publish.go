@@ -193,47 +193,6 @@ func (p *Publisher) Tick(now time.Time) {
 	p.deferred.Store(int64(len(p.backlog) + left))
 }
 
-// room is how many connection records the intake takes now.
-func (p *Publisher) room() int { return cap(p.in) - intakeForLines - len(p.in) }
-
-// drain hands the backlog to the intake while it has room, and says
-// whether it is empty.
-func (p *Publisher) drain() bool {
-	n := 0
-	for n < len(p.backlog) && p.room() > 0 && p.putConn(&p.backlog[n]) {
-		n++
-	}
-	p.backlog = p.backlog[n:]
-	if len(p.backlog) == 0 {
-		p.backlog = nil
-	}
-	return len(p.backlog) == 0
-}
-
-// drainUntil hands the backlog and every changed end to the intake,
-// waiting for room, until deadline: what a run that stops still owes.
-func (p *Publisher) drainUntil(deadline time.Time) {
-	for time.Now().Before(deadline) {
-		if room := p.room(); p.drain() && room > 0 {
-			if p.backlog, _ = p.tracker.FlushAtMost(time.Now(), room); len(p.backlog) == 0 {
-				return // nothing left that can be published
-			}
-			continue
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// putConn hands a record to the intake and says whether it took it (a
-// record that does not encode is dropped: taken).
-func (p *Publisher) putConn(c *Conn) bool {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return true
-	}
-	return p.put(ConnSubject(c), b, "conn")
-}
-
 // Reading takes an rdma netlink reading (audit.ReadingSink), on the
 // goroutine that reads it: the first one after this host's earlier
 // records were read says which of their ends are live.
@@ -249,26 +208,6 @@ func (p *Publisher) Reading(s rdmanl.Snapshot) {
 	case p.readings <- live:
 		p.wantReading.Store(false)
 	default:
-	}
-}
-
-// put hands a message to the intake, or says it is full: a finding line
-// is then dropped and counted, a connection record is the caller's to
-// keep.
-func (p *Publisher) put(subject string, data []byte, what string) bool {
-	m := Msg{Subject: subject, ID: p.cfg.Host + "-" + p.run + "-" + strconv.FormatUint(p.seq+1, 10), Data: data}
-	p.handing.Add(1)
-	select {
-	case p.in <- m:
-		p.seq++
-		p.m.queued.WithLabelValues(what).Inc()
-		return true
-	default:
-		p.handing.Add(-1)
-		if what != "conn" {
-			p.m.dropped.WithLabelValues("intake-full").Inc()
-		}
-		return false
 	}
 }
 

@@ -64,7 +64,7 @@ func (g *Engine) Seen(data []byte) {
 
 // adopt gives a pair the open finding of the stream on its connection.
 func (g *Engine) adopt(e *end) {
-	a, b := order(e)
+	a, b := g.order(e)
 	conn := connName(a, b)
 	ids := g.openByConn[conn]
 	delete(g.openByConn, conn)
@@ -78,12 +78,11 @@ func (g *Engine) adopt(e *end) {
 			g.closeStored(id, l, "a later finding of its connection replaces it")
 			continue
 		}
-		e.open, e.peer.open = id, id
 		s := StateOneSided
 		if l.Kind == apm.UnprotectedConnection {
 			s = StateUnprotected
 		}
-		e.openState, e.peer.openState = s, s
+		a.open, b.open = openOf(id, s), openOf(id, s)
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 
 // closeOpen gives the resolution of the pair's open finding, saying why.
 func (g *Engine) closeOpen(e *end, why string) {
-	if e.open == 0 || e.peer == nil {
+	if e.open == 0 || e.peer == noPeer {
 		return
 	}
-	g.closeWith(e, fmt.Sprintf("finding %d no longer holds: %s", e.open, why))
+	g.closeWith(e, fmt.Sprintf("finding %d no longer holds: %s", e.openID(), why))
 }
 
 // kindOf is the kind a pair state is judged as.

@@ -167,7 +167,8 @@ func (f *fleetProc) logged(parts ...string) bool {
 }
 
 // profile takes a 10 s CPU profile of the process into dir (none when
-// dir is ""), from now; the channel closes when it is written.
+// dir is ""), from now, then a heap profile; the channel closes when both
+// are written.
 func (f *fleetProc) profile(dir string, n int) <-chan struct{} {
 	done := make(chan struct{})
 	if dir == "" {
@@ -176,19 +177,24 @@ func (f *fleetProc) profile(dir string, n int) <-chan struct{} {
 	}
 	go func() {
 		defer close(done)
-		c := http.Client{Timeout: time.Minute}
-		r, err := c.Get("http://" + f.metrics + "/debug/pprof/profile?seconds=10")
-		if err != nil {
-			f.t.Errorf("cpu profile: %v", err)
-			return
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		path := filepath.Join(dir, fmt.Sprintf("fleet-storm-%d.prof", n))
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			f.t.Errorf("cpu profile: %v", err)
-		}
-		f.t.Logf("cpu profile of the storm: %s", path)
+		f.fetchProfile("/debug/pprof/profile?seconds=10", filepath.Join(dir, fmt.Sprintf("fleet-storm-%d.prof", n)))
+		f.fetchProfile("/debug/pprof/heap?gc=1", filepath.Join(dir, fmt.Sprintf("fleet-storm-%d.heap", n)))
 	}()
 	return done
+}
+
+// fetchProfile writes the process's profile at path (a pprof URL path).
+func (f *fleetProc) fetchProfile(url, path string) {
+	c := http.Client{Timeout: time.Minute}
+	r, err := c.Get("http://" + f.metrics + url)
+	if err != nil {
+		f.t.Errorf("profile: %v", err)
+		return
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		f.t.Errorf("profile: %v", err)
+	}
+	f.t.Logf("profile of the storm: %s", path)
 }

@@ -195,9 +195,9 @@ func (r *shareRun) consume(ctx context.Context) error {
 		r.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
 		r.engine.Live()
 		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
-			"share", r.share, "rebuilt_ends", len(r.engine.ends))
+			"share", r.share, "rebuilt_ends", r.engine.ends.n)
 		if r.onReady != nil {
-			r.onReady(len(r.engine.ends))
+			r.onReady(r.engine.ends.n)
 		}
 	}
 	if initial == 0 {

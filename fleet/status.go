@@ -125,11 +125,12 @@ func (g *Engine) status(now time.Time) *Status {
 		}
 	}
 	s.Hosts = g.HostClocks()
-	for _, e := range g.ends {
-		if e.peer == nil || less(e.peer.key, e.key) {
-			continue
+	g.eachEnd(func(e *end) {
+		b := g.peerOf(e)
+		if b == nil || less(b.key, e.key) {
+			return
 		}
-		a, b := e, e.peer
+		a := e
 		silentA, silentB := g.silentEnd(a), g.silentEnd(b)
 		state := e.state.String()
 		if silentA || silentB {
@@ -137,14 +138,14 @@ func (g *Engine) status(now time.Time) *Status {
 			s.ByState[stateUnknown]++
 			state = stateUnknown
 		} else if !e.state.Bad() {
-			continue
+			return
 		}
 		s.Rows = append(s.Rows, StatusRow{State: state,
 			A:      PeerEnd{Host: g.names.name(a.host), Device: g.names.name(a.dev), QPN: a.key.QPN()},
 			B:      PeerEnd{Host: g.names.name(b.host), Device: g.names.name(b.dev), QPN: b.key.QPN()},
 			ArmedA: a.armed && !silentA, ArmedB: b.armed && !silentB, SilentA: silentA, SilentB: silentB,
 			Since: time.Unix(0, max(a.since, b.since)).UTC(), Evidence: []string{g.evidence(a).What, g.evidence(b).What}})
-	}
+	})
 	sort.Slice(s.Rows, func(i, j int) bool { return s.Rows[i].Since.Before(s.Rows[j].Since) })
 	return s
 }
