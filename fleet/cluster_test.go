@@ -42,12 +42,17 @@ func (r *clusterRun) round(what string, n int, live ...*running) {
 		r.want = append(r.want, qb+i)
 	}
 	start := time.Now()
+	said := false
 	waitFor(r.t, 90*time.Second, what, func() bool {
 		if len(r.written()) >= len(r.want) {
 			return true
 		}
-		if time.Since(start) > 89*time.Second {
+		if time.Since(start) > 89*time.Second && !said {
+			said = true
 			r.t.Logf("%s: %d of %d lines written", what, len(r.written()), len(r.want))
+			for i, f := range r.fs {
+				r.t.Logf("instance %d's log (its run %d of this test), its last lines:\n%s", min(i, 1), max(0, i-1), f.log.tail(60))
+			}
 		}
 		return false
 	})

@@ -103,6 +103,14 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+// tail is the last n lines written.
+func (s *syncBuffer) tail(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(s.b.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,6 +166,7 @@ func (s *syncBuffer) lines(t *testing.T) []outLine {
 // running is a fleet instance run by a test.
 type running struct {
 	out   *syncBuffer
+	log   *syncBuffer // its log (stderr)
 	ready string
 	stop  func()
 	done  chan error
@@ -183,8 +192,8 @@ func startFleetWith(t *testing.T, url string, instance, instances int, mod func(
 		mod(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{out: &syncBuffer{}, ready: cfg.ReadyFile, done: make(chan error, 1)}
-	go func() { r.done <- Run(ctx, cfg, r.out, &syncBuffer{}) }()
+	r := &running{out: &syncBuffer{}, log: &syncBuffer{}, ready: cfg.ReadyFile, done: make(chan error, 1)}
+	go func() { r.done <- Run(ctx, cfg, r.out, r.log) }()
 	r.stop = func() {
 		cancel()
 		if err := <-r.done; err != nil {

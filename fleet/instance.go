@@ -125,6 +125,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if p, env := tuneGC(); env {
+		log.Info("gc target from GOGC", "percent", p)
+	}
 	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
 	in.m.shares.Set(float64(cfg.Instances))
 	if cfg.NATS.URL == "" {

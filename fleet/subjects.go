@@ -26,12 +26,29 @@ func token(s string) string {
 	if len(s) > 64 {
 		s = s[:64]
 	}
+	if isTokenBytes(s) {
+		return s // every name a host gives is one: a rune at a time only when not
+	}
 	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+		if r < 0x80 && tokenByte(byte(r)) {
 			return r
 		}
 		return '_'
 	}, s)
+}
+
+func tokenByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_'
+}
+
+// isTokenBytes reports whether every byte of s may stand in a token.
+func isTokenBytes(s string) bool {
+	for i := range len(s) {
+		if !tokenByte(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ConnSubject is where the records of one end go.
@@ -122,7 +139,7 @@ func subjectPartition(subject string) (int, bool) {
 }
 
 // isToken reports whether s is what token makes of a name.
-func isToken(s string) bool { return s != "" && len(s) <= 64 && token(s) == s }
+func isToken(s string) bool { return s != "" && len(s) <= 64 && isTokenBytes(s) }
 
 // decimal parses a 32-bit number as %d writes it.
 func decimal(s string) (uint64, bool) {
