@@ -190,10 +190,16 @@ func (r *shareRun) consume(ctx context.Context) error {
 	defer tick.Stop()
 	var applied uint64
 	ready := false
+	// merge orders the live messages of several streams (merge.go); the
+	// rebuild's last records need no order across them
+	var merge *streamMerge
 	markReady := func() {
 		ready = true
 		r.engine.CloseUnpaired() // the rebuild is read: what was open on connections gone since is over
 		r.engine.Live()
+		if len(streams) > 1 {
+			merge = newStreamMerge(clock.pending)
+		}
 		in.log.Info("fleet consuming", "nats", in.url, "instance", in.cfg.Instance, "instances", in.cfg.Instances,
 			"share", r.share, "rebuilt_ends", r.engine.ends.n)
 		if r.onReady != nil {
@@ -203,6 +209,36 @@ func (r *shareRun) consume(ctx context.Context) error {
 	if initial == 0 {
 		markReady()
 	}
+	handle := func(m jetstream.Msg, md *jetstream.MsgMetadata, now time.Time) {
+		applied++
+		var stored time.Time
+		if md != nil {
+			stored = md.Timestamp
+			clock.consumed(md.Stream, stored, md.NumPending, now)
+		}
+		r.take(m, stored, now)
+		if md != nil {
+			in.m.lagMessages.Set(float64(md.NumPending))
+			if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
+				markReady()
+			}
+		}
+	}
+	var outOfOrder uint64
+	drain := func(now time.Time) {
+		for {
+			it, ok := merge.pop(now)
+			if !ok {
+				break
+			}
+			handle(it.m, it.md, now)
+		}
+		if merge.OutOfOrder > outOfOrder {
+			in.log.Warn("a stream lagged past what the instance holds: messages of the others went on before its", "share", r.share,
+				"messages", merge.OutOfOrder-outOfOrder)
+			outOfOrder = merge.OutOfOrder
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -211,27 +247,28 @@ func (r *shareRun) consume(ctx context.Context) error {
 			if in.cfg.hold != nil {
 				in.cfg.hold()
 			}
-			applied++
 			now := time.Now()
 			md, mdErr := m.Metadata()
-			var stored time.Time
-			if mdErr == nil {
-				stored = md.Timestamp
-				clock.consumed(md.Stream, stored, md.NumPending, now)
+			if mdErr != nil {
+				md = nil
 			}
-			r.take(m, stored, now)
-			if mdErr == nil {
-				in.m.lagMessages.Set(float64(md.NumPending))
-				if !ready && (len(streams) == 1 && md.NumPending == 0 || applied >= initial) {
-					markReady()
-				}
+			if merge != nil && md != nil {
+				merge.push(md.Stream, merged{m: m, md: md, stored: md.Timestamp, pending: md.NumPending}, now)
+				drain(now)
+				continue
 			}
+			handle(m, md, now)
 		case now := <-tick.C:
 			if in.cfg.hold != nil {
 				in.cfg.hold()
 				now = time.Now()
 			}
-			current := in.js.Conn().IsConnected() && len(msgs) == 0 && now.Sub(time.Unix(0, answered.Load())) < probeFresh
+			held := 0
+			if merge != nil {
+				drain(now)
+				held = merge.held
+			}
+			current := in.js.Conn().IsConnected() && len(msgs) == 0 && held == 0 && now.Sub(time.Unix(0, answered.Load())) < probeFresh
 			if at := clock.at(now, current); !at.IsZero() {
 				r.engine.Advance(at)
 			}
@@ -264,22 +301,22 @@ func (r *shareRun) wholeStream(streams map[string][]string) bool {
 }
 
 // followHeartbeats adds the hosts' heartbeats to what the instance
-// consumes when they are in the one stream of its records (so that it
-// reads a host's heartbeats and records in the order they were stored);
-// otherwise it says it does not follow them: no host is judged silent,
-// and pairs are judged on the stream's clock alone.
+// consumes: to the consumer of their stream when it holds records of the
+// instance's (so that it reads a host's heartbeats and records in the
+// order they were stored), else through a consumer of their own, merged
+// with the records by stored time (merge.go). Where no stream holds them
+// it says it does not follow them: no host is judged silent, and pairs
+// are judged on the stream's clock alone.
 func (r *shareRun) followHeartbeats(ctx context.Context, streams map[string][]string) {
 	in := r.in
 	hs, err := streamsOf(ctx, in.js, []string{heartbeatFilter})
-	if err == nil && len(streams) == 1 {
+	if err == nil {
 		for name := range hs {
-			if _, ok := streams[name]; ok {
-				streams[name] = append(streams[name], heartbeatFilter)
-				return
-			}
+			streams[name] = append(streams[name], heartbeatFilter)
+			return
 		}
 	}
-	in.log.Warn("hosts' heartbeats not followed: they are not in the one stream of this instance's records", "subject", heartbeatFilter, "err", err)
+	in.log.Warn("hosts' heartbeats not followed: no stream holds them", "subject", heartbeatFilter, "err", err)
 }
 
 // take applies one message: a heartbeat, or a record bound to its
