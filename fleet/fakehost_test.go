@@ -153,3 +153,20 @@ func metric(t *testing.T, addr, series string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// migratedPair is two heartbeating hosts, hostA (LID 1) and hostB (LID
+// 2), and the ends of their connection (QPs 100 and 200), published armed
+// and then migrated on both sides.
+func migratedPair(t *testing.T, url string) (a, b *fakeHost, ea, eb *Conn) {
+	t.Helper()
+	a = newFakeHost(t, url, "hostA", 1, 0)
+	b = newFakeHost(t, url, "hostB", 2, 0)
+	a.startBeats()
+	b.startBeats()
+	ea, eb = a.end(100, b, 200), b.end(200, a, 100)
+	a.publish(ea)
+	b.publish(eb)
+	a.migrate(ea)
+	b.migrate(eb)
+	return a, b, ea, eb
+}

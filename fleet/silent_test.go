@@ -20,15 +20,7 @@ func TestFleetHostSilentAndHeardAgain(t *testing.T) {
 	addr := freePort(t)
 	f := startFleetWith(t, url, 0, 1, func(c *Config) { c.Engine.SilentAfter, c.MetricsAddr = time.Second, addr })
 	defer f.stop()
-	a := newFakeHost(t, url, "hostA", 1, 0)
-	b := newFakeHost(t, url, "hostB", 2, 0)
-	a.startBeats()
-	b.startBeats()
-	ea, eb := a.end(100, b, 200), b.end(200, a, 100)
-	a.publish(ea)
-	b.publish(eb)
-	a.migrate(ea)
-	b.migrate(eb)
+	a, b, ea, eb := migratedPair(t, url)
 	b.stopBeats() // hostB falls silent
 	a.rearm(ea)   // one-sided from here: hostB's end said nothing since
 
