@@ -8,6 +8,7 @@ package guest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,6 +163,52 @@ func TestIBSimDevices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rdma-core's own programs find and open the ibsim devices through
+// Debian's unmodified libibverbs (its rxe provider binds them by driver
+// id): ibv_devinfo shows each port's InfiniBand link layer, LID and state,
+// as sysfs does.
+func TestIBSimLibibverbsOpensDevices(t *testing.T) {
+	out, err := exec.Command("ibv_devices").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ibsim0") || !strings.Contains(string(out), "ibsim1") {
+		t.Fatalf("ibv_devices: %v\n%s", err, out)
+	}
+	for d, dev := range []string{"ibsim0", "ibsim1"} {
+		out, err := exec.Command("ibv_devinfo", "-d", dev).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ibv_devinfo -d %s: %v\n%s", dev, err, out)
+		}
+		ports := devinfoPorts(string(out))
+		for p := 1; p <= 2; p++ {
+			f := ports[p]
+			if f["link_layer"] != "InfiniBand" || f["port_lid"] != fmt.Sprint(d*2+p) || f["state"] != "PORT_ACTIVE (4)" {
+				t.Errorf("%s port %d as ibv_devinfo shows it: %v\n%s", dev, p, f, out)
+			}
+		}
+	}
+}
+
+// devinfoPorts reads ibv_devinfo's text: each port's fields by name.
+func devinfoPorts(out string) map[int]map[string]string {
+	ports := map[int]map[string]string{}
+	port := 0
+	for _, l := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if k == "port" {
+			fmt.Sscan(v, &port)
+			ports[port] = map[string]string{}
+			continue
+		}
+		if port != 0 {
+			ports[port][k] = v
+		}
+	}
+	return ports
 }
 
 // A kernel RC pair on InfiniBand: the RTS->RTS alternate-path load that

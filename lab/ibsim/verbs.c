@@ -303,8 +303,14 @@ static int ibsim_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
 
 const struct ib_device_ops ibsim_ops = {
 	.owner = THIS_MODULE,
-	.driver_id = RDMA_DRIVER_UNKNOWN,
-	.uverbs_abi_ver = 1,
+	/*
+	 * rxe's: Debian's libibverbs binds its rxe provider (librxe) to the
+	 * device, so rdma-core's programs find and open it (ibv_devices,
+	 * ibv_devinfo). Its queues (CQ, SQ, RQ mmap'ed to userspace) are not
+	 * rxe's yet: creating a CQ or QP through libibverbs fails.
+	 */
+	.driver_id = RDMA_DRIVER_RXE,
+	.uverbs_abi_ver = 2,
 
 	.query_device = ibsim_query_device,
 	.query_port = ibsim_query_port,

@@ -1,7 +1,8 @@
 /*
  * lab-ibpair: N connected RC QP pairs ibsim0 <-> ibsim1 (primary port 1 <->
  * port 1, alternate port 2 <-> port 2), loaded and armed, made and driven
- * through the raw uverbs ABI (libibverbs has no provider for ibsim). Reacts
+ * through the raw uverbs ABI (libibverbs opens ibsim through its rxe
+ * provider but cannot make its queues). Reacts
  * to PATH_MIG per --behavior; prints one JSON line per async event, per
  * modify and per query.
  */

@@ -9,8 +9,8 @@
  * resolves the destination MAC itself. QP1 takes Q_Key 0x80010000.
  *
  * InfiniBand addressing (ibsim): the MAD goes to the receiving port's LID
- * without a GRH; LIDs and GIDs come from sysfs (libibverbs has no provider
- * for ibsim). The LAP's alternate path is --alt-port on both sides.
+ * without a GRH; LIDs and GIDs come from sysfs (libibverbs opens ibsim
+ * through its rxe provider but cannot make its queues). The LAP's alternate path is --alt-port on both sides.
  */
 #include <arpa/inet.h>
 #include <endian.h>

@@ -1,6 +1,7 @@
 /*
  * The raw uverbs ABI (write() on /dev/infiniband/uverbsN): enough for RC QPs
- * on a device libibverbs has no provider for (ibsim). Each call returns 0 or
+ * on a device whose queues libibverbs cannot make (ibsim: its rxe provider
+ * opens it, but ibsim's CQs and QPs are not rxe's mmap'ed queues). Each call returns 0 or
  * a negative errno.
  */
 #ifndef LAB_UVERBS_H
