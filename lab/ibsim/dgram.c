@@ -6,6 +6,12 @@
  * the send completes on the sender's CQ. This is what lets ib_mad, ib_cm and
  * ib_umad run between ibsim0 and ibsim1. Sends are queued (post_send may run
  * in atomic context) and delivered by one work item under ibsim_mutex.
+ *
+ * A user UD QP's data moves through its lkeys (mem.c), read when the
+ * datagram is delivered; a kernel QP's is copied at post. A UD receiver
+ * takes a datagram only with its own Q_Key (IBTA: a remote Q_Key with the
+ * high bit set means the sender's own), and finds the GRH the AH carried
+ * in the 40 bytes before the data (IB_WC_GRH).
  */
 #include <linux/slab.h>
 #include "ibsim.h"
@@ -20,9 +26,19 @@ struct ibsim_pkt {
 	u32 remote_qpn;
 	u16 pkey_index;
 	u32 src_port;
+	u32 qkey;
+	bool grh;
+	union ib_gid dgid;
+	u8 hop_limit, traffic_class;
+	u32 flow_label;
+	bool user;		/* data behind sge[] (lkeys), read at delivery */
+	int num_sge;
+	struct ib_sge sge[IBSIM_MAX_SGE];
 	u32 len;
 	u8 data[];
 };
+
+#define IBSIM_UD_MAX	4096	/* the ports' MTU */
 
 static LIST_HEAD(pkt_list);
 static DEFINE_SPINLOCK(pkt_lock);
@@ -31,34 +47,50 @@ static struct work_struct pkt_work;
 int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr)
 {
 	const struct ib_send_wr *s = &wr->wr;
+	bool user = qp->ibqp.uobject != NULL;
 	struct ibsim_ah *ah;
 	struct ibsim_pkt *p;
 	unsigned long flags;
 	u32 len = 0, off = 0;
 	int i;
 
-	if (qp->ibqp.uobject)
-		return -EOPNOTSUPP;	/* user datagrams are not carried */
 	for (i = 0; i < s->num_sge; i++)
 		len += s->sg_list[i].length;
-	if (len > IBSIM_MAD_MAX || !wr->ah)
+	if (len > (user ? IBSIM_UD_MAX : IBSIM_MAD_MAX) || !wr->ah ||
+	    s->num_sge > IBSIM_MAX_SGE ||
+	    (s->opcode != IB_WR_SEND && s->opcode != IB_WR_SEND_WITH_IMM))
 		return -EINVAL;
-	p = kzalloc(sizeof(*p) + len, GFP_ATOMIC);
+	p = kzalloc(sizeof(*p) + (user ? 0 : len), GFP_ATOMIC);
 	if (!p)
 		return -ENOMEM;
 	for (i = 0; i < s->num_sge; i++) {
-		memcpy(p->data + off, (void *)(uintptr_t)s->sg_list[i].addr,
-		       s->sg_list[i].length);
+		p->sge[i] = s->sg_list[i];
+		if (!user)
+			memcpy(p->data + off, (void *)(uintptr_t)s->sg_list[i].addr,
+			       s->sg_list[i].length);
 		off += s->sg_list[i].length;
 	}
 	ah = container_of(wr->ah, struct ibsim_ah, ibah);
 	p->src = qp;
+	p->user = user;
+	p->num_sge = s->num_sge;
 	p->wr_id = s->wr_id;
 	p->signaled = (s->send_flags & IB_SEND_SIGNALED) ||
 		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
 	p->dlid = rdma_ah_get_dlid(&ah->attr);
 	p->sl = rdma_ah_get_sl(&ah->attr);
+	if (rdma_ah_get_ah_flags(&ah->attr) & IB_AH_GRH) {
+		const struct ib_global_route *g = rdma_ah_read_grh(&ah->attr);
+
+		p->grh = true;
+		p->dgid = g->dgid;
+		p->hop_limit = g->hop_limit;
+		p->traffic_class = g->traffic_class;
+		p->flow_label = g->flow_label;
+	}
 	p->remote_qpn = wr->remote_qpn;
+	p->qkey = (wr->remote_qkey & 0x80000000) && qp->ibqp.qp_type == IB_QPT_UD ?
+		qp->attr.qkey : wr->remote_qkey;
 	p->pkey_index = wr->pkey_index;
 	p->src_port = qp->ibqp.qp_type == IB_QPT_GSI ? qp->port :
 		qp->attr.port_num;
@@ -86,46 +118,63 @@ static struct ibsim_qp *find_dgram_qp(struct ibsim_dev *d, u32 port, u32 qpn)
 	return NULL;
 }
 
-/*
- * Copies the datagram into dst's next receive buffer, after a 40-byte GRH
- * slot: -ENOBUFS when none is posted, -EMSGSIZE when it is too short.
- */
-static int scatter(struct ibsim_qp *dst, struct ibsim_pkt *p, u64 *wr_id)
+/* The GRH the receiver finds in front of the data (IBTA 8.3). */
+static void make_grh(struct ib_grh *g, struct ibsim_pkt *p, u32 sport)
 {
-	struct ibsim_wqe e;
-	unsigned long flags;
-	u32 off = 0, skip = sizeof(struct ib_grh), n;
-	int i;
-
-	spin_lock_irqsave(&dst->rq_lock, flags);
-	if (!dst->rq_count) {
-		spin_unlock_irqrestore(&dst->rq_lock, flags);
-		return -ENOBUFS;
-	}
-	e = dst->rq[dst->rq_head];
-	dst->rq_head = (dst->rq_head + 1) % dst->rq_size;
-	dst->rq_count--;
-	spin_unlock_irqrestore(&dst->rq_lock, flags);
-	*wr_id = e.wr_id;
-	for (i = 0; i < e.num_sge && off < p->len; i++) {
-		u8 *buf = (u8 *)(uintptr_t)e.sge[i].addr;
-		u32 room = e.sge[i].length;
-
-		if (skip) {
-			n = min(skip, room);
-			memset(buf, 0, n);
-			buf += n;
-			room -= n;
-			skip -= n;
-		}
-		n = min(room, p->len - off);
-		memcpy(buf, p->data + off, n);
-		off += n;
-	}
-	return off == p->len ? 0 : -EMSGSIZE;
+	memset(g, 0, sizeof(*g));
+	if (!p->grh)
+		return;
+	g->version_tclass_flow = cpu_to_be32(6 << 28 | p->traffic_class << 20 |
+					     (p->flow_label & 0xfffff));
+	g->paylen = cpu_to_be16(p->len);
+	g->next_hdr = 0x1b;	/* IBA_NEXT_HEADER_BTH */
+	g->hop_limit = p->hop_limit;
+	g->sgid.global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
+	g->sgid.global.interface_id = cpu_to_be64(
+		be64_to_cpu(p->src->dev->ibdev.node_guid) | sport);
+	g->dgid = p->dgid;
 }
 
-static void deliver_dgram(struct ibsim_pkt *p)
+/*
+ * Copies the GRH and the datagram into dst's next receive buffer: -ENOBUFS
+ * when none is posted, -EMSGSIZE when it is too short, -EPERM/-ERANGE when
+ * a user receive's lkey fails.
+ */
+static int scatter(struct ibsim_qp *dst, struct ibsim_pkt *p, const u8 *data,
+		   u64 *wr_id)
+{
+	u32 total = sizeof(struct ib_grh) + p->len;
+	struct ibsim_wqe e;
+	u8 *buf;
+	int n;
+
+	if (!ibsim_take_rwqe(dst, &e))
+		return -ENOBUFS;
+	*wr_id = e.wr_id;
+	buf = kmalloc(total, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	make_grh((struct ib_grh *)buf, p, p->src_port);
+	memcpy(buf + sizeof(struct ib_grh), data, p->len);
+	if (dst->ibqp.uobject) {
+		n = ibsim_sge_copy(dst, e.sge, e.num_sge, buf, total, true);
+	} else {
+		u32 off = 0;
+		int i;
+
+		for (i = 0; i < e.num_sge && off < total; i++) {
+			u32 part = min(e.sge[i].length, total - off);
+
+			memcpy((void *)(uintptr_t)e.sge[i].addr, buf + off, part);
+			off += part;
+		}
+		n = off == total ? 0 : -EMSGSIZE;
+	}
+	kfree(buf);
+	return n < 0 ? n : 0;
+}
+
+static void deliver_dgram(struct ibsim_pkt *p, const u8 *data)
 {
 	struct ibsim_dev *sd = p->src->dev, *dd;
 	struct ibsim_qp *dst;
@@ -137,18 +186,25 @@ static void deliver_dgram(struct ibsim_pkt *p)
 	if (!ibsim_port_alive(ibsim_lid_port(p->dlid, &dd, &dport)))
 		return;
 	dst = find_dgram_qp(dd, dport, p->remote_qpn);
-	if (!dst || dst->ibqp.uobject ||
-	    READ_ONCE(dst->attr.qp_state) < IB_QPS_RTR ||
+	if (!dst || READ_ONCE(dst->attr.qp_state) < IB_QPS_RTR ||
 	    READ_ONCE(dst->attr.qp_state) > IB_QPS_SQD)
 		return;
-	switch (scatter(dst, p, &wc.wr_id)) {
+	if (dst->ibqp.qp_type == IB_QPT_UD && dst->attr.qkey != p->qkey)
+		return;	/* Q_Key violation: dropped */
+	switch (scatter(dst, p, data, &wc.wr_id)) {
 	case -ENOBUFS:
+	case -ENOMEM:
 		return;	/* no receive buffer: dropped, as UD does */
 	case -EMSGSIZE:
+	case -ERANGE:
 		wc.status = IB_WC_LOC_LEN_ERR;
+		break;
+	case -EPERM:
+		wc.status = IB_WC_LOC_PROT_ERR;
 		break;
 	default:
 		wc.status = IB_WC_SUCCESS;
+		wc.wc_flags = p->grh ? IB_WC_GRH : 0;
 	}
 	wc.opcode = IB_WC_RECV;
 	wc.byte_len = sizeof(struct ib_grh) + p->len;
@@ -161,10 +217,30 @@ static void deliver_dgram(struct ibsim_pkt *p)
 	ibsim_cq_add(dst->rcq, &wc);
 }
 
+/* A user datagram's data, read through its lkeys now; NULL and *st on a failure. */
+static u8 *user_data(struct ibsim_pkt *p, enum ib_wc_status *st)
+{
+	u8 *buf = kmalloc(max_t(u32, p->len, 1), GFP_KERNEL);
+	int n;
+
+	*st = IB_WC_LOC_PROT_ERR;
+	if (!buf)
+		return NULL;
+	n = ibsim_sge_copy(p->src, p->sge, p->num_sge, buf, p->len, false);
+	if (n < 0) {
+		*st = n == -ERANGE ? IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR;
+		kfree(buf);
+		return NULL;
+	}
+	*st = IB_WC_SUCCESS;
+	return buf;
+}
+
 static void pkt_fn(struct work_struct *w)
 {
 	struct ibsim_pkt *p;
-	struct ib_wc wc = { .status = IB_WC_SUCCESS, .opcode = IB_WC_SEND };
+	struct ib_wc wc = { .opcode = IB_WC_SEND };
+	u8 *data;
 
 	mutex_lock(&ibsim_mutex);
 	for (;;) {
@@ -175,12 +251,17 @@ static void pkt_fn(struct work_struct *w)
 		spin_unlock_irq(&pkt_lock);
 		if (!p)
 			break;
-		deliver_dgram(p);
-		if (p->signaled) {
+		wc.status = IB_WC_SUCCESS;
+		data = p->user ? user_data(p, &wc.status) : p->data;
+		if (data)
+			deliver_dgram(p, data);
+		if (p->signaled || wc.status != IB_WC_SUCCESS) {
 			wc.wr_id = p->wr_id;
 			wc.qp = &p->src->ibqp;
 			ibsim_cq_add(p->src->scq, &wc);
 		}
+		if (p->user)
+			kfree(data);
 		kfree(p);
 	}
 	mutex_unlock(&ibsim_mutex);

@@ -454,30 +454,77 @@ static bool has_requests(struct ibsim_qp *qp)
 	return ibsim_traffic && qp->traffic;
 }
 
+/* A NAK's status at the requester. */
+static enum ib_wc_status nak_status(enum ibsim_exec r)
+{
+	switch (r) {
+	case EXEC_NAK_ACCESS:
+		return IB_WC_REM_ACCESS_ERR;
+	case EXEC_NAK_INVALID:
+		return IB_WC_REM_INV_REQ_ERR;
+	default:
+		return IB_WC_REM_OP_ERR;
+	}
+}
+
 /*
- * One round of qp's requests. RC: a request that reaches the responder
- * is answered by an ACK over the responder's primary path, which the
+ * The response came back: the sends the responder took complete; an RNR
+ * NAK holds the next one for the responder's RNR timer (rnr_retry times,
+ * 7 for ever); any other NAK fails it and the QP goes to ERR.
+ */
+static void response(struct ibsim_qp *s, struct ibsim_qp *d, enum ibsim_exec r)
+{
+	s->acks++;
+	s->unacked_since_ns = 0;
+	ibsim_complete_executed(s);
+	if (r == EXEC_OK) {
+		s->rnr_naks = 0;
+		return;
+	}
+	if (r == EXEC_RNR) {
+		s->rnr_naks_total++;
+		if (s->attr.rnr_retry != 7 && s->rnr_naks++ >= s->attr.rnr_retry) {
+			ibsim_to_error(s, IB_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		s->rnr_until_ns = ktime_get_ns() +
+			ibsim_rnr_timer_ns(d->attr.min_rnr_timer);
+		return;
+	}
+	ibsim_to_error(s, nak_status(r));
+}
+
+/*
+ * One round of qp's requests. A request that reaches the responder is
+ * executed there (data.c: the sends it has not taken yet); RC answers
+ * with an ACK or NAK over the responder's primary path, which the
  * requester checks like any packet (so the ACK's MigReq arms it, or
- * migrates it). A request or ACK lost leaves the request unacknowledged;
- * after (retry_cnt + 1) local ACK timeouts the retries run out. UC has
- * neither ACKs nor a retry timer: a UC path failure goes unnoticed.
+ * migrates it). A request or response lost leaves the request
+ * unacknowledged; after (retry_cnt + 1) local ACK timeouts the retries run
+ * out. UC has neither ACKs nor a retry timer: its sends complete once
+ * sent, and a UC path failure goes unnoticed.
  */
 static void round_trip(struct ibsim_qp *s)
 {
+	enum ib_wc_status local = IB_WC_SUCCESS;
+	enum ibsim_exec r = EXEC_OK;
 	struct ibsim_qp *d;
 	u64 now, tmo;
-	bool acked;
 
 	d = transmit(s);
-	if (s->ibqp.qp_type == IB_QPT_UC) {
-		ibsim_complete_sends(s);
+	if (d && READ_ONCE(s->own_sends))
+		r = ibsim_execute(s, d, &local);
+	if (r == EXEC_LOCAL) {
+		ibsim_complete_executed(s);
+		ibsim_to_error(s, local);
 		return;
 	}
-	acked = d && sending_or_rtr_ack(d, s);
-	if (acked) {
-		s->acks++;
-		s->unacked_since_ns = 0;
-		ibsim_complete_sends(s);
+	if (s->ibqp.qp_type == IB_QPT_UC) {
+		ibsim_complete_sent(s);
+		return;
+	}
+	if (d && sending_or_rtr_ack(d, s)) {
+		response(s, d, r);
 		return;
 	}
 	now = ktime_get_ns();
@@ -496,6 +543,9 @@ static void requests(struct ibsim_qp *s)
 		s->unacked_since_ns = 0;
 		return;
 	}
+	if (s->rnr_until_ns && ktime_get_ns() < s->rnr_until_ns)
+		return;
+	s->rnr_until_ns = 0;
 	round_trip(s);
 }
 
@@ -532,7 +582,7 @@ static void sends_fn(struct work_struct *w)
 	mutex_lock(&ibsim_mutex);
 	list_for_each_entry(qp, &ibsim_qps, list)
 		if (READ_ONCE(qp->own_sends) && ibsim_sq_count(qp) &&
-		    !qp->unacked_since_ns)
+		    !qp->unacked_since_ns && !qp->rnr_until_ns)
 			requests(qp);
 	mutex_unlock(&ibsim_mutex);
 	ev_fn(NULL);

@@ -20,6 +20,7 @@
 #include <linux/spinlock.h>
 #include <linux/version.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include <linux/mlx5/qp.h>
 #include <rdma/ib_verbs.h>
 
@@ -58,6 +59,7 @@ struct ibsim_dev {
 	struct ibsim_port port[IBSIM_NPORT + 1];	/* 1-based */
 	u32 next_qpn;
 	bool registered;
+	struct xarray mrs;	/* key >> 8 -> ibsim_mr, changed under ibsim_mutex */
 };
 
 struct ibsim_pd {
@@ -75,6 +77,12 @@ struct ibsim_ah {
 
 struct ibsim_mr {
 	struct ib_mr ibmr;
+	int access;		/* IB_ACCESS_* */
+	bool dma;		/* every kernel address (get_dma_mr) */
+	struct ib_umem *umem;	/* a user region's pinned pages */
+	struct page **pages;
+	size_t npages;
+	u32 first;		/* the region's offset in its first page */
 };
 
 struct ibsim_cq {
@@ -101,10 +109,23 @@ struct ibsim_srq {
 	u32 limit;
 };
 
+#define IBSIM_MAX_INLINE 256	/* kernel ULPs' IB_SEND_INLINE data, copied at post */
+#define IBSIM_MAX_MSG	(16 << 20)	/* the ports' max_msg_sz */
+
+/* A posted RC/UC send: what the requester carries, and how far it got. */
 struct ibsim_swqe {
 	u64 wr_id;
 	enum ib_wr_opcode opcode;
 	bool signaled;
+	bool executed;		/* the responder took it: a resend is a duplicate */
+	u8 num_sge;
+	struct ib_sge sge[IBSIM_MAX_SGE];
+	u32 len;		/* the sum of the SGEs */
+	__be32 imm;
+	u64 remote_addr;	/* RDMA WRITE/READ */
+	u32 rkey;
+	bool inl;		/* data in inl[], not behind lkeys */
+	u8 inl_data[IBSIM_MAX_INLINE];
 };
 
 struct ibsim_qp {
@@ -139,6 +160,9 @@ struct ibsim_qp {
 	 * its own sends only: its simulated request stream stops.
 	 */
 	bool own_sends;
+	u64 rnr_until_ns;		/* an RNR NAK: no resend before */
+	u32 rnr_naks;			/* in a row, against rnr_retry */
+	u64 rx_bytes, rx_msgs, rnr_naks_total;
 	spinlock_t sq_lock;
 	struct ibsim_swqe *sq;
 	int sq_size, sq_head, sq_count;
@@ -190,6 +214,20 @@ extern const struct ib_device_ops ibsim_ops;
 void ibsim_cq_add(struct ibsim_cq *cq, const struct ib_wc *wc);
 void ibsim_flush_rq(struct ibsim_qp *qp);
 
+/* mem.c: memory regions and copies through them (under ibsim_mutex) */
+struct ib_mr *ibsim_get_dma_mr(struct ib_pd *pd, int access);
+struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
+				u64 virt, int access,
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
+				struct ib_dmah *dmah,
+#endif
+				struct ib_udata *udata);
+int ibsim_dereg_mr(struct ib_mr *mr, struct ib_udata *udata);
+int ibsim_sge_copy(struct ibsim_qp *qp, const struct ib_sge *sge, int n,
+		   void *buf, u32 len, bool to_sges);
+int ibsim_rkey_copy(struct ibsim_qp *qp, u32 rkey, u64 addr, void *buf,
+		    u32 len, bool to_mr);
+
 /* srq.c */
 int ibsim_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata);
@@ -220,9 +258,19 @@ int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void ibsim_migrate(struct ibsim_qp *qp);
 void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why);
 int ibsim_sq_count(struct ibsim_qp *qp);
-void ibsim_complete_sends(struct ibsim_qp *qp);
 const char *ibsim_qps_name(int s);
 const char *ibsim_mig_name(int m);
+
+/* data.c: what a request does at the responder, and its completions */
+enum ibsim_exec { EXEC_OK, EXEC_RNR, EXEC_NAK_ACCESS, EXEC_NAK_INVALID,
+		  EXEC_NAK_OP, EXEC_LOCAL };
+enum ibsim_exec ibsim_execute(struct ibsim_qp *s, struct ibsim_qp *d,
+			      enum ib_wc_status *local);
+bool ibsim_take_rwqe(struct ibsim_qp *qp, struct ibsim_wqe *e);
+void ibsim_complete_executed(struct ibsim_qp *qp);
+void ibsim_complete_sent(struct ibsim_qp *qp);
+void ibsim_fail_head(struct ibsim_qp *qp, enum ib_wc_status why);
+u64 ibsim_rnr_timer_ns(u8 code);
 
 /* fabric.c: the switch, "packets", failures, events */
 struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port);

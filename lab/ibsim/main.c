@@ -20,6 +20,7 @@ static void ibsim_free(int i)
 		return;
 	if (d->registered)
 		ib_unregister_device(&d->ibdev);
+	xa_destroy(&d->mrs);
 	ib_dealloc_device(&d->ibdev);
 	ibsim_devs[i] = NULL;
 }
@@ -35,6 +36,7 @@ static int ibsim_add(int i)
 	if (!d)
 		return -ENOMEM;
 	d->index = i;
+	xa_init(&d->mrs);
 	d->next_qpn = 0x10 + i * 0x1000;
 	for (p = 1; p <= IBSIM_NPORT; p++) {
 		d->port[p].lid = i * IBSIM_NPORT + p;

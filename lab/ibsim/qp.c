@@ -73,13 +73,16 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (!qp->rq)
 		return -ENOMEM;
 	qp->sq_size = max_t(u32, init->cap.max_send_wr, 1);
-	qp->sq = kcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
+	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
 	if (!qp->sq) {
 		kfree(qp->rq);
 		return -ENOMEM;
 	}
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->sq_lock);
+	/* a user QP's sends are checked through their lkeys: no inline data */
+	init->cap.max_inline_data = ibqp->uobject || udata ? 0 :
+		min_t(u32, init->cap.max_inline_data, IBSIM_MAX_INLINE);
 	qp->cap = init->cap;
 	qp->sq_sig_type = init->sq_sig_type;
 	qp->attr.qp_state = IB_QPS_RESET;
@@ -111,7 +114,7 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
 	kfree(qp->rq);
-	kfree(qp->sq);
+	kvfree(qp->sq);
 	return 0;
 }
 
@@ -198,74 +201,21 @@ void ibsim_flush_rq(struct ibsim_qp *qp)
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
-static enum ib_wc_opcode wc_opcode(enum ib_wr_opcode op)
-{
-	switch (op) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case IB_WR_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	default:
-		return IB_WC_SEND;
-	}
-}
-
-/* Pops the oldest posted send into wc; false if none. */
-static bool sq_pop(struct ibsim_qp *qp, struct ib_wc *wc, bool *signaled)
-{
-	unsigned long flags;
-	struct ibsim_swqe *e;
-
-	spin_lock_irqsave(&qp->sq_lock, flags);
-	if (!qp->sq_count) {
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		return false;
-	}
-	e = &qp->sq[qp->sq_head];
-	wc->wr_id = e->wr_id;
-	wc->opcode = wc_opcode(e->opcode);
-	*signaled = e->signaled;
-	qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
-	qp->sq_count--;
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
-	return true;
-}
-
-int ibsim_sq_count(struct ibsim_qp *qp)
-{
-	return READ_ONCE(qp->sq_count);
-}
-
-/* Every posted send was acknowledged (RC) or sent (UC): completions. */
-void ibsim_complete_sends(struct ibsim_qp *qp)
-{
-	struct ib_wc wc = { .status = IB_WC_SUCCESS, .qp = &qp->ibqp };
-	bool signaled;
-
-	while (sq_pop(qp, &wc, &signaled))
-		if (signaled)
-			ibsim_cq_add(qp->scq, &wc);
-}
-
 /*
- * The QP goes to ERR as a retry-exceeded send does (hfi1/qib restart_rc):
- * the send that timed out completes with why and its own wr_id (wr_id 0
- * when it was the simulated request stream), later sends and the receive
- * queue are flushed. No async event.
+ * The QP goes to ERR: as a retry-exceeded send does (hfi1/qib restart_rc),
+ * the send at the head completes with why and its own wr_id, later sends
+ * and the receive queue are flushed (why IB_WC_WR_FLUSH_ERR: a modify to
+ * ERR, or a responder that NAKed). No async event but LAST_WQE_REACHED
+ * for a QP on an SRQ. Under ibsim_mutex.
  */
 void ibsim_to_error(struct ibsim_qp *qp, enum ib_wc_status why)
 {
-	struct ib_wc wc = { .status = why, .opcode = IB_WC_SEND, .qp = &qp->ibqp };
-	bool signaled;
-
+	if (qp->attr.qp_state == IB_QPS_ERR)
+		return;
 	WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
 	qp->unacked_since_ns = 0;
-	sq_pop(qp, &wc, &signaled);	/* errors complete even if unsignaled */
-	ibsim_cq_add(qp->scq, &wc);
-	wc.status = IB_WC_WR_FLUSH_ERR;
-	while (sq_pop(qp, &wc, &signaled))
-		ibsim_cq_add(qp->scq, &wc);
+	qp->rnr_until_ns = 0;
+	ibsim_fail_head(qp, why);
 	ibsim_flush_rq(qp);
 	if (qp->ibqp.srq)
 		ibsim_queue_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
@@ -393,6 +343,8 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 		qp->alt_valid = false;
 		qp->rtr_packet = false;
 		qp->unacked_since_ns = 0;
+		qp->rnr_until_ns = 0;
+		qp->rnr_naks = 0;
 		qp->attr.path_mig_state = IB_MIG_MIGRATED;
 		WRITE_ONCE(qp->attr.qp_state, IB_QPS_RESET);
 		goto out;
@@ -403,18 +355,8 @@ int ibsim_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	if (next == IB_QPS_RTR && cur != IB_QPS_RTR)
 		qp->rtr_packet = false;
 	if (next == IB_QPS_ERR && cur != IB_QPS_ERR) {
-		struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR, .qp = &qp->ibqp };
-		bool signaled;
-
-		WRITE_ONCE(qp->attr.qp_state, IB_QPS_ERR);
-		qp->unacked_since_ns = 0;
-		while (sq_pop(qp, &wc, &signaled))
-			ibsim_cq_add(qp->scq, &wc);
-		ibsim_flush_rq(qp);
-		if (qp->ibqp.srq) {
-			ibsim_queue_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
-			last_wqe = true;
-		}
+		last_wqe = qp->ibqp.srq != NULL;
+		ibsim_to_error(qp, IB_WC_WR_FLUSH_ERR);
 	}
 	WRITE_ONCE(qp->attr.qp_state, next);
 	if (forced && ibsim_knob[KNOB_FORCED_EVENT] == FORCED_AFTER)
@@ -458,6 +400,64 @@ int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 	return 0;
 }
 
+/* The opcodes an RC or UC QP carries (IBTA: UC has no READ). */
+static bool opcode_ok(struct ibsim_qp *qp, enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	case IB_WR_RDMA_READ:
+		return qp->ibqp.qp_type == IB_QPT_RC;
+	default:
+		return false;	/* atomics, invalidate, memory windows: not offered */
+	}
+}
+
+/* Fills e from wr; inline data of a kernel QP is copied now (the caller may reuse it). */
+static int fill_swqe(struct ibsim_qp *qp, const struct ib_send_wr *wr,
+		     struct ibsim_swqe *e)
+{
+	int i;
+
+	memset(e, 0, offsetof(struct ibsim_swqe, inl_data));
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->signaled = wr->send_flags & IB_SEND_SIGNALED ||
+		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
+	e->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		e->sge[i] = wr->sg_list[i];
+		e->len += wr->sg_list[i].length;
+	}
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		e->imm = wr->ex.imm_data;
+	if (wr->opcode == IB_WR_RDMA_WRITE || wr->opcode == IB_WR_RDMA_READ ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
+		e->remote_addr = rdma_wr(wr)->remote_addr;
+		e->rkey = rdma_wr(wr)->rkey;
+	}
+	/* a user QP has no inline data (max_inline_data 0): its lkeys are checked */
+	if ((wr->send_flags & IB_SEND_INLINE) && !qp->ibqp.uobject &&
+	    wr->opcode != IB_WR_RDMA_READ) {
+		u32 off = 0;
+
+		if (e->len > IBSIM_MAX_INLINE)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(e->inl_data + off,
+			       (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		e->inl = true;
+	}
+	return 0;
+}
+
 static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 {
 	enum ib_qp_state st = READ_ONCE(qp->attr.qp_state);
@@ -468,8 +468,9 @@ static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 		.opcode = IB_WC_SEND,
 		.qp = &qp->ibqp,
 	};
+	int ret;
 
-	if (wr->num_sge > qp->cap.max_send_sge && wr->num_sge > IBSIM_MAX_SGE)
+	if (wr->num_sge > qp->cap.max_send_sge || wr->num_sge > IBSIM_MAX_SGE)
 		return -EINVAL;
 	if (st == IB_QPS_ERR) {
 		wc.status = IB_WC_WR_FLUSH_ERR;
@@ -480,6 +481,8 @@ static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 		return -EINVAL;
 	if (qp->ibqp.qp_type == IB_QPT_GSI || qp->ibqp.qp_type == IB_QPT_UD)
 		return ibsim_gsi_send(qp, ud_wr(wr));
+	if (!opcode_ok(qp, wr->opcode))
+		return -EINVAL;
 	/* RC/UC: queued; the fabric sends it (fabric.c) */
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	if (qp->sq_count == qp->sq_size) {
@@ -487,14 +490,13 @@ static int post_send_one(struct ibsim_qp *qp, const struct ib_send_wr *wr)
 		return -ENOMEM;
 	}
 	e = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_size];
-	e->wr_id = wr->wr_id;
-	e->opcode = wr->opcode;
-	e->signaled = wr->send_flags & IB_SEND_SIGNALED ||
-		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
-	qp->sq_count++;
-	WRITE_ONCE(qp->own_sends, true);
+	ret = fill_swqe(qp, wr, e);
+	if (!ret) {
+		qp->sq_count++;
+		WRITE_ONCE(qp->own_sends, true);
+	}
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
-	return 0;
+	return ret;
 }
 
 int ibsim_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

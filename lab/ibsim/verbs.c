@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Device, port, PD, AH, MR, CQ and user-context verbs, and the ops table.
- * Memory registration is bookkeeping only: no data path reads user memory.
+ * Memory regions are in mem.c.
  */
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
 #include "ibsim.h"
 
 static const u16 ibsim_pkeys[IBSIM_PKEYS] = { 0xffff, 0x7fff };
-static atomic_t next_key = ATOMIC_INIT(0x100);
 
 static int ibsim_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *a, struct ib_udata *udata)
@@ -68,7 +67,7 @@ static int ibsim_query_port(struct ib_device *ibdev, ibsim_port_t port,
 	a->active_mtu = IB_MTU_4096;
 	a->gid_tbl_len = 1;
 	a->pkey_tbl_len = IBSIM_PKEYS;
-	a->max_msg_sz = 1 << 30;
+	a->max_msg_sz = IBSIM_MAX_MSG;
 	a->sm_lid = IBSIM_SM_LID;
 	a->sm_sl = 0;
 	a->lmc = 0;
@@ -165,44 +164,6 @@ static int ibsim_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
 
 static int ibsim_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
-	return 0;
-}
-
-static struct ib_mr *new_mr(struct ib_pd *pd)
-{
-	struct ibsim_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->ibmr.lkey = mr->ibmr.rkey = atomic_inc_return(&next_key) << 8;
-	return &mr->ibmr;
-}
-
-static struct ib_mr *ibsim_get_dma_mr(struct ib_pd *pd, int access)
-{
-	return new_mr(pd);
-}
-
-/* From 6.17 on reg_user_mr also takes a DMA handle (struct ib_dmah), unused here. */
-static struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
-				       u64 virt, int access,
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 17, 0)
-				       struct ib_dmah *dmah,
-#endif
-				       struct ib_udata *udata)
-{
-	struct ib_mr *mr = new_mr(pd);
-
-	if (!IS_ERR(mr)) {
-		mr->iova = virt;
-		mr->length = len;
-	}
-	return mr;
-}
-
-static int ibsim_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
-{
-	kfree(container_of(mr, struct ibsim_mr, ibmr));
 	return 0;
 }
 
@@ -304,13 +265,17 @@ static int ibsim_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags f)
 const struct ib_device_ops ibsim_ops = {
 	.owner = THIS_MODULE,
 	/*
-	 * rxe's: Debian's libibverbs binds its rxe provider (librxe) to the
-	 * device, so rdma-core's programs find and open it (ibv_devices,
-	 * ibv_devinfo). Its queues (CQ, SQ, RQ mmap'ed to userspace) are not
-	 * rxe's yet: creating a CQ or QP through libibverbs fails.
+	 * qib's driver id with the first ABI of its userspace provider:
+	 * Debian's unmodified libibverbs binds libipathverbs (rdma-core
+	 * providers/ipathverbs) to the device, and at ABI version 1 that
+	 * provider maps no queue: it creates CQs, QPs and SRQs and polls,
+	 * posts and arms through the uverbs commands (POLL_CQ, POST_SEND,
+	 * POST_RECV, POST_SRQ_RECV, REQ_NOTIFY_CQ), which reach the verbs
+	 * below. So every libibverbs program (ibv_*_pingpong, perftest, Open
+	 * MPI) runs on ibsim with the same kernel ops as the kernel's ULPs.
 	 */
-	.driver_id = RDMA_DRIVER_RXE,
-	.uverbs_abi_ver = 2,
+	.driver_id = RDMA_DRIVER_QIB,
+	.uverbs_abi_ver = 1,
 
 	.query_device = ibsim_query_device,
 	.query_port = ibsim_query_port,

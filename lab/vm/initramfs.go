@@ -18,7 +18,7 @@ const (
 
 // rdmaPackages are the Debian packages whose ELF programs go on the guest's
 // PATH (infiniband-diags only if installed).
-var rdmaPackages = []string{"ibverbs-utils", "rdmacm-utils", "infiniband-diags"}
+var rdmaPackages = []string{"ibverbs-utils", "rdmacm-utils", "perftest", "infiniband-diags"}
 
 // BuildInitramfs writes the base initramfs of kernel k unless its inputs
 // are unchanged since the last build (a content hash kept beside it). It
@@ -137,7 +137,7 @@ func addBusybox(im *image) error {
 	return nil
 }
 
-// addRDMACore adds the rdma-core programs, the rxe provider and its driver file.
+// addRDMACore adds the rdma-core programs and the providers of the guest's devices.
 func addRDMACore(im *image) error {
 	for _, pkg := range rdmaPackages {
 		out, err := exec.Command("dpkg-query", "-L", pkg).Output()
@@ -154,15 +154,24 @@ func addRDMACore(im *image) error {
 			}
 		}
 	}
-	provs, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/libibverbs/librxe-*.so")
-	if len(provs) == 0 {
-		return fmt.Errorf("rxe provider librxe-*.so not found (install ibverbs-providers)")
+	for _, prov := range guestProviders {
+		libs, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/libibverbs/" + prov.lib + "-*.so")
+		if len(libs) == 0 {
+			return fmt.Errorf("libibverbs provider %s-*.so not found (install ibverbs-providers)", prov.lib)
+		}
+		for _, f := range libs {
+			im.program(GuestPath(f), f)
+		}
+		im.hostFile("etc/libibverbs.d/"+prov.driver, "/etc/libibverbs.d/"+prov.driver)
 	}
-	for _, f := range provs {
-		im.program(GuestPath(f), f)
-	}
-	im.hostFile("etc/libibverbs.d/rxe.driver", "/etc/libibverbs.d/rxe.driver")
 	return nil
+}
+
+// guestProviders are the libibverbs providers the guest's devices bind:
+// rxe for soft-RoCE, ipathverbs (qib's) for ibsim.
+var guestProviders = []struct{ lib, driver string }{
+	{"librxe", "rxe.driver"},
+	{"libipathverbs", "ipathverbs.driver"},
 }
 
 // addModules adds the RDMA modules (decompressed) and their load order in
