@@ -87,6 +87,7 @@ pkgs=(qemu-system-x86 busybox-static cpio xz-utils gcc make clang llvm libbpf-de
 	iproute2 rdma-core ibverbs-utils rdmacm-utils libibverbs-dev librdmacm-dev
 	libibumad-dev ibverbs-providers libibverbs1 librdmacm1 libibumad3 kmod
 	perftest   # ib_send_bw, ib_write_bw, ib_read_lat run on ibsim in the lab
+	openmpi-bin libopenmpi-dev  # lab-mpi: Open MPI's openib BTL (and its APM) on ibsim in the lab
 	chromium   # the postmortem HTML report is rendered headless in make test
 	prometheus # promtool and the server: the alerting rules are tested against a live audit
 	man-db     # the packaged man pages are rendered in make test

@@ -70,6 +70,7 @@ static const char *const event_names[] = {
 	[IB_EVENT_DEVICE_FATAL] = "DEVICE_FATAL",
 	[IB_EVENT_PORT_ACTIVE] = "PORT_ACTIVE",
 	[IB_EVENT_PORT_ERR] = "PORT_ERR",
+	[IB_EVENT_QP_LAST_WQE_REACHED] = "QP_LAST_WQE_REACHED",
 };
 
 static const char *event_name(int e)

@@ -28,7 +28,9 @@
 #define IBSIM_NPORT	2
 #define IBSIM_PKEYS	2
 #define IBSIM_MAX_SGE	4
-#define IBSIM_MAX_WR	1024
+/* qib's defaults (ib_qib_max_qp_wrs, ib_qib_max_srq_wrs): Open MPI's openib asks for SRQs of 1088 */
+#define IBSIM_MAX_WR	0x3FFF
+#define IBSIM_MAX_SRQ_WR	0x1FFFF
 #define IBSIM_MAX_CQE	4096
 #define IBSIM_MAD_MAX	2048	/* largest GSI payload carried */
 #define IBSIM_SM_LID	1

@@ -29,6 +29,25 @@ static atomic_t next_key = ATOMIC_INIT(0x100);
 #define UMEM_NENTS(u) ((u)->sg_nents)
 #endif
 
+/* kmap_local_page from 5.11 on; nth_page is gone in 7.2 (a page array is contiguous there). */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 11, 0)
+#define kmap_local_page(p) kmap_atomic(p)
+#define kunmap_local(p) kunmap_atomic(p)
+#endif
+#ifndef nth_page
+#define nth_page(p, n) ((p) + (n))
+#endif
+
+/* The 7.2 headers name ib_umem_get for a virtual address ib_umem_get_va. */
+static struct ib_umem *umem_get(struct ib_device *dev, u64 start, u64 len, int access)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 2, 0)
+	return ib_umem_get_va(dev, start, len, access);
+#else
+	return ib_umem_get(dev, start, len, access);
+#endif
+}
+
 static int flatten_pages(struct ibsim_mr *mr)
 {
 	struct scatterlist *sg;
@@ -91,7 +110,7 @@ struct ib_mr *ibsim_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 	struct ibsim_mr *mr;
 	int ret;
 
-	umem = ib_umem_get(pd->device, start, len, access);
+	umem = umem_get(pd->device, start, len, access);
 	if (IS_ERR(umem))
 		return ERR_CAST(umem);
 	mr = alloc_mr(pd, access);

@@ -69,13 +69,13 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rcq = to_scq(init->recv_cq);
 	qp->port = init->port_num;
 	qp->rq_size = max_t(u32, init->cap.max_recv_wr, 1);
-	qp->rq = kcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
+	qp->rq = kvcalloc(qp->rq_size, sizeof(*qp->rq), GFP_KERNEL);
 	if (!qp->rq)
 		return -ENOMEM;
 	qp->sq_size = max_t(u32, init->cap.max_send_wr, 1);
 	qp->sq = kvcalloc(qp->sq_size, sizeof(*qp->sq), GFP_KERNEL);
 	if (!qp->sq) {
-		kfree(qp->rq);
+		kvfree(qp->rq);
 		return -ENOMEM;
 	}
 	spin_lock_init(&qp->rq_lock);
@@ -113,7 +113,7 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	ibsim_release_later();
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
-	kfree(qp->rq);
+	kvfree(qp->rq);
 	kvfree(qp->sq);
 	return 0;
 }

@@ -18,10 +18,10 @@ int ibsim_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
-	if (init->attr.max_wr < 1 || init->attr.max_wr > IBSIM_MAX_WR ||
+	if (init->attr.max_wr < 1 || init->attr.max_wr > IBSIM_MAX_SRQ_WR ||
 	    init->attr.max_sge > IBSIM_MAX_SGE)
 		return -EINVAL;
-	srq->ring = kcalloc(init->attr.max_wr, sizeof(*srq->ring), GFP_KERNEL);
+	srq->ring = kvcalloc(init->attr.max_wr, sizeof(*srq->ring), GFP_KERNEL);
 	if (!srq->ring)
 		return -ENOMEM;
 	spin_lock_init(&srq->lock);
@@ -54,7 +54,7 @@ int ibsim_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 
 int ibsim_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
-	kfree(to_ssrq(ibsrq)->ring);
+	kvfree(to_ssrq(ibsrq)->ring);
 	return 0;
 }
 

@@ -26,7 +26,7 @@ static int ibsim_query_device(struct ib_device *ibdev,
 	a->hw_ver = 1;
 	a->max_qp = 4096;
 	a->max_srq = 1024;
-	a->max_srq_wr = IBSIM_MAX_WR;
+	a->max_srq_wr = IBSIM_MAX_SRQ_WR;
 	a->max_srq_sge = IBSIM_MAX_SGE;
 	a->max_qp_wr = IBSIM_MAX_WR;
 	a->device_cap_flags = IB_DEVICE_AUTO_PATH_MIG |

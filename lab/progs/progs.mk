@@ -3,7 +3,7 @@
 # $(BUILD)/lab/<kernel>/apmlab.ko and ibsim.ko (the simulated IB HCA) built
 # against that kernel's Debian headers.
 
-LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair
+LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair lab-mpi
 LAB_BIN       := $(abspath $(BUILD))/lab/bin
 # The test suite's kernels, and KERNEL when it names another lab kernel.
 LAB_KMOD_KS   := $(sort $(LAB_KERNELS) $(filter $(LAB_ALL_KERNELS),$(KERNEL)))
@@ -14,6 +14,8 @@ KMOD_SRC      := $(wildcard lab/kmod/*.c lab/kmod/*.h) lab/kmod/Kbuild
 IBSIM_SRC     := $(wildcard lab/ibsim/*.c lab/ibsim/*.h) lab/ibsim/Kbuild
 PROGS_COMMON  := $(PROGS_SRC)/common.c $(PROGS_SRC)/common.h
 PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
+# Open MPI's compile and link flags (libopenmpi-dev), asked only when lab-mpi builds.
+LAB_MPI_FLAGS  = $(shell pkg-config --cflags --libs ompi-c)
 
 .PHONY: lab-progs lab-kmod
 lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
@@ -41,6 +43,8 @@ $(LAB_BIN)/lab-ib: $(PROGS_SRC)/lab-ib.c $(PROGS_COMMON)
 	$(call lab_prog,$^,-libverbs)
 $(LAB_BIN)/lab-ibpair: $(PROGS_SRC)/lab-ibpair.c $(PROGS_SRC)/uverbs.c $(PROGS_SRC)/uverbs.h $(PROGS_COMMON)
 	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-mpi: $(PROGS_SRC)/lab-mpi.c
+	$(call lab_prog,$^,$(LAB_MPI_FLAGS))
 
 # Kbuild writes next to the sources, so each kernel builds a copy in a
 # private directory under BUILD (concurrent makes do not collide).

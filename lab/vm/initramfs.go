@@ -88,6 +88,9 @@ func collect(p Paths, k Kernel) (*image, error) {
 	if err := addRDMACore(im); err != nil {
 		return nil, err
 	}
+	if err := addMPI(im); err != nil {
+		return nil, err
+	}
 	// bpftool, when the host has it, for looking at BPF from inside the guest.
 	if f, err := findHost("bpftool", "/usr/sbin", "/usr/bin"); err == nil {
 		im.program("usr/sbin/bpftool", f)
