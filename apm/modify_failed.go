@@ -12,7 +12,10 @@ import (
 // apm-modify-failed: the kernel refused a modify that touches APM
 // attributes (an alternate-path load, a rearm, a forced migration). Once
 // per class and errno per generation. A refused alternate load stays in the
-// episode as evidence (missed-rearm, rearm-without-new-alternate).
+// episode as evidence (missed-rearm, rearm-without-new-alternate); outside
+// an episode, on a QP known to have no armed alternate (it reads MIGRATED),
+// it leaves the QP unprotected: the cause of an unprotected-failure if the
+// QP then dies on a path failure, until an alternate load and rearm succeed.
 
 // Classes of refused APM modifies, for the hint and the dedupe.
 const (
@@ -54,10 +57,13 @@ func (m *Model) modifyFailed(q *qp, ev *event.Event) {
 		x.failedDedup = append(x.failedDedup, d)
 	}
 	errno := -md.Ret
-	m.emit(q, Finding{Kind: APMModifyFailed, Errno: errno,
+	id := m.emit(q, Finding{Kind: APMModifyFailed, Errno: errno,
 		Evidence:    []Evidence{evd(refOf(ev), what+" refused by "+md.Hook)},
 		Explanation: fmt.Sprintf("the kernel refused the %s with errno %d (%s)", what, errno, errnoName(errno)),
 		Remediation: failHint(cls, errno)})
+	if alt && x.ep == nil && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated {
+		m.markUnprotected(q, ev.Boot, id, APMModifyFailed)
+	}
 }
 
 // errnoName names an errno the Linux way (EINVAL), from x/sys.

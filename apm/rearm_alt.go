@@ -32,7 +32,7 @@ func (m *Model) rearmNoAlt(slot int32, q *qp, ep *episode, ev *event.Event) {
 	onPrimary := loaded && q.alt.same(q.primary)
 	switch {
 	case loaded && !onPrimary:
-		m.protected(q, RearmWithoutAlt, NeverArmed)
+		m.protected(q, RearmWithoutAlt, NeverArmed, APMModifyFailed)
 		return
 	case !loaded && ep.altFailed == 0 && m.cfg.EpisodeLinger > 0:
 		ep.bareRearm = refOf(ev)

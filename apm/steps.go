@@ -54,7 +54,7 @@ func (m *Model) rearmed(slot int32, q *qp, ev *event.Event) {
 	q.mig, q.migAt, q.flags = event.MigRearm, ev.Boot, q.flags|fMigKnown|fArmed
 	m.stuckRestart(q, q.rearm, false)
 	if ep == nil && q.alt.valid() && !q.alt.same(q.primary) {
-		m.protected(q, NeverArmed, RearmWithoutAlt) // armed onto a loaded alternate
+		m.protected(q, NeverArmed, RearmWithoutAlt, APMModifyFailed) // armed onto a loaded alternate
 	}
 	if ep == nil || ep.rearm.ok() {
 		return

@@ -282,3 +282,46 @@ func TestUnprotectedFailureAfterCopyMigrationNamesTheRearm(t *testing.T) {
 		}
 	}
 }
+
+// An alternate load the kernel refused, on a QP with no armed alternate,
+// leaves it unprotected (Open MPI 4.1's openib loads its alternate with
+// alt_ah_attr.port_num 0, which ib_uverbs refuses with EINVAL): its death
+// on a path failure is unprotected-failure, with the refusal as cause.
+func TestUnprotectedFailureAfterRefusedAltLoad(t *testing.T) {
+	runScenarios(t, []scenario{
+		{
+			name: "load with rearm refused, then PORT_ERR on its primary port and the QP reads ERR",
+			story: func(b *apmtest.Builder) {
+				b.Connect(qpn, apmtest.PathA, nil)
+				apmtest.Fail(b.LoadAltRearm(qpn, apmtest.PathB), 22)
+				b.After(30 * time.Second)
+				portErr(b, apmtest.PathA.Port)
+				b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.APMModifyFailed, apm.UnprotectedFailure},
+		},
+		{
+			name: "negative: a later load and rearm succeed before the failure",
+			story: func(b *apmtest.Builder) {
+				b.Connect(qpn, apmtest.PathA, nil)
+				apmtest.Fail(b.LoadAltRearm(qpn, apmtest.PathB), 22)
+				b.After(time.Second).LoadAltRearm(qpn, apmtest.PathB)
+				b.After(30 * time.Second)
+				portErr(b, apmtest.PathA.Port)
+				b.After(time.Second).Truth(qpn, event.MigRearm, event.StateErr)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+		{
+			name: "negative: a refused reload on an armed QP leaves its armed alternate",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				apmtest.Fail(b.LoadAlt(qpn, apmtest.PathC), 22)
+				b.After(30 * time.Second)
+				portErr(b, apmtest.PathA.Port)
+				b.After(time.Second).Truth(qpn, event.MigArmed, event.StateErr)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+	})
+}

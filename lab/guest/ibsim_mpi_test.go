@@ -1,0 +1,135 @@
+//go:build labguest
+
+// Open MPI's own APM (Debian's openmpi 4.1.4, the openib BTL with APM over
+// ports) on ibsim, under `apmwatch trace` and `apmwatch audit`: what it
+// does, as the HCA and the kernel's verbs layer see it (docs/lab.md,
+// "Open MPI's APM, observed").
+package guest
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mpiArgs runs lab-mpi on two ranks, rank 0 on ibsim0 and rank 1 on
+// ibsim1, through the openib BTL with APM over ports (port 2 is the
+// alternate of port 1). ib_timeout 14 (67 ms, 8 tries: about 0.5 s before
+// the retries run out) instead of Open MPI's 20 (34 s).
+func mpiArgs(seconds string) []string {
+	app := func(dev string) []string {
+		return []string{"-np", "1", "env", "OMPI_MCA_btl_openib_if_include=" + dev, "lab-mpi", "--seconds", seconds}
+	}
+	args := []string{"--mca", "plm", "isolated", "--mca", "btl", "openib,self",
+		"--mca", "btl_openib_allow_ib", "1", "--mca", "btl_openib_enable_apm_over_ports", "1",
+		"--mca", "btl_openib_warn_no_device_params_found", "0", "--mca", "btl_openib_ib_timeout", "14"}
+	args = append(append(args, app("ibsim0")...), ":")
+	return append(args, app("ibsim1")...)
+}
+
+func mpirun(seconds string) (*exec.Cmd, *syncBuf, *syncBuf) {
+	c := exec.Command("mpirun", mpiArgs(seconds)...)
+	c.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	var out, errb syncBuf
+	c.Stdout, c.Stderr = &out, &errb
+	return c, &out, &errb
+}
+
+// ibsimRCQPs reads ibsim's view of the user RC QPs (show).
+func ibsimRCQPs(t *testing.T) []Line {
+	t.Helper()
+	b, err := os.ReadFile("/sys/kernel/debug/ibsim/show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := ParseLines(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Filter(ls, Match("type", "RC", "owner", "user"))
+}
+
+// TestIBSimOpenMPI: Open MPI 4.1.4 asks for APM over ports, and its
+// alternate never reaches the HCA: openib's mca_btl_openib_load_apm
+// modifies with IB_QP_ALT_PATH and alt_port_num 2 but leaves
+// alt_ah_attr.port_num as ibv_query_qp gave it (0, no alternate yet), and
+// ib_uverbs refuses an alternate whose AH port differs from alt_port_num
+// (EINVAL) before the verbs layer: apmwatch's modify hooks never see it,
+// ibsim never gets it, Open MPI prints the failure (naming ibv_query_qp).
+// A healthy job completes with correct data and no finding. When port 1
+// of ibsim0 fails, every QP runs out of retries, Open MPI reports RETRY
+// EXCEEDED and the job fails; Open MPI never prints the PORT_ERR, which it
+// would if it read its async events (it never registers their handler).
+// apmwatch sees the port event and gives no APM finding: no QP loaded an
+// alternate (the refused load is invisible to it; docs/lab.md).
+func TestIBSimOpenMPI(t *testing.T) {
+	dir := t.TempDir()
+	a := startAudit(t, dir)
+	tr := startTrace(t)
+	t.Cleanup(func() { Run(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "up") })
+
+	// A healthy job.
+	c, out, errb := mpirun("6")
+	if err := c.Start(); err != nil {
+		t.Fatalf("mpirun: %v", err)
+	}
+	time.Sleep(4 * time.Second)
+	qps := ibsimRCQPs(t)
+	if err := c.Wait(); err != nil {
+		t.Fatalf("mpirun, healthy: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	var res struct{ Iterations, Errors int }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &res); err != nil || res.Iterations == 0 || res.Errors != 0 {
+		t.Errorf("lab-mpi result %q (%v): want iterations > 0, errors 0", out.String(), err)
+	}
+	if !strings.Contains(errb.String(), "mca_btl_openib_load_apm") || !strings.Contains(errb.String(), "Invalid argument (22)") {
+		t.Errorf("Open MPI did not report its refused alternate load:\n%s", errb.String())
+	}
+	if len(qps) < 2 {
+		t.Errorf("ibsim shows %d user RC QPs during the job, want Open MPI's on both HCAs", len(qps))
+	}
+	for _, q := range qps {
+		if q.Str("alt_valid") != "" && q.Str("alt_valid") != "false" || q.Str("path_mig_state") != "MIGRATED" {
+			t.Errorf("an alternate reached the HCA: %v", q)
+		}
+	}
+
+	// Port 1 of ibsim0 fails in the middle of a job.
+	c, out, errb = mpirun("30")
+	if err := c.Start(); err != nil {
+		t.Fatalf("mpirun: %v", err)
+	}
+	time.Sleep(5 * time.Second)
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	timer := time.AfterFunc(2*time.Minute, func() { _ = c.Process.Kill() })
+	err := c.Wait()
+	timer.Stop()
+	if err == nil || !strings.Contains(errb.String()+out.String(), "RETRY EXCEEDED") {
+		t.Errorf("mpirun across the port failure: %v, want a failure with RETRY EXCEEDED\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	if strings.Contains(errb.String(), "IBV_EVENT_PORT_ERR") {
+		t.Errorf("Open MPI reported the PORT_ERR: it reads its async events now; docs/lab.md says it does not")
+	}
+	tr.Wait(t, 0, evTimeout, Match("kind", "port-event", "device", "ibsim0", "port", 1, "event", "PORT_ERR"))
+	tr.stop(t)
+	for _, dev := range []string{"ibsim0", "ibsim1"} {
+		tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", dev, "comm", "lab-mpi", "state", "RTS", "ret", 0))
+	}
+	if m := Filter(tr.Lines(), and(Match("kind", "modify", "comm", "lab-mpi"), hasAttr("ALT_PATH"))); len(m) != 0 {
+		t.Errorf("an alternate load of Open MPI's reached the verbs layer: %v", m)
+	}
+	if f := Filter(tr.Lines(), Match("kind", "finding")); len(f) != 0 {
+		t.Errorf("trace findings: %v", f)
+	}
+	time.Sleep(2 * time.Second) // audit's deadlines past the last event
+	if err := a.Stop(t); err != nil {
+		t.Errorf("apmwatch audit: %v\n%s", err, a.Dump())
+	}
+	if f := readAuditLines(t, filepath.Join(dir, "findings.jsonl")); len(f) != 0 {
+		t.Errorf("audit findings: %+v", f)
+	}
+}
