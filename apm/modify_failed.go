@@ -13,9 +13,10 @@ import (
 // attributes (an alternate-path load, a rearm, a forced migration). Once
 // per class and errno per generation. A refused alternate load stays in the
 // episode as evidence (missed-rearm, rearm-without-new-alternate); outside
-// an episode, on a QP known to have no armed alternate (it reads MIGRATED),
-// it leaves the QP unprotected: the cause of an unprotected-failure if the
-// QP then dies on a path failure, until an alternate load and rearm succeed.
+// an episode, an InfiniBand alternate (it names a DLID: on RoCE APM cannot
+// work at all) refused on a QP known to have no armed alternate (it reads
+// MIGRATED) leaves the QP unprotected: the cause of an unprotected-failure
+// if the QP then dies on a path failure, until a load and rearm succeed.
 
 // Classes of refused APM modifies, for the hint and the dedupe.
 const (
@@ -61,7 +62,7 @@ func (m *Model) modifyFailed(q *qp, ev *event.Event) {
 		Evidence:    []Evidence{evd(refOf(ev), what+" refused by "+md.Hook)},
 		Explanation: fmt.Sprintf("the kernel refused the %s with errno %d (%s)", what, errno, errnoName(errno)),
 		Remediation: failHint(cls, errno)})
-	if alt && x.ep == nil && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated {
+	if alt && md.Alt != nil && md.Alt.DLID != 0 && x.ep == nil && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated {
 		m.markUnprotected(q, ev.Boot, id, APMModifyFailed)
 	}
 }
@@ -77,7 +78,7 @@ func errnoName(e int32) string {
 func failHint(cls uint64, errno int32) string {
 	switch {
 	case errno == 22 && (cls == clsAlt || cls == clsAltRearm):
-		return "EINVAL on an alternate path: on a RoCE (Ethernet) port the core refuses IB_QP_ALT_PATH, APM is InfiniBand-only; on InfiniBand check alt_port_num, alt_pkey_index, alt_timeout and alt_ah_attr (and that the transition is RTR->RTS, RTS->RTS or earlier), then load the new alternate and rearm"
+		return "EINVAL on an alternate path: on a RoCE (Ethernet) port the core refuses IB_QP_ALT_PATH, APM is InfiniBand-only; on InfiniBand check alt_port_num (and that alt_ah_attr.port_num equals it: ib_uverbs refuses it otherwise), alt_pkey_index, alt_timeout and alt_ah_attr (and that the transition is RTR->RTS, RTS->RTS or earlier), then load the new alternate and rearm"
 	case errno == 22 && cls == clsRearm:
 		return "EINVAL on a rearm: REARM is taken only from MIGRATED into RTS (rdmavt refuses it on a QP that is ARMED or arming: it is armed already, and a rearm after loading a new alternate is not needed there); PATH_MIG_STATE is accepted on RTR->RTS, RTS->RTS and SQD->RTS"
 	case errno == 22 && cls == clsForce:

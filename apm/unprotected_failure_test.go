@@ -313,6 +313,18 @@ func TestUnprotectedFailureAfterRefusedAltLoad(t *testing.T) {
 			want: []apm.Kind{apm.APMModifyFailed},
 		},
 		{
+			name: "negative: RoCE, where APM cannot work: an alternate with no DLID refused",
+			story: func(b *apmtest.Builder) {
+				b.Connect(qpn, apmtest.PathA, nil)
+				roce := event.Path{Port: 1, IsGlobal: true, DGID: [16]byte{0xfe, 0x80, 15: 2}}
+				apmtest.Fail(b.LoadAltRearm(qpn, roce), 22)
+				b.After(30 * time.Second)
+				portErr(b, apmtest.PathA.Port)
+				b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+		{
 			name: "negative: a refused reload on an armed QP leaves its armed alternate",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)

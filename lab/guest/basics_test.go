@@ -69,7 +69,7 @@ func TestInjectErrors(t *testing.T) {
 }
 
 func TestProgramsHaveHelp(t *testing.T) {
-	for _, p := range []string{"lab-inject", "lab-pair", "lab-cm-pair", "lab-ulp", "lab-lap", "lab-ib", "lab-ibpair", "lab-mpi"} {
+	for _, p := range []string{"lab-inject", "lab-pair", "lab-cm-pair", "lab-ulp", "lab-lap", "lab-ib", "lab-ibpair", "lab-mpi", "lab-verbs"} {
 		out, err := exec.Command(p, "--help").CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "usage: "+p) {
 			t.Errorf("%s --help: %v, output %q", p, err, out)

@@ -204,3 +204,67 @@ func waitFirstExit(a *appRun, d time.Duration) string {
 		return ""
 	}
 }
+
+// TestIBSimVerbsErrors: ibsim's data path case by case through libibverbs
+// (lab-verbs): completions with the real opcodes, byte counts, immediate
+// data and source QP, payloads intact, and each failure answered as IBTA
+// and rdmavt answer it (docs/lab.md, "The data path").
+func TestIBSimVerbsErrors(t *testing.T) {
+	const (
+		ok, locLen, locProt, remInv, remAccess, rnrExc = 0, 1, 4, 9, 10, 13
+		opSend, opWrite, opRead, opRecv, opRecvImm     = 0, 1, 2, 128, 129
+	)
+	type wc struct{ status, opcode, byteLen, imm int64 }
+	want := map[string]struct {
+		req, resp *wc // nil: no completion expected on that side; imm -1: none
+		intact    bool
+	}{
+		"send-imm":        {&wc{ok, opSend, -1, -1}, &wc{ok, opRecv, 32, 0x1234}, true},
+		"write-imm":       {&wc{ok, opWrite, -1, -1}, &wc{ok, opRecvImm, 32, 0xbeef}, true},
+		"read":            {&wc{ok, opRead, 64, -1}, nil, true},
+		"uc-send":         {&wc{ok, opSend, -1, -1}, &wc{ok, opRecv, 32, 0x1234}, true},
+		"bad-lkey":        {&wc{locProt, -1, -1, -1}, nil, false},
+		"out-of-bounds":   {&wc{locProt, -1, -1, -1}, nil, false},
+		"short-recv":      {&wc{remInv, -1, -1, -1}, &wc{locLen, -1, -1, -1}, false},
+		"bad-rkey":        {&wc{remAccess, -1, -1, -1}, nil, false},
+		"no-remote-write": {&wc{remAccess, -1, -1, -1}, nil, false},
+		"rnr-exceeded":    {&wc{rnrExc, -1, -1, -1}, nil, false},
+		"rnr-retried":     {&wc{ok, opSend, -1, -1}, &wc{ok, opRecv, 32, -1}, true},
+	}
+	check := func(c, side string, got Line, w *wc) {
+		if w == nil {
+			return
+		}
+		if got == nil {
+			t.Errorf("%s: no %s completion", c, side)
+			return
+		}
+		if got.Int("status") != w.status || (w.opcode >= 0 && got.Int("opcode") != w.opcode) ||
+			(w.byteLen >= 0 && got.Int("byte_len") != w.byteLen) ||
+			(w.imm >= 0 && got.Int("imm") != w.imm) || (w.imm < 0 && got.Has("imm")) {
+			t.Errorf("%s: %s completion %v, want %+v", c, side, got, *w)
+		}
+		if side == "responder" && w.status == ok && got.Str("src_is_peer") != "true" {
+			t.Errorf("%s: the receive completion names another source QP: %v", c, got)
+		}
+	}
+	lines := MustRun(t, "lab-verbs")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		c := l.Str("case")
+		w, known := want[c]
+		if !known {
+			t.Errorf("unknown case %v", l)
+			continue
+		}
+		seen[c] = true
+		check(c, "requester", sub(l, "requester"), w.req)
+		check(c, "responder", sub(l, "responder"), w.resp)
+		if w.intact && l.Str("intact") != "true" {
+			t.Errorf("%s: the data did not arrive intact: %v", c, l)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("cases run: %v, want all of %d", seen, len(want))
+	}
+}

@@ -8,6 +8,7 @@ package guest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,10 @@ import (
 // ibsim1, through the openib BTL with APM over ports (port 2 is the
 // alternate of port 1). ib_timeout 14 (67 ms, 8 tries: about 0.5 s before
 // the retries run out) instead of Open MPI's 20 (34 s).
-func mpiArgs(seconds string) []string {
+func mpiArgs(seconds string, env ...string) []string {
 	app := func(dev string) []string {
-		return []string{"-np", "1", "env", "OMPI_MCA_btl_openib_if_include=" + dev, "lab-mpi", "--seconds", seconds}
+		a := append([]string{"-np", "1", "env", "OMPI_MCA_btl_openib_if_include=" + dev}, env...)
+		return append(a, "lab-mpi", "--seconds", seconds)
 	}
 	args := []string{"--mca", "plm", "isolated", "--mca", "btl", "openib,self",
 		"--mca", "btl_openib_allow_ib", "1", "--mca", "btl_openib_enable_apm_over_ports", "1",
@@ -31,8 +33,8 @@ func mpiArgs(seconds string) []string {
 	return append(args, app("ibsim1")...)
 }
 
-func mpirun(seconds string) (*exec.Cmd, *syncBuf, *syncBuf) {
-	c := exec.Command("mpirun", mpiArgs(seconds)...)
+func mpirun(seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
+	c := exec.Command("mpirun", mpiArgs(seconds, env...)...)
 	c.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	var out, errb syncBuf
 	c.Stdout, c.Stderr = &out, &errb
@@ -131,5 +133,118 @@ func TestIBSimOpenMPI(t *testing.T) {
 	}
 	if f := readAuditLines(t, filepath.Join(dir, "findings.jsonl")); len(f) != 0 {
 		t.Errorf("audit findings: %+v", f)
+	}
+}
+
+// altportLines are lab-altport.so's JSON lines in mpirun's stderr.
+func altportLines(stderr string) []Line {
+	var out []Line
+	for _, l := range strings.Split(stderr, "\n") {
+		if i := strings.Index(l, `{"altport"`); i >= 0 {
+			if pl, err := ParseLine(l[i:]); err == nil {
+				out = append(out, pl)
+			}
+		}
+	}
+	return out
+}
+
+// TestIBSimOpenMPIAltPortFixed: Open MPI with its refused alternate load
+// corrected (lab-altport.so sets alt_ah_attr.port_num, nothing else): every
+// QP loads port 2 and rearms, and reads ARMED once traffic flows; when port
+// 1 of ibsim0 fails, the QPs with requests outstanding migrate after their
+// retries (and their peers on the first packet with MigReq=1), the job
+// completes with correct data, and Open MPI, which never reads its async
+// events, never rearms: apmwatch gives a missed-rearm for each migrated QP.
+func TestIBSimOpenMPIAltPortFixed(t *testing.T) {
+	dir := t.TempDir()
+	a := startAudit(t, dir)
+	tr := startTrace(t)
+	t.Cleanup(func() { Run(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "up") })
+	c, out, errb := mpirun("15", "LD_PRELOAD=/usr/local/bin/lab-altport.so")
+	if err := c.Start(); err != nil {
+		t.Fatalf("mpirun: %v", err)
+	}
+	time.Sleep(5 * time.Second)
+	armed := 0
+	for _, q := range ibsimRCQPs(t) {
+		if q.Str("path_mig_state") == "ARMED" && q.Int("alt_port") == 2 {
+			armed++
+		}
+	}
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	timer := time.AfterFunc(2*time.Minute, func() { _ = c.Process.Kill() })
+	err := c.Wait()
+	timer.Stop()
+	var res struct{ Iterations, Errors int }
+	if err != nil || json.Unmarshal([]byte(strings.TrimSpace(out.String())), &res) != nil || res.Iterations == 0 || res.Errors != 0 {
+		t.Errorf("mpirun across the port failure with APM armed: %v, result %q, want exit 0 and no data error\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	if armed == 0 {
+		t.Errorf("no Open MPI QP read ARMED on port 2 before the failure")
+	}
+	lines := altportLines(errb.String())
+	loads, exits := 0, 0
+	for _, l := range lines {
+		switch l.Str("altport") {
+		case "modify":
+			if l.Int("errno") != 0 || l.Int("alt_port") != 2 || l.Int("alt_ah_port_was") != 0 {
+				t.Errorf("Open MPI's alternate load: %v, want alt_port 2 from an AH port of 0, accepted", l)
+			}
+			loads++
+		case "exit":
+			if l.Int("async_event_reads") != 0 {
+				t.Errorf("an Open MPI rank read its async events: %v", l)
+			}
+			exits++
+		}
+	}
+	if loads == 0 || exits < 2 {
+		t.Errorf("lab-altport.so saw %d alternate loads and %d rank exits\n%s", loads, exits, errb.String())
+	}
+	time.Sleep(3 * time.Second) // past the rearm deadline of the last migration
+	tr.stop(t)
+	migrated := map[string]bool{}
+	for _, l := range Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG")) {
+		migrated[l.Str("device")+"/"+fmt.Sprint(l.Int("qpn"))] = true
+	}
+	missed := map[string]bool{}
+	for _, l := range Filter(tr.Lines(), Match("kind", "finding")) {
+		key := l.Str("device") + "/" + fmt.Sprint(l.Int("qpn"))
+		switch l.Str("finding") {
+		case "missed-rearm":
+			missed[key] = true
+		case "stuck-rearm":
+			// an idle QP that rearmed at connect reads REARM until its first packet (info)
+		default:
+			t.Errorf("finding %v: Open MPI loaded, rearmed, migrated and never rearmed again", l)
+		}
+	}
+	devs := map[string]bool{}
+	for k := range migrated {
+		devs[strings.Split(k, "/")[0]] = true
+		if !missed[k] {
+			t.Errorf("QP %s migrated and was never rearmed, and the trace gives no missed-rearm", k)
+		}
+	}
+	if !devs["ibsim0"] || !devs["ibsim1"] {
+		t.Errorf("PATH_MIG on %v, want Open MPI's QPs on both HCAs", migrated)
+	}
+	for k := range missed {
+		if !migrated[k] {
+			t.Errorf("missed-rearm on %s, which never migrated", k)
+		}
+	}
+	if err := a.Stop(t); err != nil {
+		t.Errorf("apmwatch audit: %v\n%s", err, a.Dump())
+	}
+	n := 0
+	for _, f := range readAuditLines(t, filepath.Join(dir, "findings.jsonl")) {
+		if f.Type == "finding" && f.Kind == "missed-rearm" {
+			n++
+		}
+	}
+	if n != len(missed) {
+		t.Errorf("audit gives %d missed-rearm, trace %d", n, len(missed))
 	}
 }

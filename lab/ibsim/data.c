@@ -21,9 +21,11 @@
  *    here; an rkey that fails: NAK remote access (IB_WC_REM_ACCESS_ERR).
  *    The responder's QP goes to ERR on each (rvt_rc_error: its receives
  *    are flushed), and so does the NAKed requester's.
- * A requester whose own lkeys fail completes with IB_WC_LOC_PROT_ERR (or
- * IB_WC_LOC_LEN_ERR past max_msg_sz) and goes to ERR; nothing is sent.
- * UC has no ACK and no NAK: what the responder cannot take is dropped.
+ * A requester whose own lkeys fail (a wrong key, PD or access, or an address
+ * outside the region: rvt_lkey_ok) completes with IB_WC_LOC_PROT_ERR (past
+ * max_msg_sz: IB_WC_LOC_LEN_ERR) and goes to ERR; nothing is sent.
+ * UC has no ACK and no NAK: what the responder cannot take (no receive WQE,
+ * one too short, which it keeps, a bad rkey) is dropped (rvt uc_rcv).
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -71,6 +73,26 @@ bool ibsim_take_rwqe(struct ibsim_qp *qp, struct ibsim_wqe *e)
 	return ok;
 }
 
+/* The room of qp's next receive WQE (its SRQ's); false if none is posted. */
+static bool rwqe_room(struct ibsim_qp *qp, u64 *room)
+{
+	spinlock_t *lock = qp->ibqp.srq ? &to_ssrq(qp->ibqp.srq)->lock : &qp->rq_lock;
+	struct ibsim_wqe *e = NULL;
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(lock, flags);
+	if (qp->ibqp.srq && to_ssrq(qp->ibqp.srq)->count)
+		e = &to_ssrq(qp->ibqp.srq)->ring[to_ssrq(qp->ibqp.srq)->head];
+	else if (!qp->ibqp.srq && qp->rq_count)
+		e = &qp->rq[qp->rq_head];
+	*room = 0;
+	for (i = 0; e && i < e->num_sge; i++)
+		*room += e->sge[i].length;
+	spin_unlock_irqrestore(lock, flags);
+	return e != NULL;
+}
+
 /* The requester's data of w in buf: -EPERM/-ERANGE on a bad lkey. */
 static int gather(struct ibsim_qp *s, struct ibsim_swqe *w, void *buf)
 {
@@ -84,10 +106,10 @@ static int gather(struct ibsim_qp *s, struct ibsim_swqe *w, void *buf)
 	return n < 0 ? n : 0;
 }
 
+/* An lkey that fails, or an address outside its region, is a protection error (rvt_lkey_ok). */
 static enum ib_wc_status local_status(int err)
 {
-	return err == -ERANGE || err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR :
-		IB_WC_LOC_PROT_ERR;
+	return err == -EMSGSIZE ? IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR;
 }
 
 /* The responder's receive completion (and its QP to ERR on a failure). */
@@ -135,8 +157,13 @@ static enum ibsim_exec exec_recv(struct ibsim_qp *s, struct ibsim_qp *d,
 				 struct ibsim_swqe *w, void *buf)
 {
 	struct ibsim_wqe e;
+	u64 room;
 	int n;
 
+	/* UC drops a message its receive WQE cannot hold and keeps the WQE (rvt uc_rcv's rewind) */
+	if (d->ibqp.qp_type == IB_QPT_UC && w->opcode != IB_WR_RDMA_WRITE_WITH_IMM &&
+	    rwqe_room(d, &room) && room < w->len)
+		return EXEC_DROP;
 	if (!ibsim_take_rwqe(d, &e))
 		return EXEC_RNR;
 	if (w->opcode == IB_WR_RDMA_WRITE_WITH_IMM) {
@@ -144,7 +171,7 @@ static enum ibsim_exec exec_recv(struct ibsim_qp *s, struct ibsim_qp *d,
 		return EXEC_OK;
 	}
 	n = ibsim_sge_copy(d, e.sge, e.num_sge, buf, w->len, true);
-	if (n == -EMSGSIZE || n == -ERANGE) {
+	if (n == -EMSGSIZE) {
 		recv_done(s, d, e.wr_id, w, IB_WC_LOC_LEN_ERR);
 		return EXEC_NAK_INVALID;
 	}
@@ -212,6 +239,8 @@ static enum ibsim_exec exec_one(struct ibsim_qp *s, struct ibsim_qp *d,
 	}
 out:
 	kvfree(buf);
+	if (r == EXEC_NAK_ACCESS && d->ibqp.qp_type == IB_QPT_UC)
+		return EXEC_DROP;	/* UC has no NAK: rvt uc_rcv drops it */
 	if (r == EXEC_NAK_ACCESS)
 		ibsim_to_error(d, IB_WC_WR_FLUSH_ERR);
 	return r;
@@ -241,8 +270,8 @@ enum ibsim_exec ibsim_execute(struct ibsim_qp *s, struct ibsim_qp *d,
 		if (READ_ONCE(d->attr.qp_state) == IB_QPS_ERR)
 			return EXEC_NAK_OP;
 		r = exec_one(s, d, w, local);
-		if (r == EXEC_RNR && s->ibqp.qp_type == IB_QPT_UC)
-			r = EXEC_OK;	/* dropped */
+		if (r == EXEC_DROP || (r == EXEC_RNR && s->ibqp.qp_type == IB_QPT_UC))
+			r = EXEC_OK;	/* UC: dropped, and the next goes on */
 		if (r != EXEC_OK)
 			return r;
 		w->executed = true;

@@ -196,10 +196,10 @@ static void deliver_dgram(struct ibsim_pkt *p, const u8 *data)
 	case -ENOMEM:
 		return;	/* no receive buffer: dropped, as UD does */
 	case -EMSGSIZE:
-	case -ERANGE:
 		wc.status = IB_WC_LOC_LEN_ERR;
 		break;
 	case -EPERM:
+	case -ERANGE:
 		wc.status = IB_WC_LOC_PROT_ERR;
 		break;
 	default:
@@ -228,7 +228,7 @@ static u8 *user_data(struct ibsim_pkt *p, enum ib_wc_status *st)
 		return NULL;
 	n = ibsim_sge_copy(p->src, p->sge, p->num_sge, buf, p->len, false);
 	if (n < 0) {
-		*st = n == -ERANGE ? IB_WC_LOC_LEN_ERR : IB_WC_LOC_PROT_ERR;
+		*st = IB_WC_LOC_PROT_ERR;
 		kfree(buf);
 		return NULL;
 	}

@@ -3,8 +3,9 @@
  * The simulated fabric: one switch routing by DLID to the four ports, the
  * "packets" RC/UC QPs exchange, retries, and the async events they raise.
  *
- * A "packet" carries no payload, only what APM needs (IBTA; the receive
- * rules are qib_ruc_check_hdr's): it travels from a sender over its
+ * A "packet" carries what APM needs (IBTA; the receive rules are
+ * qib_ruc_check_hdr's) and the sender's posted sends, which the responder
+ * executes once they pass those rules (data.c): it travels from a sender over its
  * primary path (local port -> DLID) to the QP named by its dest_qp_num on
  * the DLID's device, and carries MigReq=1 when the sender is MIGRATED.
  * Every tick_ms each RC/UC QP in RTS/SQD with requests to send (its posted
@@ -450,7 +451,8 @@ static u64 ack_timeout_ns(u8 timeout)
 /* Whether qp has requests to send: its own, or the simulated stream. */
 static bool has_requests(struct ibsim_qp *qp)
 {
-	if (READ_ONCE(qp->own_sends))
+	if (READ_ONCE(qp->own_sends) ||
+	    (qp->ibqp.srq && READ_ONCE(to_ssrq(qp->ibqp.srq)->posted)))
 		return ibsim_sq_count(qp) > 0;
 	return ibsim_traffic && qp->traffic;
 }

@@ -109,6 +109,7 @@ struct ibsim_srq {
 	struct ibsim_wqe *ring;
 	int size, head, count;
 	u32 limit;
+	bool posted;		/* a receive was posted: its QPs move data */
 };
 
 #define IBSIM_MAX_INLINE 256	/* kernel ULPs' IB_SEND_INLINE data, copied at post */
@@ -158,8 +159,10 @@ struct ibsim_qp {
 	u64 tx, rx, acks, migrations, retries_exhausted;
 
 	/*
-	 * Sends posted through post_send. A QP that posted one is driven by
-	 * its own sends only: its simulated request stream stops.
+	 * The QP moves data: it posted a send or a receive (or its SRQ got a
+	 * receive). It is driven by its own sends only: its simulated request
+	 * stream, which stands in for the traffic of programs that move no
+	 * data (lab-ibpair, lab-ulp), stops.
 	 */
 	bool own_sends;
 	u64 rnr_until_ns;		/* an RNR NAK: no resend before */
@@ -265,7 +268,7 @@ const char *ibsim_mig_name(int m);
 
 /* data.c: what a request does at the responder, and its completions */
 enum ibsim_exec { EXEC_OK, EXEC_RNR, EXEC_NAK_ACCESS, EXEC_NAK_INVALID,
-		  EXEC_NAK_OP, EXEC_LOCAL };
+		  EXEC_NAK_OP, EXEC_LOCAL, EXEC_DROP };
 enum ibsim_exec ibsim_execute(struct ibsim_qp *s, struct ibsim_qp *d,
 			      enum ib_wc_status *local);
 bool ibsim_take_rwqe(struct ibsim_qp *qp, struct ibsim_wqe *e);

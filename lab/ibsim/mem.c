@@ -7,9 +7,10 @@
  * address: ibsim registers no DMA device, so ib_core maps kernel buffers
  * to their virtual addresses (ib_uses_virt_dma), as for rxe and siw.
  * Keys are found through a per-device xarray. Every copy checks the key,
- * the PD, the access flags and the bounds, and answers as an HCA does:
- * -EPERM for a protection fault (a wrong key, PD or access), -ERANGE for
- * an access outside the region. Lookups and copies run under ibsim_mutex,
+ * the PD, the access flags and the bounds: -EPERM for a wrong key, PD or
+ * access, -ERANGE for an access outside the region (both a protection
+ * error to the HCA, rvt_lkey_ok/rvt_rkey_ok); -EMSGSIZE for a scatter list
+ * too short for the data. Lookups and copies run under ibsim_mutex,
  * which dereg_mr takes too, so a region never goes away under a copy.
  */
 #include <linux/highmem.h>

@@ -13,10 +13,11 @@
  * are the same path, unless the alt-after-migration knob zeroes it.
  *
  * Data path: GSI/UD sends are carried by the switch (dgram.c). RC/UC sends
- * are queued and carried by the fabric's ticks (fabric.c): an RC send
- * completes when its request is acknowledged, fails with RETRY_EXC_ERR when
- * its retries run out, and a UC send completes once it is sent. No payload
- * moves. A QP in ERR completes whatever is posted with IB_WC_WR_FLUSH_ERR.
+ * are queued here and carried by the fabric (fabric.c), their payloads
+ * executed at the responder (data.c): an RC send completes when its
+ * request is acknowledged, fails with RETRY_EXC_ERR when its retries run
+ * out, and a UC send completes once it is sent. A QP in ERR completes
+ * whatever is posted with IB_WC_WR_FLUSH_ERR.
  */
 #include <linux/slab.h>
 #include <linux/delay.h>
@@ -547,6 +548,7 @@ int ibsim_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		for (i = 0; i < wr->num_sge; i++)
 			e->sge[i] = wr->sg_list[i];
 		qp->rq_count++;
+		WRITE_ONCE(qp->own_sends, true);	/* it moves data: no simulated stream */
 		spin_unlock_irqrestore(&qp->rq_lock, flags);
 	}
 	if (ret)

@@ -83,6 +83,7 @@ int ibsim_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		for (i = 0; i < wr->num_sge; i++)
 			e->sge[i] = wr->sg_list[i];
 		srq->count++;
+		WRITE_ONCE(srq->posted, true);
 		spin_unlock_irqrestore(&srq->lock, flags);
 	}
 	return 0;

@@ -3,8 +3,10 @@
 # $(BUILD)/lab/<kernel>/apmlab.ko and ibsim.ko (the simulated IB HCA) built
 # against that kernel's Debian headers.
 
-LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair lab-mpi
+LAB_PROGS     := lab-inject lab-pair lab-cm-pair lab-ulp lab-lap lab-ib lab-ibpair lab-mpi lab-verbs
 LAB_BIN       := $(abspath $(BUILD))/lab/bin
+# LD_PRELOAD libraries for the lab (in the guest at /usr/local/bin too)
+LAB_LIBS      := lab-altport.so
 # The test suite's kernels, and KERNEL when it names another lab kernel.
 LAB_KMOD_KS   := $(sort $(LAB_KERNELS) $(filter $(LAB_ALL_KERNELS),$(KERNEL)))
 LAB_CC        ?= gcc
@@ -18,7 +20,7 @@ PROGS_APM     := $(PROGS_SRC)/apm.c $(PROGS_SRC)/apm.h
 LAB_MPI_FLAGS  = $(shell pkg-config --cflags --libs ompi-c)
 
 .PHONY: lab-progs lab-kmod
-lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
+lab-progs: $(addprefix $(LAB_BIN)/,$(LAB_PROGS) $(LAB_LIBS)) lab-kmod ## build the lab programs and the apmlab module (both kernels)
 lab-kmod: $(foreach k,$(LAB_KMOD_KS),$(abspath $(BUILD))/lab/$(k)/apmlab.ko $(abspath $(BUILD))/lab/$(k)/ibsim.ko)
 
 # $(call lab_prog,SOURCES,LIBS). Several makes may run in the same tree at
@@ -45,6 +47,10 @@ $(LAB_BIN)/lab-ibpair: $(PROGS_SRC)/lab-ibpair.c $(PROGS_SRC)/uverbs.c $(PROGS_S
 	$(call lab_prog,$^,-libverbs)
 $(LAB_BIN)/lab-mpi: $(PROGS_SRC)/lab-mpi.c
 	$(call lab_prog,$^,$(LAB_MPI_FLAGS))
+$(LAB_BIN)/lab-verbs: $(PROGS_SRC)/lab-verbs.c
+	$(call lab_prog,$^,-libverbs)
+$(LAB_BIN)/lab-altport.so: $(PROGS_SRC)/lab-altport.c
+	$(call lab_prog,$^,-shared -fPIC -ldl -libverbs)
 
 # Kbuild writes next to the sources, so each kernel builds a copy in a
 # private directory under BUILD (concurrent makes do not collide).

@@ -158,4 +158,29 @@ lab-ib port --dev ibsim0 --port 1 down >/dev/null
 reacted 1
 sleep 3; endpair; fabric_up; stop_recs
 
+# Open MPI's own APM (docs/lab.md, "Open MPI's APM, observed"): two ranks,
+# one per HCA, openib with APM over ports; port 1 of ibsim0 fails 5 s in.
+# mpi_job NAME [env for each rank]
+mpi_job() {
+	name=$1; shift
+	start_rec "$name"
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --mca plm isolated \
+		--mca btl openib,self --mca btl_openib_allow_ib 1 --mca btl_openib_enable_apm_over_ports 1 \
+		--mca btl_openib_warn_no_device_params_found 0 --mca btl_openib_ib_timeout 14 \
+		-np 1 env OMPI_MCA_btl_openib_if_include=ibsim0 "$@" lab-mpi --seconds 15 : \
+		-np 1 env OMPI_MCA_btl_openib_if_include=ibsim1 "$@" lab-mpi --seconds 15 >"$out/$name.mpi" 2>&1 &
+	mp=$!
+	sleep 5
+	lab-ib port --dev ibsim0 --port 1 down >/dev/null
+	wait "$mp"
+	sleep 3; fabric_up; stop_recs
+}
+
+# as shipped: its alternate load is refused by ib_uverbs (never reaches the
+# verbs layer), so the failure kills the job: no APM finding
+mpi_job openmpi-port-failure
+# its alternate load corrected (lab-altport.so): the QPs migrate, the job
+# completes, Open MPI never rearms: a missed-rearm for each migrated QP
+mpi_job openmpi-altport-fixed LD_PRELOAD=/usr/local/bin/lab-altport.so
+
 emit "$out"/*.rec
