@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * lab-mpi: an MPI ping-pong between ranks 0 and 1 for --seconds, with
  * payloads every byte of which the receiver checks. Run under mpirun with
