@@ -64,6 +64,7 @@ func (m *Model) modifyFailed(q *qp, ev *event.Event) {
 		Remediation: failHint(cls, errno)})
 	if alt && md.Alt != nil && md.Alt.DLID != 0 && x.ep == nil && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated {
 		m.markUnprotected(q, ev.Boot, id, APMModifyFailed)
+		m.markIdle(q, id) // nothing shows traffic: only a reading in ERR shows a loss
 	}
 }
 

@@ -71,9 +71,11 @@ func (m *Model) stuckReading(q *qp, ev *event.Event) {
 		// first packet: without a sign of traffic, only information.
 		f.Explanation = fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: either the peer has not rearmed, or no packet has come since the rearm (an idle connection stays REARM until its first packet; nothing shows traffic on this QP)", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)
 		x.stuckID = m.emitInfo(q, f)
-	} else {
-		x.stuckID = m.emit(q, f)
+		m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
+		m.markIdle(q, x.stuckID)
+		return
 	}
+	x.stuckID = m.emit(q, f)
 	m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
 }
 

@@ -33,6 +33,12 @@ type unprotected struct {
 	cause uint64 // finding ID
 	kind  Kind
 	done  bool // unprotected-failure reported for this generation
+	// idle: nothing shows traffic on the QP (the cause is a stuck rearm
+	// of information severity, or a refused alternate load): the path
+	// failure may never have touched it, so only the hardware's hand (a
+	// reading in ERR) shows a loss, never the owner's teardown (an MPI job
+	// ending after a port failure)
+	idle bool
 }
 
 // markUnprotected notes that finding id left the QP unprotected since t;
@@ -43,7 +49,15 @@ func (m *Model) markUnprotected(q *qp, since, id uint64, k Kind) {
 		x.unprot = &unprotected{}
 	}
 	if u := x.unprot; u.cause == 0 {
-		u.since, u.cause, u.kind = since, id, k
+		u.since, u.cause, u.kind, u.idle = since, id, k, false
+	}
+}
+
+// markIdle notes that cause id, if it is what left the QP unprotected,
+// shows no traffic on the QP.
+func (m *Model) markIdle(q *qp, id uint64) {
+	if x := q.x; x != nil && x.unprot != nil && x.unprot.cause == id {
+		x.unprot.idle = true
 	}
 }
 
@@ -63,7 +77,7 @@ func (m *Model) protected(q *qp, kinds ...Kind) {
 			return
 		}
 	}
-	u.since, u.cause, u.kind = 0, 0, ""
+	u.since, u.cause, u.kind, u.idle = 0, 0, "", false
 }
 
 // portFailed reports whether a PORT_ERR came on the QP's primary port within
@@ -123,26 +137,30 @@ func (m *Model) lost(q *qp, r ref, what string, strong bool) {
 		return
 	}
 	if t, ok := m.portFailed(q, r.boot); ok {
-		m.failed(q, r, fmt.Sprintf("%s %v after PORT_ERR on port %d", what, since(t, r.boot), q.primary.port))
+		m.failed(q, r, fmt.Sprintf("%s %v after PORT_ERR on port %d", what, since(t, r.boot), q.primary.port), strong)
 		return
 	}
 	if l := q.lastMig(); l != nil && l.same && !l.forced && r.boot >= l.at.boot && r.boot-l.at.boot <= uint64(m.cfg.PortFailureWindow) {
-		m.failed(q, r, fmt.Sprintf("%s %v after a PATH_MIG onto the path that had failed", what, since(l.at.boot, r.boot)))
+		m.failed(q, r, fmt.Sprintf("%s %v after a PATH_MIG onto the path that had failed", what, since(l.at.boot, r.boot)), strong)
 		return
 	}
 	// ERR by the hardware's hand, cause unread: a path failure only with
 	// a port failure on the host to show for it (a peer that went away
 	// leaves none)
 	if t, ok := m.portFailedAnywhere(r.boot); ok && strong {
-		m.failed(q, r, fmt.Sprintf("%s %v after a PORT_ERR on %s", what, since(t.boot, r.boot), t.where))
+		m.failed(q, r, fmt.Sprintf("%s %v after a PORT_ERR on %s", what, since(t.boot, r.boot), t.where), strong)
 	}
 }
 
-// failed judges a loss of the connection at r.
-func (m *Model) failed(q *qp, r ref, what string) {
+// failed judges a loss of the connection at r (strong: by the hardware's
+// hand, see lost).
+func (m *Model) failed(q *qp, r ref, what string, strong bool) {
 	x := q.x
 	if x == nil || x.unprot == nil || x.unprot.cause == 0 || x.unprot.done {
 		return
+	}
+	if x.unprot.idle && !strong {
+		return // TestUnprotectedFailureIdleTeardown
 	}
 	u := x.unprot
 	u.done = true

@@ -301,6 +301,17 @@ func TestUnprotectedFailureAfterRefusedAltLoad(t *testing.T) {
 			want: []apm.Kind{apm.APMModifyFailed, apm.UnprotectedFailure},
 		},
 		{
+			name: "negative: load refused, PORT_ERR on its primary port, the owner tears it down (nothing shows traffic)",
+			story: func(b *apmtest.Builder) {
+				b.Connect(qpn, apmtest.PathA, nil)
+				apmtest.Fail(b.LoadAltRearm(qpn, apmtest.PathB), 22)
+				b.After(30 * time.Second)
+				portErr(b, apmtest.PathA.Port)
+				b.After(5 * time.Second).Destroy(qpn)
+			},
+			want: []apm.Kind{apm.APMModifyFailed},
+		},
+		{
 			name: "negative: a later load and rearm succeed before the failure",
 			story: func(b *apmtest.Builder) {
 				b.Connect(qpn, apmtest.PathA, nil)
@@ -334,6 +345,47 @@ func TestUnprotectedFailureAfterRefusedAltLoad(t *testing.T) {
 				b.After(time.Second).Truth(qpn, event.MigArmed, event.StateErr)
 			},
 			want: []apm.Kind{apm.APMModifyFailed},
+		},
+	})
+}
+
+// A stuck rearm with no sign of traffic (information) leaves a QP
+// unprotected only as far as the hardware shows: its owner tearing it down
+// after a port failure (Open MPI's QPs at the end of a job that survived
+// the failure on its other QPs) is no loss, a reading in ERR is.
+func TestUnprotectedFailureIdleTeardown(t *testing.T) {
+	idleStuck := func(b *apmtest.Builder) {
+		armedQP(b)
+		for range 12 {
+			b.After(time.Second).Truth(qpn, event.MigRearm, event.StateRTS)
+		}
+		portErr(b, apmtest.PathA.Port)
+	}
+	runScenarios(t, []scenario{
+		{
+			name: "negative: idle and REARM, PORT_ERR on its port, the owner destroys it",
+			story: func(b *apmtest.Builder) {
+				idleStuck(b)
+				b.After(10 * time.Second).Destroy(qpn)
+			},
+			want: []apm.Kind{apm.StuckRearm},
+		},
+		{
+			name: "negative: idle and REARM, PORT_ERR on its port, the owner moves it to ERR",
+			story: func(b *apmtest.Builder) {
+				idleStuck(b)
+				b.After(10*time.Second).ToState(qpn, event.StateErr)
+			},
+			want: []apm.Kind{apm.StuckRearm},
+		},
+		{
+			name: "idle and REARM, PORT_ERR on its port, then the QP reads ERR by the hardware's hand",
+			story: func(b *apmtest.Builder) {
+				idleStuck(b)
+				b.After(2*time.Second).Truth(qpn, event.MigRearm, event.StateErr)
+			},
+			want:     []apm.Kind{apm.StuckRearm, apm.UnprotectedFailure},
+			resolved: []apm.Kind{apm.StuckRearm},
 		},
 	})
 }
