@@ -235,6 +235,8 @@ func TestIBSimOpenMPIAltPortFixed(t *testing.T) {
 			t.Errorf("missed-rearm on %s, which never migrated", k)
 		}
 	}
+	t.Logf("Open MPI: %d QPs ARMED on port 2 before the failure, %d alternate loads, %d QPs migrated, %d missed-rearm",
+		armed, loads, len(migrated), len(missed))
 	if err := a.Stop(t); err != nil {
 		t.Errorf("apmwatch audit: %v\n%s", err, a.Dump())
 	}
