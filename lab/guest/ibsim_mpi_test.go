@@ -41,6 +41,19 @@ func mpirun(seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
 	return c, &out, &errb
 }
 
+// waitTraffic waits (up to 2 minutes: MPI_Init is slow on a loaded
+// machine) until rank 0 reports progress: the ranks are connected and
+// exchanging messages.
+func waitTraffic(t *testing.T, errb *syncBuf) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if strings.Contains(errb.String(), `"progress":true`) {
+			return
+		}
+	}
+	t.Fatalf("lab-mpi made no progress in 2 minutes:\n%s", errb.String())
+}
+
 // ibsimRCQPs reads ibsim's view of the user RC QPs (show).
 func ibsimRCQPs(t *testing.T) []Line {
 	t.Helper()
@@ -79,7 +92,7 @@ func TestIBSimOpenMPI(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatalf("mpirun: %v", err)
 	}
-	time.Sleep(4 * time.Second)
+	waitTraffic(t, errb)
 	qps := ibsimRCQPs(t)
 	if err := c.Wait(); err != nil {
 		t.Fatalf("mpirun, healthy: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
@@ -105,7 +118,7 @@ func TestIBSimOpenMPI(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatalf("mpirun: %v", err)
 	}
-	time.Sleep(5 * time.Second)
+	waitTraffic(t, errb)
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 	timer := time.AfterFunc(2*time.Minute, func() { _ = c.Process.Kill() })
 	err := c.Wait()
@@ -165,11 +178,15 @@ func TestIBSimOpenMPIAltPortFixed(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatalf("mpirun: %v", err)
 	}
-	time.Sleep(5 * time.Second)
+	waitTraffic(t, errb)
 	armed := 0
-	for _, q := range ibsimRCQPs(t) {
-		if q.Str("path_mig_state") == "ARMED" && q.Int("alt_port") == 2 {
-			armed++
+	// the QPs carrying traffic read ARMED once their peer's first packet came
+	for deadline := time.Now().Add(time.Minute); armed < 2 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		armed = 0
+		for _, q := range ibsimRCQPs(t) {
+			if q.Str("path_mig_state") == "ARMED" && q.Int("alt_port") == 2 {
+				armed++
+			}
 		}
 	}
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
