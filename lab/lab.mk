@@ -140,8 +140,10 @@ LAB_LANES := "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2" \
 lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
 	@lab/fetch-bg.sh wait $(LAB_FETCH)
 	@for k in $(LAB_TEST_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
-	@MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM= LAB_TEST_SKIP=^TestPackagedUnitsUnderSystemd|$(LAB_QUIET_TESTS)" lab/lanes.sh $(LAB_LANES); rc=$$?; \
-	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh "lab-quiet:6.1+6.12" || rc=1; exit $$rc
+	@rm -f $(BUILD)/lab/logs/failed; export BUILD=$(BUILD); \
+	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM= LAB_TEST_SKIP=^TestPackagedUnitsUnderSystemd|$(LAB_QUIET_TESTS)" lab/lanes.sh $(LAB_LANES); rc=$$?; \
+	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh "lab-quiet:6.1+6.12" || rc=1; \
+	lab/lanes.sh --report; exit $$rc
 
 # The storms at full size (STORM_PAIRS pairs: 4,000 QPs by default; lab-test
 # runs 500): minutes of lab time, figures in docs/performance.md.

@@ -173,8 +173,9 @@ func TestIBSimRdmaCoreAppsPortFailure(t *testing.T) {
 		{"ibv_srq_pingpong", []string{"-n", "100000000", "-q", "2"}, "transport retry counter exceeded (12)"},
 		{"ib_write_bw", []string{"-D", "30"}, "Completion with error"},
 	} {
+		before := ibsimQPNs(t)
 		a := startApp(t, 18950+i, app.prog, app.args...)
-		time.Sleep(2 * time.Second) // connected and exchanging
+		waitExchanging(t, before)
 		MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 		tr.Wait(t, 0, evTimeout, Match("kind", "port-event", "device", "ibsim0", "port", 1, "event", "PORT_ERR"))
 		first := waitFirstExit(a, 30*time.Second)
@@ -190,6 +191,31 @@ func TestIBSimRdmaCoreAppsPortFailure(t *testing.T) {
 	if f := Filter(tr.Lines(), Match("kind", "finding")); len(f) != 0 {
 		t.Errorf("APM findings for QPs that never loaded an alternate: %v", f)
 	}
+}
+
+// ibsimQPNs is the set of ibsim's RC QPs now ("ibsimN/qpn").
+func ibsimQPNs(t *testing.T) map[string]bool {
+	t.Helper()
+	m := map[string]bool{}
+	for _, q := range ibsimRCQPs(t) {
+		m[fmt.Sprintf("%s/%d", q.Str("dev"), q.Int("qpn"))] = true
+	}
+	return m
+}
+
+// waitExchanging waits until a QP not in before is RTS and has had a
+// request acknowledged: the program connected and moves data (a fixed
+// sleep is not enough beside another guest).
+func waitExchanging(t *testing.T, before map[string]bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, q := range ibsimRCQPs(t) {
+			if !before[fmt.Sprintf("%s/%d", q.Str("dev"), q.Int("qpn"))] && q.Str("state") == "RTS" && q.Int("acks") > 0 {
+				return
+			}
+		}
+	}
+	t.Fatalf("no new QP in RTS with an acknowledged request after a minute: %v", ibsimRCQPs(t))
 }
 
 // waitFirstExit returns "client" or "server", whichever exits first, or ""
