@@ -58,15 +58,31 @@ func (m *Model) modifyFailed(q *qp, ev *event.Event) {
 		x.failedDedup = append(x.failedDedup, d)
 	}
 	errno := -md.Ret
+	expl := fmt.Sprintf("the kernel refused the %s with errno %d (%s)", what, errno, errnoName(errno))
+	hint := failHint(cls, errno)
+	if md.RefusedByUverbs() {
+		expl += "; ib_uverbs refused the command itself: it never reached the verbs layer or the device"
+		if alt && md.Alt != nil && md.AltAHPort != md.Alt.Port {
+			expl += fmt.Sprintf(" (the alternate's address vector names port %d, alt_port_num %d: ib_uverbs requires them equal)",
+				md.AltAHPort, md.Alt.Port)
+			hint = uverbsAltPortHint
+		}
+	}
 	id := m.emit(q, Finding{Kind: APMModifyFailed, Errno: errno,
 		Evidence:    []Evidence{evd(refOf(ev), what+" refused by "+md.Hook)},
-		Explanation: fmt.Sprintf("the kernel refused the %s with errno %d (%s)", what, errno, errnoName(errno)),
-		Remediation: failHint(cls, errno)})
+		Explanation: expl,
+		Remediation: hint})
 	if alt && md.Alt != nil && md.Alt.DLID != 0 && x.ep == nil && q.flags&fMigKnown != 0 && q.mig == event.MigMigrated {
 		m.markUnprotected(q, ev.Boot, id, APMModifyFailed)
 		m.markIdle(q, id) // nothing shows traffic: only a reading in ERR shows a loss
 	}
 }
+
+// uverbsAltPortHint: ib_uverbs' modify_qp (uverbs_cmd.c) refuses
+// IB_QP_ALT_PATH unless alt_port_num and alt_ah_attr.port_num are valid and
+// equal; an attribute set taken from ibv_query_qp on a QP without an
+// alternate has alt_ah_attr.port_num 0.
+const uverbsAltPortHint = "set alt_ah_attr.port_num to the same port as alt_port_num (ibv_query_qp on a QP without an alternate leaves it 0), then load the alternate again and rearm"
 
 // errnoName names an errno the Linux way (EINVAL), from x/sys.
 func errnoName(e int32) string {

@@ -90,6 +90,41 @@ func TestAPMModifyFailedHint(t *testing.T) {
 	}
 }
 
+// TestAPMModifyFailedUverbsAltPort: an alternate load ib_uverbs refused
+// because its address vector's port differs from alt_port_num says so,
+// and how to mend it; one refused there for another reason says only
+// where it was refused.
+func TestAPMModifyFailedUverbsAltPort(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ahPort    uint32
+		say, hint string
+	}{
+		{"port mismatch", 0, "names port 0, alt_port_num 2", "alt_ah_attr.port_num"},
+		{"ports equal", 2, "ib_uverbs refused the command itself", "RoCE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			b.Connect(qpn, apmtest.PathA, nil)
+			ev := apmtest.Fail(b.LoadAlt(qpn, apmtest.PathB), 22)
+			ev.Modify.Hook, ev.Modify.AltAHPort = "ib_uverbs_modify_qp", tc.ahPort
+			ev.Modify.Alt.Port = 2
+			got, _, err := apmtest.Run(apm.DefaultConfig(), b.Steps, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findOne(t, got, apm.APMModifyFailed, false)
+			if !strings.Contains(f.Explanation, tc.say) || !strings.Contains(f.Remediation, tc.hint) ||
+				!strings.Contains(f.Evidence[0].What, "refused by ib_uverbs_modify_qp") {
+				t.Errorf("finding %+v: want %q in the explanation, %q in the remediation", f, tc.say, tc.hint)
+			}
+			if tc.ahPort == 2 && strings.Contains(f.Explanation, "address vector") {
+				t.Errorf("equal ports named as the cause: %s", f.Explanation)
+			}
+		})
+	}
+}
+
 // Each refused PATH_MIG_STATE says which state it is taken from.
 func TestAPMModifyFailedMigStateHints(t *testing.T) {
 	for _, tc := range []struct {

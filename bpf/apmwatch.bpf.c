@@ -15,6 +15,7 @@
  *   mad.bpf.h      MAD send/receive and ib_umad write tracepoints
  *   qp_life.bpf.h  QP create and destroy
  *   dev.bpf.h      device names (register, rename)
+ *   uverbs.bpf.h   APM modifies ib_uverbs refuses before the verbs layer
  */
 #include <linux/bpf.h>
 #define __VMLINUX_H__ /* pt_regs field names of the kernel, see ib_types.h */
@@ -35,6 +36,7 @@ const volatile enum apm_flag apm_flag_btf = 0;
 const volatile enum apm_counter apm_counter_btf = 0;
 
 #include "common.bpf.h"
+#include "uverbs.bpf.h"
 #include "modify.bpf.h"
 #include "event.bpf.h"
 #include "cm.bpf.h"

@@ -44,7 +44,19 @@ struct ib_device {
 
 struct ib_uobject {
 	__u64 user_handle;
+	void *object; /* the ib_qp, ib_cq... the uobject stands for */
 	int id;
+} __core;
+
+/* ib_uverbs' command buffers (6.12 wraps the bundle's header fields in a
+ * struct_group: CO-RE finds them through the anonymous members). */
+struct ib_udata {
+	const void *inbuf;
+	__u64 inlen;
+} __core;
+
+struct uverbs_attr_bundle {
+	struct ib_udata ucore;
 } __core;
 
 struct ib_uevent_object {

@@ -103,6 +103,7 @@ int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
+	uverbs_reached_verbs();
 	if (!qp || !attr)
 		return 0;
 	__u64 at = 0;
@@ -209,6 +210,7 @@ int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mas
 SEC("kretprobe/ib_modify_qp")
 int BPF_KRETPROBE(kretprobe_modify, int ret)
 {
+	uverbs_reached_verbs();
 	join_done(APM_SLOT_MODIFY, ret);
 	return 0;
 }

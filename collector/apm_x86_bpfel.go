@@ -125,56 +125,128 @@ type apmNotifyAtCall struct {
 	Pad      uint8
 }
 
+type apmUverbsCmd struct {
+	_   structs.HostLayout
+	At  uint64
+	Qp  uint64
+	Cmd struct {
+		_    structs.HostLayout
+		Dest struct {
+			_            structs.HostLayout
+			Dgid         [16]uint8
+			FlowLabel    uint32
+			Dlid         uint16
+			Reserved     uint16
+			SgidIndex    uint8
+			HopLimit     uint8
+			TrafficClass uint8
+			Sl           uint8
+			SrcPathBits  uint8
+			StaticRate   uint8
+			IsGlobal     uint8
+			PortNum      uint8
+		}
+		AltDest struct {
+			_            structs.HostLayout
+			Dgid         [16]uint8
+			FlowLabel    uint32
+			Dlid         uint16
+			Reserved     uint16
+			SgidIndex    uint8
+			HopLimit     uint8
+			TrafficClass uint8
+			Sl           uint8
+			SrcPathBits  uint8
+			StaticRate   uint8
+			IsGlobal     uint8
+			PortNum      uint8
+		}
+		QpHandle         uint32
+		AttrMask         uint32
+		Qkey             uint32
+		RqPsn            uint32
+		SqPsn            uint32
+		DestQpNum        uint32
+		QpAccessFlags    uint32
+		PkeyIndex        uint16
+		AltPkeyIndex     uint16
+		QpState          uint8
+		CurQpState       uint8
+		PathMtu          uint8
+		PathMigState     uint8
+		EnSqdAsyncNotify uint8
+		MaxRdAtomic      uint8
+		MaxDestRdAtomic  uint8
+		MinRnrTimer      uint8
+		PortNum          uint8
+		Timeout          uint8
+		RetryCnt         uint8
+		RnrRetry         uint8
+		AltPortNum       uint8
+		AltTimeout       uint8
+		Reserved         [2]uint8
+		DriverData       [0]uint64
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	apmMapCounters           = "counters"
-	apmMapEvents             = "events"
-	apmMapInflight           = "inflight"
-	apmMapModifyAt           = "modify_at"
-	apmMapNotifyCalls        = "notify_calls"
-	apmMapScratch            = "scratch"
-	apmMapUmadTids           = "umad_tids"
-	apmProgFentryDestroy     = "fentry_destroy"
-	apmProgFentryHandler     = "fentry_handler"
-	apmProgFentryMlx4QpEvent = "fentry_mlx4_qp_event"
-	apmProgFentryMlx5QpEvent = "fentry_mlx5_qp_event"
-	apmProgFentryModify      = "fentry_modify"
-	apmProgFentryNotify      = "fentry_notify"
-	apmProgFentryPortEvent   = "fentry_port_event"
-	apmProgFentryQpEvent     = "fentry_qp_event"
-	apmProgFexitDestroy      = "fexit_destroy"
-	apmProgFexitDevRegister  = "fexit_dev_register"
-	apmProgFexitDevRename    = "fexit_dev_rename"
-	apmProgFexitHandler      = "fexit_handler"
-	apmProgFexitModify       = "fexit_modify"
-	apmProgFexitNotify       = "fexit_notify"
-	apmProgFexitQpCreate     = "fexit_qp_create"
-	apmProgKprobeDestroy     = "kprobe_destroy"
-	apmProgKprobeDevRename   = "kprobe_dev_rename"
-	apmProgKprobeHandler     = "kprobe_handler"
-	apmProgKprobeMlx4QpEvent = "kprobe_mlx4_qp_event"
-	apmProgKprobeMlx5QpEvent = "kprobe_mlx5_qp_event"
-	apmProgKprobeModify      = "kprobe_modify"
-	apmProgKprobeNotify      = "kprobe_notify"
-	apmProgKprobePortEvent   = "kprobe_port_event"
-	apmProgKprobeQpEvent     = "kprobe_qp_event"
-	apmProgKretprobeDestroy  = "kretprobe_destroy"
-	apmProgKretprobeHandler  = "kretprobe_handler"
-	apmProgKretprobeModify   = "kretprobe_modify"
-	apmProgKretprobeNotify   = "kretprobe_notify"
-	apmProgKretprobeQpCreate = "kretprobe_qp_create"
-	apmProgRawMadRecv        = "raw_mad_recv"
-	apmProgRawMadSend        = "raw_mad_send"
-	apmProgRawUmadWrite      = "raw_umad_write"
-	apmProgTpMadRecv         = "tp_mad_recv"
-	apmProgTpMadSend         = "tp_mad_send"
-	apmProgTpUmadWrite       = "tp_umad_write"
-	apmVarApmCounterBtf      = "apm_counter_btf"
-	apmVarApmFlagBtf         = "apm_flag_btf"
-	apmVarApmKindBtf         = "apm_kind_btf"
-	apmVarCfg                = "cfg"
+	apmMapCounters               = "counters"
+	apmMapEvents                 = "events"
+	apmMapInflight               = "inflight"
+	apmMapModifyAt               = "modify_at"
+	apmMapNotifyCalls            = "notify_calls"
+	apmMapScratch                = "scratch"
+	apmMapUmadTids               = "umad_tids"
+	apmMapUverbsCmd              = "uverbs_cmd"
+	apmMapUverbsScratch          = "uverbs_scratch"
+	apmProgFentryDestroy         = "fentry_destroy"
+	apmProgFentryHandler         = "fentry_handler"
+	apmProgFentryMlx4QpEvent     = "fentry_mlx4_qp_event"
+	apmProgFentryMlx5QpEvent     = "fentry_mlx5_qp_event"
+	apmProgFentryModify          = "fentry_modify"
+	apmProgFentryNotify          = "fentry_notify"
+	apmProgFentryPortEvent       = "fentry_port_event"
+	apmProgFentryQpEvent         = "fentry_qp_event"
+	apmProgFentryUverbsModify    = "fentry_uverbs_modify"
+	apmProgFexitDestroy          = "fexit_destroy"
+	apmProgFexitDevRegister      = "fexit_dev_register"
+	apmProgFexitDevRename        = "fexit_dev_rename"
+	apmProgFexitHandler          = "fexit_handler"
+	apmProgFexitModify           = "fexit_modify"
+	apmProgFexitNotify           = "fexit_notify"
+	apmProgFexitQpCreate         = "fexit_qp_create"
+	apmProgFexitUverbsLookup     = "fexit_uverbs_lookup"
+	apmProgFexitUverbsModify     = "fexit_uverbs_modify"
+	apmProgKprobeDestroy         = "kprobe_destroy"
+	apmProgKprobeDevRename       = "kprobe_dev_rename"
+	apmProgKprobeHandler         = "kprobe_handler"
+	apmProgKprobeMlx4QpEvent     = "kprobe_mlx4_qp_event"
+	apmProgKprobeMlx5QpEvent     = "kprobe_mlx5_qp_event"
+	apmProgKprobeModify          = "kprobe_modify"
+	apmProgKprobeNotify          = "kprobe_notify"
+	apmProgKprobePortEvent       = "kprobe_port_event"
+	apmProgKprobeQpEvent         = "kprobe_qp_event"
+	apmProgKprobeUverbsModify    = "kprobe_uverbs_modify"
+	apmProgKretprobeDestroy      = "kretprobe_destroy"
+	apmProgKretprobeHandler      = "kretprobe_handler"
+	apmProgKretprobeModify       = "kretprobe_modify"
+	apmProgKretprobeNotify       = "kretprobe_notify"
+	apmProgKretprobeQpCreate     = "kretprobe_qp_create"
+	apmProgKretprobeUverbsLookup = "kretprobe_uverbs_lookup"
+	apmProgKretprobeUverbsModify = "kretprobe_uverbs_modify"
+	apmProgRawMadRecv            = "raw_mad_recv"
+	apmProgRawMadSend            = "raw_mad_send"
+	apmProgRawUmadWrite          = "raw_umad_write"
+	apmProgTpMadRecv             = "tp_mad_recv"
+	apmProgTpMadSend             = "tp_mad_send"
+	apmProgTpUmadWrite           = "tp_umad_write"
+	apmVarApmCounterBtf          = "apm_counter_btf"
+	apmVarApmFlagBtf             = "apm_flag_btf"
+	apmVarApmKindBtf             = "apm_kind_btf"
+	apmVarCfg                    = "cfg"
 )
 
 // loadApm returns the embedded CollectionSpec for apm.
@@ -219,54 +291,62 @@ type apmSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmProgramSpecs struct {
-	FentryDestroy     *ebpf.ProgramSpec `ebpf:"fentry_destroy"`
-	FentryHandler     *ebpf.ProgramSpec `ebpf:"fentry_handler"`
-	FentryMlx4QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx4_qp_event"`
-	FentryMlx5QpEvent *ebpf.ProgramSpec `ebpf:"fentry_mlx5_qp_event"`
-	FentryModify      *ebpf.ProgramSpec `ebpf:"fentry_modify"`
-	FentryNotify      *ebpf.ProgramSpec `ebpf:"fentry_notify"`
-	FentryPortEvent   *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
-	FentryQpEvent     *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
-	FexitDestroy      *ebpf.ProgramSpec `ebpf:"fexit_destroy"`
-	FexitDevRegister  *ebpf.ProgramSpec `ebpf:"fexit_dev_register"`
-	FexitDevRename    *ebpf.ProgramSpec `ebpf:"fexit_dev_rename"`
-	FexitHandler      *ebpf.ProgramSpec `ebpf:"fexit_handler"`
-	FexitModify       *ebpf.ProgramSpec `ebpf:"fexit_modify"`
-	FexitNotify       *ebpf.ProgramSpec `ebpf:"fexit_notify"`
-	FexitQpCreate     *ebpf.ProgramSpec `ebpf:"fexit_qp_create"`
-	KprobeDestroy     *ebpf.ProgramSpec `ebpf:"kprobe_destroy"`
-	KprobeDevRename   *ebpf.ProgramSpec `ebpf:"kprobe_dev_rename"`
-	KprobeHandler     *ebpf.ProgramSpec `ebpf:"kprobe_handler"`
-	KprobeMlx4QpEvent *ebpf.ProgramSpec `ebpf:"kprobe_mlx4_qp_event"`
-	KprobeMlx5QpEvent *ebpf.ProgramSpec `ebpf:"kprobe_mlx5_qp_event"`
-	KprobeModify      *ebpf.ProgramSpec `ebpf:"kprobe_modify"`
-	KprobeNotify      *ebpf.ProgramSpec `ebpf:"kprobe_notify"`
-	KprobePortEvent   *ebpf.ProgramSpec `ebpf:"kprobe_port_event"`
-	KprobeQpEvent     *ebpf.ProgramSpec `ebpf:"kprobe_qp_event"`
-	KretprobeDestroy  *ebpf.ProgramSpec `ebpf:"kretprobe_destroy"`
-	KretprobeHandler  *ebpf.ProgramSpec `ebpf:"kretprobe_handler"`
-	KretprobeModify   *ebpf.ProgramSpec `ebpf:"kretprobe_modify"`
-	KretprobeNotify   *ebpf.ProgramSpec `ebpf:"kretprobe_notify"`
-	KretprobeQpCreate *ebpf.ProgramSpec `ebpf:"kretprobe_qp_create"`
-	RawMadRecv        *ebpf.ProgramSpec `ebpf:"raw_mad_recv"`
-	RawMadSend        *ebpf.ProgramSpec `ebpf:"raw_mad_send"`
-	RawUmadWrite      *ebpf.ProgramSpec `ebpf:"raw_umad_write"`
-	TpMadRecv         *ebpf.ProgramSpec `ebpf:"tp_mad_recv"`
-	TpMadSend         *ebpf.ProgramSpec `ebpf:"tp_mad_send"`
-	TpUmadWrite       *ebpf.ProgramSpec `ebpf:"tp_umad_write"`
+	FentryDestroy         *ebpf.ProgramSpec `ebpf:"fentry_destroy"`
+	FentryHandler         *ebpf.ProgramSpec `ebpf:"fentry_handler"`
+	FentryMlx4QpEvent     *ebpf.ProgramSpec `ebpf:"fentry_mlx4_qp_event"`
+	FentryMlx5QpEvent     *ebpf.ProgramSpec `ebpf:"fentry_mlx5_qp_event"`
+	FentryModify          *ebpf.ProgramSpec `ebpf:"fentry_modify"`
+	FentryNotify          *ebpf.ProgramSpec `ebpf:"fentry_notify"`
+	FentryPortEvent       *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
+	FentryQpEvent         *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
+	FentryUverbsModify    *ebpf.ProgramSpec `ebpf:"fentry_uverbs_modify"`
+	FexitDestroy          *ebpf.ProgramSpec `ebpf:"fexit_destroy"`
+	FexitDevRegister      *ebpf.ProgramSpec `ebpf:"fexit_dev_register"`
+	FexitDevRename        *ebpf.ProgramSpec `ebpf:"fexit_dev_rename"`
+	FexitHandler          *ebpf.ProgramSpec `ebpf:"fexit_handler"`
+	FexitModify           *ebpf.ProgramSpec `ebpf:"fexit_modify"`
+	FexitNotify           *ebpf.ProgramSpec `ebpf:"fexit_notify"`
+	FexitQpCreate         *ebpf.ProgramSpec `ebpf:"fexit_qp_create"`
+	FexitUverbsLookup     *ebpf.ProgramSpec `ebpf:"fexit_uverbs_lookup"`
+	FexitUverbsModify     *ebpf.ProgramSpec `ebpf:"fexit_uverbs_modify"`
+	KprobeDestroy         *ebpf.ProgramSpec `ebpf:"kprobe_destroy"`
+	KprobeDevRename       *ebpf.ProgramSpec `ebpf:"kprobe_dev_rename"`
+	KprobeHandler         *ebpf.ProgramSpec `ebpf:"kprobe_handler"`
+	KprobeMlx4QpEvent     *ebpf.ProgramSpec `ebpf:"kprobe_mlx4_qp_event"`
+	KprobeMlx5QpEvent     *ebpf.ProgramSpec `ebpf:"kprobe_mlx5_qp_event"`
+	KprobeModify          *ebpf.ProgramSpec `ebpf:"kprobe_modify"`
+	KprobeNotify          *ebpf.ProgramSpec `ebpf:"kprobe_notify"`
+	KprobePortEvent       *ebpf.ProgramSpec `ebpf:"kprobe_port_event"`
+	KprobeQpEvent         *ebpf.ProgramSpec `ebpf:"kprobe_qp_event"`
+	KprobeUverbsModify    *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_modify"`
+	KretprobeDestroy      *ebpf.ProgramSpec `ebpf:"kretprobe_destroy"`
+	KretprobeHandler      *ebpf.ProgramSpec `ebpf:"kretprobe_handler"`
+	KretprobeModify       *ebpf.ProgramSpec `ebpf:"kretprobe_modify"`
+	KretprobeNotify       *ebpf.ProgramSpec `ebpf:"kretprobe_notify"`
+	KretprobeQpCreate     *ebpf.ProgramSpec `ebpf:"kretprobe_qp_create"`
+	KretprobeUverbsLookup *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_lookup"`
+	KretprobeUverbsModify *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_modify"`
+	RawMadRecv            *ebpf.ProgramSpec `ebpf:"raw_mad_recv"`
+	RawMadSend            *ebpf.ProgramSpec `ebpf:"raw_mad_send"`
+	RawUmadWrite          *ebpf.ProgramSpec `ebpf:"raw_umad_write"`
+	TpMadRecv             *ebpf.ProgramSpec `ebpf:"tp_mad_recv"`
+	TpMadSend             *ebpf.ProgramSpec `ebpf:"tp_mad_send"`
+	TpUmadWrite           *ebpf.ProgramSpec `ebpf:"tp_umad_write"`
 }
 
 // apmMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmMapSpecs struct {
-	Counters    *ebpf.MapSpec `ebpf:"counters"`
-	Events      *ebpf.MapSpec `ebpf:"events"`
-	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
-	ModifyAt    *ebpf.MapSpec `ebpf:"modify_at"`
-	NotifyCalls *ebpf.MapSpec `ebpf:"notify_calls"`
-	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
-	UmadTids    *ebpf.MapSpec `ebpf:"umad_tids"`
+	Counters      *ebpf.MapSpec `ebpf:"counters"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	ModifyAt      *ebpf.MapSpec `ebpf:"modify_at"`
+	NotifyCalls   *ebpf.MapSpec `ebpf:"notify_calls"`
+	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	UmadTids      *ebpf.MapSpec `ebpf:"umad_tids"`
+	UverbsCmd     *ebpf.MapSpec `ebpf:"uverbs_cmd"`
+	UverbsScratch *ebpf.MapSpec `ebpf:"uverbs_scratch"`
 }
 
 // apmVariableSpecs contains global variables before they are loaded into the kernel.
@@ -299,13 +379,15 @@ func (o *apmObjects) Close() error {
 //
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmMaps struct {
-	Counters    *ebpf.Map `ebpf:"counters"`
-	Events      *ebpf.Map `ebpf:"events"`
-	Inflight    *ebpf.Map `ebpf:"inflight"`
-	ModifyAt    *ebpf.Map `ebpf:"modify_at"`
-	NotifyCalls *ebpf.Map `ebpf:"notify_calls"`
-	Scratch     *ebpf.Map `ebpf:"scratch"`
-	UmadTids    *ebpf.Map `ebpf:"umad_tids"`
+	Counters      *ebpf.Map `ebpf:"counters"`
+	Events        *ebpf.Map `ebpf:"events"`
+	Inflight      *ebpf.Map `ebpf:"inflight"`
+	ModifyAt      *ebpf.Map `ebpf:"modify_at"`
+	NotifyCalls   *ebpf.Map `ebpf:"notify_calls"`
+	Scratch       *ebpf.Map `ebpf:"scratch"`
+	UmadTids      *ebpf.Map `ebpf:"umad_tids"`
+	UverbsCmd     *ebpf.Map `ebpf:"uverbs_cmd"`
+	UverbsScratch *ebpf.Map `ebpf:"uverbs_scratch"`
 }
 
 func (m *apmMaps) Close() error {
@@ -317,6 +399,8 @@ func (m *apmMaps) Close() error {
 		m.NotifyCalls,
 		m.Scratch,
 		m.UmadTids,
+		m.UverbsCmd,
+		m.UverbsScratch,
 	)
 }
 
@@ -334,41 +418,47 @@ type apmVariables struct {
 //
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmPrograms struct {
-	FentryDestroy     *ebpf.Program `ebpf:"fentry_destroy"`
-	FentryHandler     *ebpf.Program `ebpf:"fentry_handler"`
-	FentryMlx4QpEvent *ebpf.Program `ebpf:"fentry_mlx4_qp_event"`
-	FentryMlx5QpEvent *ebpf.Program `ebpf:"fentry_mlx5_qp_event"`
-	FentryModify      *ebpf.Program `ebpf:"fentry_modify"`
-	FentryNotify      *ebpf.Program `ebpf:"fentry_notify"`
-	FentryPortEvent   *ebpf.Program `ebpf:"fentry_port_event"`
-	FentryQpEvent     *ebpf.Program `ebpf:"fentry_qp_event"`
-	FexitDestroy      *ebpf.Program `ebpf:"fexit_destroy"`
-	FexitDevRegister  *ebpf.Program `ebpf:"fexit_dev_register"`
-	FexitDevRename    *ebpf.Program `ebpf:"fexit_dev_rename"`
-	FexitHandler      *ebpf.Program `ebpf:"fexit_handler"`
-	FexitModify       *ebpf.Program `ebpf:"fexit_modify"`
-	FexitNotify       *ebpf.Program `ebpf:"fexit_notify"`
-	FexitQpCreate     *ebpf.Program `ebpf:"fexit_qp_create"`
-	KprobeDestroy     *ebpf.Program `ebpf:"kprobe_destroy"`
-	KprobeDevRename   *ebpf.Program `ebpf:"kprobe_dev_rename"`
-	KprobeHandler     *ebpf.Program `ebpf:"kprobe_handler"`
-	KprobeMlx4QpEvent *ebpf.Program `ebpf:"kprobe_mlx4_qp_event"`
-	KprobeMlx5QpEvent *ebpf.Program `ebpf:"kprobe_mlx5_qp_event"`
-	KprobeModify      *ebpf.Program `ebpf:"kprobe_modify"`
-	KprobeNotify      *ebpf.Program `ebpf:"kprobe_notify"`
-	KprobePortEvent   *ebpf.Program `ebpf:"kprobe_port_event"`
-	KprobeQpEvent     *ebpf.Program `ebpf:"kprobe_qp_event"`
-	KretprobeDestroy  *ebpf.Program `ebpf:"kretprobe_destroy"`
-	KretprobeHandler  *ebpf.Program `ebpf:"kretprobe_handler"`
-	KretprobeModify   *ebpf.Program `ebpf:"kretprobe_modify"`
-	KretprobeNotify   *ebpf.Program `ebpf:"kretprobe_notify"`
-	KretprobeQpCreate *ebpf.Program `ebpf:"kretprobe_qp_create"`
-	RawMadRecv        *ebpf.Program `ebpf:"raw_mad_recv"`
-	RawMadSend        *ebpf.Program `ebpf:"raw_mad_send"`
-	RawUmadWrite      *ebpf.Program `ebpf:"raw_umad_write"`
-	TpMadRecv         *ebpf.Program `ebpf:"tp_mad_recv"`
-	TpMadSend         *ebpf.Program `ebpf:"tp_mad_send"`
-	TpUmadWrite       *ebpf.Program `ebpf:"tp_umad_write"`
+	FentryDestroy         *ebpf.Program `ebpf:"fentry_destroy"`
+	FentryHandler         *ebpf.Program `ebpf:"fentry_handler"`
+	FentryMlx4QpEvent     *ebpf.Program `ebpf:"fentry_mlx4_qp_event"`
+	FentryMlx5QpEvent     *ebpf.Program `ebpf:"fentry_mlx5_qp_event"`
+	FentryModify          *ebpf.Program `ebpf:"fentry_modify"`
+	FentryNotify          *ebpf.Program `ebpf:"fentry_notify"`
+	FentryPortEvent       *ebpf.Program `ebpf:"fentry_port_event"`
+	FentryQpEvent         *ebpf.Program `ebpf:"fentry_qp_event"`
+	FentryUverbsModify    *ebpf.Program `ebpf:"fentry_uverbs_modify"`
+	FexitDestroy          *ebpf.Program `ebpf:"fexit_destroy"`
+	FexitDevRegister      *ebpf.Program `ebpf:"fexit_dev_register"`
+	FexitDevRename        *ebpf.Program `ebpf:"fexit_dev_rename"`
+	FexitHandler          *ebpf.Program `ebpf:"fexit_handler"`
+	FexitModify           *ebpf.Program `ebpf:"fexit_modify"`
+	FexitNotify           *ebpf.Program `ebpf:"fexit_notify"`
+	FexitQpCreate         *ebpf.Program `ebpf:"fexit_qp_create"`
+	FexitUverbsLookup     *ebpf.Program `ebpf:"fexit_uverbs_lookup"`
+	FexitUverbsModify     *ebpf.Program `ebpf:"fexit_uverbs_modify"`
+	KprobeDestroy         *ebpf.Program `ebpf:"kprobe_destroy"`
+	KprobeDevRename       *ebpf.Program `ebpf:"kprobe_dev_rename"`
+	KprobeHandler         *ebpf.Program `ebpf:"kprobe_handler"`
+	KprobeMlx4QpEvent     *ebpf.Program `ebpf:"kprobe_mlx4_qp_event"`
+	KprobeMlx5QpEvent     *ebpf.Program `ebpf:"kprobe_mlx5_qp_event"`
+	KprobeModify          *ebpf.Program `ebpf:"kprobe_modify"`
+	KprobeNotify          *ebpf.Program `ebpf:"kprobe_notify"`
+	KprobePortEvent       *ebpf.Program `ebpf:"kprobe_port_event"`
+	KprobeQpEvent         *ebpf.Program `ebpf:"kprobe_qp_event"`
+	KprobeUverbsModify    *ebpf.Program `ebpf:"kprobe_uverbs_modify"`
+	KretprobeDestroy      *ebpf.Program `ebpf:"kretprobe_destroy"`
+	KretprobeHandler      *ebpf.Program `ebpf:"kretprobe_handler"`
+	KretprobeModify       *ebpf.Program `ebpf:"kretprobe_modify"`
+	KretprobeNotify       *ebpf.Program `ebpf:"kretprobe_notify"`
+	KretprobeQpCreate     *ebpf.Program `ebpf:"kretprobe_qp_create"`
+	KretprobeUverbsLookup *ebpf.Program `ebpf:"kretprobe_uverbs_lookup"`
+	KretprobeUverbsModify *ebpf.Program `ebpf:"kretprobe_uverbs_modify"`
+	RawMadRecv            *ebpf.Program `ebpf:"raw_mad_recv"`
+	RawMadSend            *ebpf.Program `ebpf:"raw_mad_send"`
+	RawUmadWrite          *ebpf.Program `ebpf:"raw_umad_write"`
+	TpMadRecv             *ebpf.Program `ebpf:"tp_mad_recv"`
+	TpMadSend             *ebpf.Program `ebpf:"tp_mad_send"`
+	TpUmadWrite           *ebpf.Program `ebpf:"tp_umad_write"`
 }
 
 func (p *apmPrograms) Close() error {
@@ -381,6 +471,7 @@ func (p *apmPrograms) Close() error {
 		p.FentryNotify,
 		p.FentryPortEvent,
 		p.FentryQpEvent,
+		p.FentryUverbsModify,
 		p.FexitDestroy,
 		p.FexitDevRegister,
 		p.FexitDevRename,
@@ -388,6 +479,8 @@ func (p *apmPrograms) Close() error {
 		p.FexitModify,
 		p.FexitNotify,
 		p.FexitQpCreate,
+		p.FexitUverbsLookup,
+		p.FexitUverbsModify,
 		p.KprobeDestroy,
 		p.KprobeDevRename,
 		p.KprobeHandler,
@@ -397,11 +490,14 @@ func (p *apmPrograms) Close() error {
 		p.KprobeNotify,
 		p.KprobePortEvent,
 		p.KprobeQpEvent,
+		p.KprobeUverbsModify,
 		p.KretprobeDestroy,
 		p.KretprobeHandler,
 		p.KretprobeModify,
 		p.KretprobeNotify,
 		p.KretprobeQpCreate,
+		p.KretprobeUverbsLookup,
+		p.KretprobeUverbsModify,
 		p.RawMadRecv,
 		p.RawMadSend,
 		p.RawUmadWrite,

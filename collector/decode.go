@@ -186,6 +186,9 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 			Hook:       d.hookName(r.FuncIp, "ib_modify_qp"),
 			Took:       time.Duration(r.TookUs) * time.Microsecond,
 		}
+		if w.m.RefusedByUverbs() && r.Flags&flagHasAlt != 0 {
+			w.m.AltAHPort = r.Port
+		}
 		if r.Flags&flagHasPrimary != 0 {
 			w.paths[0] = path(&r.Primary)
 			w.m.Primary = &w.paths[0]

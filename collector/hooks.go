@@ -29,6 +29,9 @@ const (
 type hookDef struct {
 	Name   string // function, or tracepoint "group:name"
 	Module string // where it is expected to live
+	// AlsoIn: modules it lives in on some kernels instead (the module
+	// then shown is the one it was found in).
+	AlsoIn []string
 	Signal string // what it observes
 	Kind   hookKind
 	Role   role
@@ -71,6 +74,13 @@ func modifyHook(name, signal, carries string) hookDef {
 		Fentry: "fentry_modify", Fexit: "fexit_modify", Kprobe: "kprobe_modify", Kretprobe: "kretprobe_modify"}
 }
 
+// uverbsModifyHook is a uverbs modify command: an APM modify it refuses
+// before the verbs layer (bpf/uverbs.bpf.h).
+func uverbsModifyHook(name string) hookDef {
+	return hookDef{Name: name, Module: "ib_uverbs", Signal: "qp modify refused by ib_uverbs, user QPs", Kind: hookFunc,
+		Fentry: "fentry_uverbs_modify", Fexit: "fexit_uverbs_modify", Kprobe: "kprobe_uverbs_modify", Kretprobe: "kretprobe_uverbs_modify"}
+}
+
 func handlerHook(name, signal string) hookDef {
 	return hookDef{Name: name, Module: "ib_cm", Signal: signal, Kind: hookFunc,
 		Fentry: "fentry_handler", Fexit: "fexit_handler", Kprobe: "kprobe_handler", Kretprobe: "kretprobe_handler"}
@@ -92,6 +102,11 @@ func defaultHooks() []hookDef {
 	return []hookDef{
 		modifyHook("ib_modify_qp", "qp modify, kernel ULP QPs", carriesModifyKernel),
 		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs", carriesModifyUser),
+		uverbsModifyHook("ib_uverbs_modify_qp"),
+		uverbsModifyHook("ib_uverbs_ex_modify_qp"),
+		{Name: "rdma_lookup_get_uobject", Module: "ib_uverbs", AlsoIn: []string{"ib_uverbs_support"}, // 7.2
+			Signal: "qp modify refused by ib_uverbs: the QP of its handle", Kind: hookFunc,
+			Fexit: "fexit_uverbs_lookup", Kretprobe: "kretprobe_uverbs_lookup"},
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
 		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
 		mlx5Hook("mlx5_ib_qp_event", "mlx5_ib", "qp async events, mlx5 (raw, qpn only)"),

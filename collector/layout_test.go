@@ -2,6 +2,7 @@ package collector
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -90,6 +91,30 @@ func TestEveryHookProgramExists(t *testing.T) {
 	for _, m := range sharedMaps {
 		if spec.Maps[m] == nil {
 			t.Errorf("no map %s", m)
+		}
+	}
+	// Each hook loads its own collection: a map that the programs of two
+	// hooks use must be shared, else each has its own copy, invisible to
+	// the other.
+	users := map[string]map[string]bool{} // map -> hooks whose programs use it
+	for _, h := range defaultHooks() {
+		for _, p := range []string{h.Fentry, h.Fexit, h.Kprobe, h.Kretprobe, h.TPBTF, h.RawTP} {
+			if spec.Programs[p] == nil {
+				continue
+			}
+			for _, ins := range spec.Programs[p].Instructions {
+				if ref := ins.Reference(); spec.Maps[ref] != nil && !strings.HasPrefix(ref, ".") {
+					if users[ref] == nil {
+						users[ref] = map[string]bool{}
+					}
+					users[ref][h.Name] = true
+				}
+			}
+		}
+	}
+	for m, hooks := range users {
+		if len(hooks) > 1 && !slices.Contains(sharedMaps, m) {
+			t.Errorf("map %s, used by the hooks %v, is not in sharedMaps: each would have its own", m, hooks)
 		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // sharedMaps are created once and used by every program.
-var sharedMaps = []string{"events", "counters", "scratch", "inflight", "modify_at", "umad_tids"}
+var sharedMaps = []string{"events", "counters", "scratch", "inflight", "modify_at", "umad_tids",
+	"uverbs_cmd", "uverbs_scratch"}
 
 // loader loads one small collection per hook (so that one hook failing
 // never stops another) around a set of shared maps.

@@ -33,6 +33,9 @@ func (t target) kprobeSymbol() string {
 func (t target) hook() event.Hook {
 	h := t.def.describe(t.method, t.reason)
 	h.Failed = t.failed
+	if t.module != "" {
+		h.Module = t.module // where it was found (a hookDef's AlsoIn)
+	}
 	return h
 }
 
@@ -137,7 +140,7 @@ func planOne(k kernelView, d hookDef, opts planOptions) target {
 	all := k.FuncModules(d.Name)
 	mods := all
 	if d.Module != "" {
-		mods = slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m != d.Module })
+		mods = slices.DeleteFunc(slices.Clone(all), func(m string) bool { return m != d.Module && !slices.Contains(d.AlsoIn, m) })
 	}
 	switch {
 	case len(mods) == 0 && d.Module != "" && !k.ModuleLoaded(d.Module):

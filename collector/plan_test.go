@@ -260,3 +260,20 @@ func TestUnskipWhenPrimaryFails(t *testing.T) {
 		t.Errorf("failed primary %+v", h)
 	}
 }
+
+// TestPlanUverbsLookupMoved: rdma_lookup_get_uobject lives in ib_uverbs
+// (6.1, 6.12) or, on 7.2, in ib_uverbs_support; found in either, shown
+// with the module it was found in; in another module, not taken.
+func TestPlanUverbsLookupMoved(t *testing.T) {
+	for _, tc := range []struct {
+		module string
+		want   event.HookMethod
+	}{{"ib_uverbs", event.HookFentry}, {"ib_uverbs_support", event.HookFentry}, {"other_mod", event.HookMissing}} {
+		k := kallsyms612 + "ffffffffc0007000 T rdma_lookup_get_uobject\t[" + tc.module + "]\n"
+		got := byName(plan(newFake(t, k, append(slices.Clone(btf612), tc.module+":rdma_lookup_get_uobject")...), defaultHooks(), planOptions{}))
+		g := got["rdma_lookup_get_uobject"]
+		if g.method != tc.want || (tc.want != event.HookMissing && g.hook().Module != tc.module) {
+			t.Errorf("in %s: %s %q (module %s), want %s", tc.module, g.method, g.reason, g.module, tc.want)
+		}
+	}
+}

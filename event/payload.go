@@ -44,6 +44,18 @@ type Modify struct {
 	// stamped at its entry (0: unknown, or under a microsecond): the
 	// return is at Boot+Took. A firmware command can take up to a minute.
 	Took time.Duration
+	// AltAHPort is set for a modify ib_uverbs refused before the verbs
+	// layer (Hook ib_uverbs_modify_qp, ib_uverbs_ex_modify_qp) that names
+	// an alternate: the port of the alternate's address vector
+	// (alt_ah_attr.port_num), which ib_uverbs requires to equal the
+	// alternate port (Alt.Port). 0 otherwise.
+	AltAHPort uint32
+}
+
+// RefusedByUverbs reports whether ib_uverbs refused the modify before the
+// verbs layer (the record comes from its command hooks).
+func (m *Modify) RefusedByUverbs() bool {
+	return m.Hook == "ib_uverbs_modify_qp" || m.Hook == "ib_uverbs_ex_modify_qp"
 }
 
 // Has reports whether every bit of mask is in the attribute mask.

@@ -126,6 +126,9 @@ func appendModifyJSON(b []byte, m *event.Modify, entry bool) []byte {
 	}
 	if m.Alt != nil {
 		b = appendPathJSON(append(b, `,"alt":`...), m.Alt, true)
+		if m.RefusedByUverbs() {
+			b = appendUintField(b, `,"alt_ah_port":`, m.AltAHPort)
+		}
 	}
 	if entry {
 		return b

@@ -94,7 +94,8 @@ func randomEvent(rng *rand.Rand) *event.Event {
 			Origin: event.Origin(rng.IntN(4)), UHandle: rng.Uint32(), UserHandle: rng.Uint64(),
 			AttrMask: pick(rng, 0, event.AttrState|event.AttrAV|event.AttrDestQPN, event.AttrAltPath|event.AttrPathMigState, rng.Uint32()),
 			State:    event.QPState(rng.IntN(9)), MigState: event.MigState(rng.IntN(5)), DestQPN: rng.Uint32(),
-			Primary: randomPath(rng), Alt: randomPath(rng), Ret: randomRet(rng), Hook: randomString(rng)}
+			Primary: randomPath(rng), Alt: randomPath(rng), Ret: randomRet(rng), AltAHPort: rng.Uint32(),
+			Hook: pick(rng, randomString(rng), "ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp")}
 	}
 	if set&2 != 0 {
 		e.QP = &event.QPEvent{Type: event.EventType(rng.IntN(24)), QPType: event.QPType(rng.IntN(12)),

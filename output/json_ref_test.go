@@ -51,6 +51,7 @@ type jsonModify struct {
 	DestQPN    *uint32   `json:"dest_qpn,omitempty"`
 	Primary    *jsonPath `json:"primary,omitempty"`
 	Alt        *jsonPath `json:"alt,omitempty"`
+	AltAHPort  *uint32   `json:"alt_ah_port,omitempty"`
 	TookNS     int64     `json:"took_ns,omitempty"`
 	Ret        *int32    `json:"ret,omitempty"` // none for a call in progress (modify-entry)
 	Errno      string    `json:"errno,omitempty"`
@@ -163,6 +164,10 @@ func jsonValue(e *event.Event) any {
 		j := jsonModify{jsonCommon: c, Hook: escape.Text(m.Hook), QPType: m.QPType.String(), Origin: m.Origin.String(),
 			AttrMask: m.AttrMask, Attrs: AttrNames(m.AttrMask),
 			Primary: pathJSON(m.Primary, false), Alt: pathJSON(m.Alt, true)}
+		if m.Alt != nil && m.RefusedByUverbs() {
+			p := m.AltAHPort
+			j.AltAHPort = &p
+		}
 		if e.Kind != event.KindModifyEntry {
 			ret := m.Ret
 			j.Ret, j.Errno = &ret, Errno(m.Ret)

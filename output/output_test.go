@@ -333,3 +333,17 @@ func TestLineTableWidth(t *testing.T) {
 	}
 	golden(t, "events.lines", b.Bytes())
 }
+
+// TestDetailRefusedByUverbs: a modify ib_uverbs refused says so, with the
+// alternate address vector's port it compared.
+func TestDetailRefusedByUverbs(t *testing.T) {
+	e := &event.Event{Kind: event.KindModify, Modify: &event.Modify{Hook: "ib_uverbs_modify_qp",
+		AttrMask: event.AttrAltPath, Alt: &event.Path{Port: 2, DLID: 3}, Ret: -22}}
+	if d := Detail(e); !strings.Contains(d, "by ib_uverbs (alt av port 0)") {
+		t.Errorf("refused by ib_uverbs: %q", d)
+	}
+	e.Modify.Hook = "ib_modify_qp_with_udata"
+	if d := Detail(e); strings.Contains(d, "ib_uverbs") {
+		t.Errorf("refused by the verbs layer, named as ib_uverbs: %q", d)
+	}
+}

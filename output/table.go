@@ -116,6 +116,12 @@ func Detail(e *event.Event) string {
 		if e.Kind == event.KindModifyEntry {
 			ret = "entered (the modify record follows at its return)"
 		}
+		if m.RefusedByUverbs() {
+			ret += " by ib_uverbs"
+			if m.Alt != nil {
+				ret += fmt.Sprintf(" (alt av port %d)", m.AltAHPort)
+			}
+		}
 		return join(state, mig, pathText("av", m.Primary, false), pathText("alt", m.Alt, true),
 			"["+strings.Join(AttrNames(m.AttrMask), ",")+"]", ret,
 			fmt.Sprintf("(%s %s)", m.QPType, owner))

@@ -82,6 +82,7 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b = binary.AppendVarint(b, int64(m.Ret))
 		b = appendStr(b, m.Hook)
 		b = binary.AppendVarint(b, int64(m.Took)) // added later: older readers ignore it
+		b = binary.AppendUvarint(b, uint64(m.AltAHPort)) // added later still
 		b = endLen(b, pat)
 	}
 	if q := e.QP; q != nil {
@@ -225,6 +226,9 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 		m.Hook = p.str(in)
 		if len(p.b) > 0 { // older recorders wrote no duration
 			m.Took = time.Duration(p.varint())
+		}
+		if len(p.b) > 0 { // nor the alternate's address vector port
+			m.AltAHPort = p.u32()
 		}
 		e.Modify = m
 		if p.err != nil {

@@ -197,6 +197,23 @@ func TestWriterEncodesLargeModify(t *testing.T) {
 	}
 }
 
+// TestModifyRefusedByUverbsRoundTrips: the alternate address vector's
+// port of a modify ib_uverbs refused survives a recording.
+func TestModifyRefusedByUverbsRoundTrips(t *testing.T) {
+	e := &event.Event{Seq: 1, Kind: event.KindModify, Device: "ibsim0", QPN: 17, Modify: &event.Modify{
+		Hook: "ib_uverbs_modify_qp", AttrMask: event.AttrAltPath, Ret: -22,
+		Alt: &event.Path{Port: 2, DLID: 3}, AltAHPort: 0x1_0000,
+	}}
+	w := writeAll(t, testMeta(), Options{}, []*event.Event{e}, 1)
+	got, _, err := replay(t, w.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got[0], e) {
+		t.Fatalf("got %v, want %v", got, e)
+	}
+}
+
 func TestStatsFollowThePosition(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testMeta(), Options{FlushInterval: -1})

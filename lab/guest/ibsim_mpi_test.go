@@ -9,6 +9,7 @@ package guest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,14 +74,15 @@ func ibsimRCQPs(t *testing.T) []Line {
 // modifies with IB_QP_ALT_PATH and alt_port_num 2 but leaves
 // alt_ah_attr.port_num as ibv_query_qp gave it (0, no alternate yet), and
 // ib_uverbs refuses an alternate whose AH port differs from alt_port_num
-// (EINVAL) before the verbs layer: apmwatch's modify hooks never see it,
-// ibsim never gets it, Open MPI prints the failure (naming ibv_query_qp).
-// A healthy job completes with correct data and no finding. When port 1
-// of ibsim0 fails, every QP runs out of retries, Open MPI reports RETRY
-// EXCEEDED and the job fails; Open MPI never prints the PORT_ERR, which it
-// would if it read its async events (it never registers their handler).
-// apmwatch sees the port event and gives no APM finding: no QP loaded an
-// alternate (the refused load is invisible to it; docs/lab.md).
+// (EINVAL) before the verbs layer: ibsim never gets it, Open MPI prints the
+// failure (naming ibv_query_qp). apmwatch's uverbs command hooks see each
+// refused load and give an apm-modify-failed naming the cause, per QP.
+// A healthy job completes with correct data. When port 1 of ibsim0 fails,
+// every QP runs out of retries, Open MPI reports RETRY EXCEEDED and the
+// job fails; Open MPI never prints the PORT_ERR, which it would if it read
+// its async events (it never registers their handler). apmwatch sees the
+// port event; audit, reading a QP whose load was refused in ERR, gives an
+// unprotected-failure for it (docs/lab.md).
 func TestIBSimOpenMPI(t *testing.T) {
 	dir := t.TempDir()
 	a := startAudit(t, dir)
@@ -134,19 +136,67 @@ func TestIBSimOpenMPI(t *testing.T) {
 	for _, dev := range []string{"ibsim0", "ibsim1"} {
 		tr.Wait(t, 0, evTimeout, Match("kind", "modify", "device", dev, "comm", "lab-mpi", "state", "RTS", "ret", 0))
 	}
-	if m := Filter(tr.Lines(), and(Match("kind", "modify", "comm", "lab-mpi"), hasAttr("ALT_PATH"))); len(m) != 0 {
-		t.Errorf("an alternate load of Open MPI's reached the verbs layer: %v", m)
+	refused := checkRefusedLoads(t, tr.Lines())
+	// trace: an apm-modify-failed for each QP whose load was refused,
+	// naming the cause, and nothing else
+	got := map[string]bool{}
+	for _, f := range Filter(tr.Lines(), Match("kind", "finding")) {
+		if f.Str("finding") != "apm-modify-failed" || !strings.Contains(f.Str("remediation"), "alt_ah_attr.port_num") {
+			t.Errorf("trace finding %v, want only apm-modify-failed naming the address vector's port", f)
+		}
+		got[fmt.Sprintf("%s/%d", f.Str("device"), f.Int("qpn"))] = true
 	}
-	if f := Filter(tr.Lines(), Match("kind", "finding")); len(f) != 0 {
-		t.Errorf("trace findings: %v", f)
+	if !maps.Equal(got, refused) {
+		t.Errorf("trace: apm-modify-failed on %v, want on the QPs whose load was refused, %v", got, refused)
 	}
 	time.Sleep(2 * time.Second) // audit's deadlines past the last event
 	if err := a.Stop(t); err != nil {
 		t.Errorf("apmwatch audit: %v\n%s", err, a.Dump())
 	}
-	if f := readAuditLines(t, filepath.Join(dir, "findings.jsonl")); len(f) != 0 {
-		t.Errorf("audit findings: %+v", f)
+	// audit: the same; and an unprotected-failure for a QP whose load was
+	// refused that it read in ERR after the port failure (which of them
+	// audit reads before Open MPI tears them down varies)
+	got = map[string]bool{}
+	for _, f := range readAuditLines(t, filepath.Join(dir, "findings.jsonl")) {
+		qp := fmt.Sprintf("%s/%d", f.QP.Device, f.QP.QPN)
+		switch f.Kind {
+		case "apm-modify-failed":
+			got[qp] = true
+		case "unprotected-failure":
+			if !refused[qp] {
+				t.Errorf("audit: unprotected-failure on %s, whose alternate load was never refused", qp)
+			}
+			t.Logf("audit: unprotected-failure on %s (unprotected %v)", qp, time.Duration(f.Unprotected))
+		default:
+			t.Errorf("audit finding %+v, want only apm-modify-failed and unprotected-failure", f)
+		}
 	}
+	if !maps.Equal(got, refused) {
+		t.Errorf("audit: apm-modify-failed on %v, want on the QPs whose load was refused, %v", got, refused)
+	}
+}
+
+// checkRefusedLoads: every alternate load of Open MPI's is seen, refused
+// by ib_uverbs (EINVAL) before the verbs layer, naming alternate port 2
+// with an address vector of port 0, on both HCAs. It returns their QPs.
+func checkRefusedLoads(t *testing.T, lines []Line) map[string]bool {
+	t.Helper()
+	perDev, qps := map[string]int{}, map[string]bool{}
+	for _, l := range Filter(lines, and(Match("kind", "modify", "comm", "lab-mpi"), hasAttr("ALT_PATH"))) {
+		alt, _ := l["alt"].(map[string]any)
+		_, hasAH := l["alt_ah_port"]
+		if !strings.HasPrefix(l.Str("hook"), "ib_uverbs_") || l.Int("ret") != -22 || alt == nil ||
+			Line(alt).Int("port") != 2 || !hasAH || l.Int("alt_ah_port") != 0 {
+			t.Errorf("an alternate load of Open MPI's, not refused by ib_uverbs as it is: %v", l)
+		}
+		perDev[l.Str("device")]++
+		qps[fmt.Sprintf("%s/%d", l.Str("device"), l.Int("qpn"))] = true
+	}
+	if perDev["ibsim0"] == 0 || perDev["ibsim1"] == 0 {
+		t.Errorf("refused alternate loads per HCA %v, want Open MPI's on both", perDev)
+	}
+	t.Logf("alternate loads refused by ib_uverbs, per HCA: %v, on %d QPs", perDev, len(qps))
+	return qps
 }
 
 // altportLines are lab-altport.so's JSON lines in mpirun's stderr.

@@ -136,6 +136,12 @@ func TestTraceUserQP(t *testing.T) {
 		t.Errorf("alternate path attempt: %v, want ret -22 with a decoded RoCE path", alt)
 	}
 	tr.Wait(t, i, evTimeout, and(me, Match("mig_state", "REARM", "ret", 0)))
+	// the load reached the verbs layer: its record is the verbs hook's
+	// alone, none from ib_uverbs' command hooks
+	if u := Filter(tr.Lines(), and(Match("kind", "modify", "device", "rxe0", "qpn", q),
+		func(l Line) bool { return strings.HasPrefix(l.Str("hook"), "ib_uverbs_") })); len(u) != 0 {
+		t.Errorf("a modify the verbs layer refused, also recorded as refused by ib_uverbs: %v", u)
+	}
 
 	for _, e := range []string{"path_mig_err", "comm_est"} {
 		Inject(t, "rxe0", q, e, false)
@@ -338,7 +344,8 @@ func TestProbesCommand(t *testing.T) {
 	// cm_apr_handler, ib_create_qp_user/kernel; 5.10 and 6.1:
 	// __ib_qp_event_handler) is listed missing, saying why.
 	for _, name := range []string{"__ib_qp_event_handler", "cm_lap_handler", "cm_apr_handler",
-		"ib_create_qp_user", "ib_create_qp_kernel", "ib_destroy_qp_user", "ib_cm_notify", "ib_modify_qp_with_udata"} {
+		"ib_create_qp_user", "ib_create_qp_kernel", "ib_destroy_qp_user", "ib_cm_notify", "ib_modify_qp_with_udata",
+		"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp", "rdma_lookup_get_uobject"} {
 		if hasKsym(t, name) {
 			if got[name].Method == event.HookMissing {
 				t.Errorf("%s is in kallsyms, and probes says missing: %+v", name, got[name])

@@ -124,3 +124,17 @@ func TestConsoleTail(t *testing.T) {
 		t.Errorf("escapes left: %q", got)
 	}
 }
+
+// TestBootPanicked: a console that ends in a kernel panic is told from
+// one that does not (the runner boots again, once, when the panic came
+// before the command).
+func TestBootPanicked(t *testing.T) {
+	panicked := "[    3.037017] Oops: int3: 0000 [#1] SMP NOPTI\n" +
+		"[    3.046321] Kernel panic - not syncing: Fatal exception in interrupt\n"
+	if !bootPanicked([]byte(panicked)) {
+		t.Error("a kernel panic not seen")
+	}
+	if bootPanicked([]byte("[    2.1] Run /init as init process\n[    9.0] random: crng init done\n")) {
+		t.Error("a panic seen in a clean boot")
+	}
+}
