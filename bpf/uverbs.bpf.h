@@ -37,6 +37,33 @@ struct {
 	__type(value, struct uverbs_cmd);
 } uverbs_cmd SEC(".maps");
 
+/* How many commands are kept, over all threads: rdma_lookup_get_uobject
+ * runs on nearly every uverbs command (each post and poll of a provider
+ * without mapped queues), and its hook returns at once while this is 0.
+ * A kretprobe lost under load can leave it above 0: the hook then only
+ * looks in uverbs_cmd for nothing. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} uverbs_busy SEC(".maps");
+
+static __always_inline void uverbs_busy_add(__s64 n)
+{
+	__u32 zero = 0;
+	__s64 *b = bpf_map_lookup_elem(&uverbs_busy, &zero);
+	if (b)
+		__sync_fetch_and_add(b, n);
+}
+
+static __always_inline int uverbs_idle(void)
+{
+	__u32 zero = 0;
+	__s64 *b = bpf_map_lookup_elem(&uverbs_busy, &zero);
+	return !b || *b <= 0;
+}
+
 /* Per-CPU room for a command being read (too large for the stack beside
  * the helpers' frames). */
 struct {
@@ -49,8 +76,11 @@ struct {
 /* The verbs layer was reached: the modify hooks' exits call this. */
 static __always_inline void uverbs_reached_verbs(void)
 {
+	if (uverbs_idle())
+		return;
 	__u64 k = bpf_get_current_pid_tgid();
-	bpf_map_delete_elem(&uverbs_cmd, &k);
+	if (bpf_map_delete_elem(&uverbs_cmd, &k) == 0)
+		uverbs_busy_add(-1);
 }
 
 /* Keeps the command at in (the caller's buffer, len bytes) if it names
@@ -70,14 +100,19 @@ static __always_inline void uverbs_keep(const void *in, __u64 len)
 	c->at = bpf_ktime_get_boot_ns();
 	c->qp = 0;
 	__u64 k = bpf_get_current_pid_tgid();
+	int fresh = bpf_map_lookup_elem(&uverbs_cmd, &k) == 0;
 	if (bpf_map_update_elem(&uverbs_cmd, &k, c, BPF_ANY))
 		count(APM_CNT_INFLIGHT_FULL);
+	else if (fresh)
+		uverbs_busy_add(1);
 }
 
 /* The QP of a kept command: the first lookup that found an object (with
  * its id when known, handle_ok says whether it is the command's handle). */
 static __always_inline void uverbs_lookup_done(__u64 uobj, int handle_ok)
 {
+	if (uverbs_idle())
+		return;
 	__u64 k = bpf_get_current_pid_tgid();
 	struct uverbs_cmd *c = bpf_map_lookup_elem(&uverbs_cmd, &k);
 	if (!c || c->qp || !handle_ok || !uobj || uobj >= (__u64)-MAX_ERRNO)
@@ -134,7 +169,8 @@ static __always_inline void uverbs_done(int ret, __u64 ip)
 			emit(r);
 		}
 	}
-	bpf_map_delete_elem(&uverbs_cmd, &k);
+	if (bpf_map_delete_elem(&uverbs_cmd, &k) == 0)
+		uverbs_busy_add(-1);
 }
 
 /* ---- fentry + fexit ---- */
@@ -161,6 +197,8 @@ int BPF_PROG(fexit_uverbs_modify)
 SEC("fexit/rdma_lookup_get_uobject")
 int BPF_PROG(fexit_uverbs_lookup)
 {
+	if (uverbs_idle())
+		return 0;
 	__u64 k = bpf_get_current_pid_tgid();
 	struct uverbs_cmd *c = bpf_map_lookup_elem(&uverbs_cmd, &k);
 	if (!c || c->qp)

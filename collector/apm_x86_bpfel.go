@@ -200,6 +200,7 @@ const (
 	apmMapNotifyCalls            = "notify_calls"
 	apmMapScratch                = "scratch"
 	apmMapUmadTids               = "umad_tids"
+	apmMapUverbsBusy             = "uverbs_busy"
 	apmMapUverbsCmd              = "uverbs_cmd"
 	apmMapUverbsScratch          = "uverbs_scratch"
 	apmProgFentryDestroy         = "fentry_destroy"
@@ -345,6 +346,7 @@ type apmMapSpecs struct {
 	NotifyCalls   *ebpf.MapSpec `ebpf:"notify_calls"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	UmadTids      *ebpf.MapSpec `ebpf:"umad_tids"`
+	UverbsBusy    *ebpf.MapSpec `ebpf:"uverbs_busy"`
 	UverbsCmd     *ebpf.MapSpec `ebpf:"uverbs_cmd"`
 	UverbsScratch *ebpf.MapSpec `ebpf:"uverbs_scratch"`
 }
@@ -386,6 +388,7 @@ type apmMaps struct {
 	NotifyCalls   *ebpf.Map `ebpf:"notify_calls"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	UmadTids      *ebpf.Map `ebpf:"umad_tids"`
+	UverbsBusy    *ebpf.Map `ebpf:"uverbs_busy"`
 	UverbsCmd     *ebpf.Map `ebpf:"uverbs_cmd"`
 	UverbsScratch *ebpf.Map `ebpf:"uverbs_scratch"`
 }
@@ -399,6 +402,7 @@ func (m *apmMaps) Close() error {
 		m.NotifyCalls,
 		m.Scratch,
 		m.UmadTids,
+		m.UverbsBusy,
 		m.UverbsCmd,
 		m.UverbsScratch,
 	)

@@ -82,7 +82,9 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b = binary.AppendVarint(b, int64(m.Ret))
 		b = appendStr(b, m.Hook)
 		b = binary.AppendVarint(b, int64(m.Took)) // added later: older readers ignore it
-		b = binary.AppendUvarint(b, uint64(m.AltAHPort)) // added later still
+		if m.AltAHPort != 0 {                     // added later still, and only when set: 0 when absent
+			b = binary.AppendUvarint(b, uint64(m.AltAHPort))
+		}
 		b = endLen(b, pat)
 	}
 	if q := e.QP; q != nil {

@@ -129,6 +129,13 @@ var rdmaCoreApps = []struct {
 	{"ib_read_lat", []string{"-n", "200"}, "2       200"},
 }
 
+// perftestNoClock: perftest times with the cycle counter, measured against
+// the clock first (get_cpu_mhz); when the fit is poor (r^2 < 0.9, a busy
+// TCG guest beside another) it prints this and "Can't produce a report"
+// though the transfer ran. That is perftest's clock, not the data path:
+// the run is repeated (at most twice more).
+const perftestNoClock = "Correlation coefficient r^2"
+
 // TestIBSimRdmaCoreApps: each program completes with its own data checks
 // passing, under `apmwatch trace`, which sees their QPs (connect modifies
 // on ibsim0 by the program) and gives no finding: none of them loads an
@@ -136,10 +143,18 @@ var rdmaCoreApps = []struct {
 func TestIBSimRdmaCoreApps(t *testing.T) {
 	tr := startTrace(t)
 	for i, app := range rdmaCoreApps {
-		a := startApp(t, 18900+i, app.prog, app.args...)
-		a.wait(t, 2*time.Minute)
-		if !strings.Contains(a.cliOut.String(), app.want) {
-			t.Errorf("%s %v: client output lacks %q:\n%s", app.prog, app.args, app.want, a.cliOut.String())
+		for try := 0; ; try++ {
+			a := startApp(t, 18900+i+100*try, app.prog, app.args...)
+			a.wait(t, 2*time.Minute)
+			out := a.cliOut.String()
+			if strings.Contains(out, perftestNoClock) && try < 2 {
+				t.Logf("%s %v: perftest could not calibrate its cycle counter (%q: a busy TCG guest); running it again", app.prog, app.args, perftestNoClock)
+				continue
+			}
+			if !strings.Contains(out, app.want) {
+				t.Errorf("%s %v: client output lacks %q:\n%s", app.prog, app.args, app.want, out)
+			}
+			break
 		}
 		comm := app.prog
 		if len(comm) > 15 {

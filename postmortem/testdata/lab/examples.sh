@@ -177,7 +177,8 @@ mpi_job() {
 }
 
 # as shipped: its alternate load is refused by ib_uverbs (never reaches the
-# verbs layer), so the failure kills the job: no APM finding
+# verbs layer), so the failure kills the job: an apm-modify-failed per QP
+# whose load was refused, naming the address vector's port
 mpi_job openmpi-port-failure
 # its alternate load corrected (lab-altport.so): the QPs migrate, the job
 # completes, Open MPI never rearms: a missed-rearm for each migrated QP
