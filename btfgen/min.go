@@ -63,6 +63,9 @@ func Minimize(module *btf.Spec, split bool, base *btf.Spec, local *btf.Spec) ([]
 			return nil, err
 		}
 		for _, tt := range targets {
+			if !sameKind(tt, lt) {
+				continue // a function or variable of that name (ib_uverbs_modify_qp is both)
+			}
 			id, err := module.TypeID(tt)
 			if err != nil || int(id) < baseCount {
 				continue // vmlinux's: relocated against vmlinux itself
@@ -77,6 +80,24 @@ func Minimize(module *btf.Spec, split bool, base *btf.Spec, local *btf.Spec) ([]
 		return nil, errors.New("the module defines none of the types apmwatch reads")
 	}
 	return b.Marshal(nil, nil)
+}
+
+// sameKind reports whether target is a struct, union or enum as local is:
+// CO-RE relocates a local struct against structs only, and a function of
+// the same name would carry its whole signature's graph into the copy.
+func sameKind(target, local btf.Type) bool {
+	switch local.(type) {
+	case *btf.Struct:
+		_, ok := target.(*btf.Struct)
+		return ok
+	case *btf.Union:
+		_, ok := target.(*btf.Union)
+		return ok
+	case *btf.Enum:
+		_, ok := target.(*btf.Enum)
+		return ok
+	}
+	return false
 }
 
 // essentialName strips a CO-RE flavour ("ib_qp___v510" -> "ib_qp").

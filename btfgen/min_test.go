@@ -164,6 +164,11 @@ func TestMinimizeRelocatesAlike(t *testing.T) {
 		}
 	}
 	s.mod = append(s.mod, junk)
+	// a function named like a struct the probes read (ib_uverbs has both
+	// a struct and a function ib_uverbs_modify_qp): not a type to copy
+	s.mod = append(s.mod, &btf.Func{Name: "ib_uverbs_modify_qp", Linkage: btf.StaticFunc,
+		Type: &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
+			Params: []btf.FuncParam{{Name: "attrs", Type: &btf.Pointer{Target: junk}}}}})
 	base := marshal(t, s.base)
 	whole := marshal(t, s.mod)
 	raw, err := Minimize(whole, false, base, local)
