@@ -139,7 +139,7 @@ func Check(ctx context.Context, cfg Config, d Deps) (rep *Report, err error) {
 
 // pointOrder is the order of the report: the order of the list.
 var pointOrder = []string{PtArmedModify, PtRearmOnArmed, PtMigFromRearm, PtForcedEvent, PtResponderEv,
-	PtAltAfterMig, PtCommEstAfter, PtOneWayArm, PtDeadAlt}
+	PtAltAfterMig, PtCommEstAfter, PtOneWayArm, PtDeadAlt, PtUnloadedAlt}
 
 func order(p string) int { return slices.Index(pointOrder, p) }
 
@@ -200,7 +200,7 @@ type step struct {
 
 func (c *checker) run(ctx context.Context) error {
 	steps := []step{
-		{nil, c.setup},
+		{[]string{PtUnloadedAlt}, c.setup},
 		{[]string{PtArmedModify}, c.armedModify},
 		{nil, func(ctx context.Context) error { return c.arm(ctx, "at setup", c.a, c.bq) }},
 		{[]string{PtRearmOnArmed}, c.rearmOnArmed},

@@ -32,41 +32,45 @@ func answers(r *Report) map[string]string {
 	return m
 }
 
-// Every combination of the lab's four knobs comes back as exactly the
-// knobs set; the other points give the IBTA answers.
+// Every combination of the lab's five behaviour knobs comes back as
+// exactly the knobs set; the other points give the IBTA answers.
 func TestKnobsComeBackAsSet(t *testing.T) {
 	for _, armed := range []string{"refuse", "accept"} {
 		for _, forced := range []string{"none", "inside", "after"} {
 			for _, alt := range []string{"copy", "zero"} {
 				for _, dead := range []string{"retry", "pathmig-err"} {
-					name := strings.Join([]string{armed, forced, alt, dead}, ",")
-					t.Run(name, func(t *testing.T) {
-						f := newFake()
-						f.armedAccept, f.forced, f.altZero, f.deadPMErr = armed == "accept", forced, alt == "zero", dead == "pathmig-err"
-						rep, err := check(t, f, quick("ibsim0"))
-						if err != nil {
-							t.Fatalf("%v\n%+v", err, rep)
-						}
-						want := map[string]string{PtArmedModify: armed, PtForcedEvent: forced, PtAltAfterMig: alt, PtDeadAlt: dead}
-						if !maps.Equal(rep.Knobs, want) {
-							t.Errorf("knobs %v, want %v\n%+v", rep.Knobs, want, rep.Points)
-						}
-						a := answers(rep)
-						for p, w := range map[string]string{PtRearmOnArmed: AnsRefuse, PtMigFromRearm: AnsRefuse,
-							PtResponderEv: AnsRaised, PtCommEstAfter: AnsNone, PtOneWayArm: AnsBoth} {
-							if a[p] != w {
-								t.Errorf("%s: %q, want %q (%+v)", p, a[p], w, rep.Points)
+					for _, unloaded := range []string{"0", "1"} {
+						name := strings.Join([]string{armed, forced, alt, dead, unloaded}, ",")
+						t.Run(name, func(t *testing.T) {
+							f := newFake()
+							f.armedAccept, f.forced, f.altZero, f.deadPMErr = armed == "accept", forced, alt == "zero", dead == "pathmig-err"
+							f.unloaded1 = unloaded == "1"
+							rep, err := check(t, f, quick("ibsim0"))
+							if err != nil {
+								t.Fatalf("%v\n%+v", err, rep)
 							}
-						}
-						if len(rep.Points) != len(pointOrder) {
-							t.Errorf("%d points, want %d", len(rep.Points), len(pointOrder))
-						}
-						for i, p := range rep.Points {
-							if p.Point != pointOrder[i] {
-								t.Errorf("point %d is %s, want %s", i, p.Point, pointOrder[i])
+							want := map[string]string{PtArmedModify: armed, PtForcedEvent: forced, PtAltAfterMig: alt, PtDeadAlt: dead,
+								PtUnloadedAlt: unloaded}
+							if !maps.Equal(rep.Knobs, want) {
+								t.Errorf("knobs %v, want %v\n%+v", rep.Knobs, want, rep.Points)
 							}
-						}
-					})
+							a := answers(rep)
+							for p, w := range map[string]string{PtRearmOnArmed: AnsRefuse, PtMigFromRearm: AnsRefuse,
+								PtResponderEv: AnsRaised, PtCommEstAfter: AnsNone, PtOneWayArm: AnsBoth} {
+								if a[p] != w {
+									t.Errorf("%s: %q, want %q (%+v)", p, a[p], w, rep.Points)
+								}
+							}
+							if len(rep.Points) != len(pointOrder) {
+								t.Errorf("%d points, want %d", len(rep.Points), len(pointOrder))
+							}
+							for i, p := range rep.Points {
+								if p.Point != pointOrder[i] {
+									t.Errorf("point %d is %s, want %s", i, p.Point, pointOrder[i])
+								}
+							}
+						})
+					}
 				}
 			}
 		}
@@ -235,7 +239,7 @@ func TestReportJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("%v: %s", err, b.String())
 	}
-	want := map[string]string{PtArmedModify: "accept", PtForcedEvent: "none", PtAltAfterMig: "zero", PtDeadAlt: "pathmig-err"}
+	want := map[string]string{PtArmedModify: "accept", PtForcedEvent: "none", PtAltAfterMig: "zero", PtDeadAlt: "pathmig-err", PtUnloadedAlt: "0"}
 	if doc.Device != "ibsim0" || doc.Port != 1 || doc.AltPort != 2 || !maps.Equal(doc.Knobs, want) || len(doc.Points) != len(pointOrder) {
 		t.Errorf("document %+v", doc)
 	}

@@ -154,6 +154,7 @@ var knobValues = map[string][]string{
 	PtForcedEvent: {AnsNone, AnsInside, AnsAfter},
 	PtAltAfterMig: {AnsCopy, AnsZero},
 	PtDeadAlt:     {AnsRetry, AnsPMErr},
+	PtUnloadedAlt: {"0", "1"},
 }
 
 // knobs maps the points' answers onto the knobs; an answer that is no

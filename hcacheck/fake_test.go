@@ -21,6 +21,7 @@ type fakeHCA struct {
 	forced      string // none, inside, after
 	altZero     bool
 	deadPMErr   bool
+	unloaded1   bool // a QP with no alternate reads alternate port 1 (mlx4's decode)
 
 	rearmOnArmedOK  bool // REARM on ARMED returns 0
 	migFromRearmOK  bool // MIGRATED on REARM returns 0 (and migrates nothing)
@@ -150,9 +151,13 @@ func (f *fakeHCA) Query(h uint32) (uverbs.Attr, error) {
 	if q == nil {
 		return uverbs.Attr{}, unix.EINVAL
 	}
+	alt := q.alt
+	if alt.Port == 0 && f.unloaded1 {
+		alt.Port = 1
+	}
 	return uverbs.Attr{State: uint8(q.state), PathMigState: uint8(q.mig), DestQPN: q.dest,
 		PortNum: q.prim.Port, Dest: uverbs.Dest{DLID: q.prim.DLID, SrcPathBits: q.prim.Bits, PortNum: q.prim.Port},
-		AltPortNum: q.alt.Port, AltDest: uverbs.Dest{DLID: q.alt.DLID, SrcPathBits: q.alt.Bits, PortNum: q.alt.Port}}, nil
+		AltPortNum: alt.Port, AltDest: uverbs.Dest{DLID: alt.DLID, SrcPathBits: alt.Bits, PortNum: alt.Port}}, nil
 }
 
 func (f *fakeHCA) migrate(q *fqp) {

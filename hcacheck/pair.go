@@ -88,6 +88,11 @@ func (c *checker) setup(context.Context) error {
 			State: uint8(event.StateRTS), Timeout: c.cfg.Timeout, RetryCnt: c.cfg.RetryCnt, RNRRetry: 3, MaxRdAtomic: 1}); err != nil {
 			return fmt.Errorf("QP %s to RTS: %w", q.name, err)
 		}
+		if q == c.a {
+			if err := c.unloadedAlt(); err != nil {
+				return err
+			}
+		}
 		if err := c.loadAlt(q, c.alt); err != nil {
 			return fmt.Errorf("QP %s: loading the alternate path: %w", q.name, err)
 		}
@@ -127,4 +132,23 @@ func (c *checker) teardown() error {
 		errs = append(errs, errors.New("closing the uverbs file released whatever was left"))
 	}
 	return errors.Join(errs...)
+}
+
+// unloadedAlt answers unloaded-alt-port: the alternate port QUERY_QP reads
+// on A in RTS before any alternate was loaded. rdmavt and mlx5 read 0 (no
+// address vector); mlx4 decodes the port from the unused path's
+// sched_queue bit, 1 when the firmware left it zero. ib_uverbs refuses an
+// alternate load whose address vector port differs from alt_port_num, so
+// an application that loads its alternate on top of a query without
+// setting the port (Open MPI's openib) gets through only when this reads
+// the port it asks for.
+func (c *checker) unloadedAlt() error {
+	a, err := c.query(c.a)
+	if err != nil {
+		return err
+	}
+	c.add(Point{Point: PtUnloadedAlt, Answer: fmt.Sprint(a.AltDest.PortNum),
+		Detail: fmt.Sprintf("QUERY_QP A in RTS, no alternate loaded: alt_dest.port_num %d, alt_port_num %d, alt_dest.dlid %d",
+			a.AltDest.PortNum, a.AltPortNum, a.AltDest.DLID)})
+	return nil
 }

@@ -24,6 +24,7 @@ const (
 	PtCommEstAfter = "comm-est-after-migration" // COMM_EST on either QP after the migration
 	PtOneWayArm    = "one-way-arm"              // both rearmed, only A sends: who reads ARMED
 	PtDeadAlt      = "dead-alternate"           // retries exhausted with a dead alternate
+	PtUnloadedAlt  = "unloaded-alt-port"        // the alternate port a query reads before any was loaded
 )
 
 // Point is one firmware-decided point and the answer the device gave.

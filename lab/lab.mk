@@ -126,16 +126,17 @@ lab-fetch-start: setup
 
 # make test's guest runs, in three lanes side by side (lab/lanes.sh; a TCG
 # guest keeps about one core busy and spends much of a suite waiting): the
-# full suite on 6.1 then the core suite on 5.10; the full suite on 6.12
-# then the core suite on 7.2; the short boots (the packaged units, the lab
-# runner's checks, Prometheus in the lab) on 6.1 and 6.12; then lab-quiet
-# alone (the full suites skip its tests). Everything is
+# full suite on 6.1; the full suite on 6.12; the short boots (the packaged
+# units, the lab runner's checks, Prometheus in the lab) on 6.1 and 6.12,
+# then the core suites on 5.10 and 7.2 (the full suites take longest: the
+# core suites ride beside them); then lab-quiet alone (the full suites skip
+# its tests). Everything is
 # built first, every kernel's image one at a time; the lanes build nothing
 # (go build rewrites its output even when unchanged, under a runner of
 # another lane that reads it).
 LAB_TEST_KERNELS := $(LAB_ALL_KERNELS)
-LAB_LANES := "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2" \
-	"lab-systemd:6.1 lab-systemd:6.12 lab-host-test:6.1+6.12 prom-test:6.1+6.12"
+LAB_LANES := "lab-test:6.1" "lab-test:6.12" \
+	"lab-systemd:6.1 lab-systemd:6.12 lab-host-test:6.1+6.12 prom-test:6.1+6.12 lab-core:5.10 lab-core:7.2"
 .PHONY: lab-suites lab-fetch-start
 lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
 	@lab/fetch-bg.sh wait $(LAB_FETCH)

@@ -15,7 +15,7 @@
 # prints, for each, its failed tests and their last lines, so that the end
 # of a long run (all a CI page may keep) says what failed.
 #
-#   lab/lanes.sh "lab-test:6.1 lab-core:5.10" "lab-test:6.12 lab-core:7.2"
+#   lab/lanes.sh "lab-test:6.1" "lab-test:6.12" "lab-core:5.10 lab-core:7.2"
 #   lab/lanes.sh --report
 set -uo pipefail
 

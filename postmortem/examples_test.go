@@ -35,6 +35,7 @@ func TestExamplesGiveTheirDocumentedFindings(t *testing.T) {
 		// Debian's Open MPI: as shipped its alternate load never reaches the verbs layer; corrected, nobody rearms
 		{[]string{"openmpi-port-failure.rec"}, map[string]int{"apm-modify-failed": 16}},
 		{[]string{"openmpi-altport-fixed.rec"}, map[string]int{"missed-rearm": 4, "stuck-rearm": 4}},
+		{[]string{"openmpi-lmc.rec"}, map[string]int{"apm-modify-failed": 16, "missed-rearm": 4, "stuck-rearm": 4}},
 	} {
 		name := strings.Join(tc.files, "+")
 		t.Run(name, func(t *testing.T) {

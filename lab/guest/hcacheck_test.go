@@ -40,8 +40,8 @@ func labKnobs(t *testing.T) map[string]string {
 	}
 	// pm-latency is a firmware timing, not a behaviour: hca-check answers
 	// the behaviours, and a rearm's time shows in its trace.
-	if m["pm-latency"] == "" || len(m) != 5 {
-		t.Fatalf("lab-ib knob lists %v, want the five knobs", m)
+	if m["pm-latency"] == "" || len(m) != 6 {
+		t.Fatalf("lab-ib knob lists %v, want the six knobs", m)
 	}
 	delete(m, "pm-latency")
 	return m
@@ -126,6 +126,8 @@ func TestHCACheckReportsTheKnobs(t *testing.T) {
 		{"ibta-accept-pathmig-err", "ibta", [][2]string{{"armed-modify", "accept"}, {"dead-alternate", "pathmig-err"}}},
 		{"mlx5-refuse-inside-retry", "mlx5", [][2]string{{"armed-modify", "refuse"}, {"forced-event", "inside"}, {"dead-alternate", "retry"}}},
 		{"ibta-forced-none-alt-zero", "ibta", [][2]string{{"forced-event", "none"}, {"alt-after-migration", "zero"}}},
+		{"ibta-unloaded-alt-port-1", "ibta", [][2]string{{"unloaded-alt-port", "1"}}},
+		{"mlx5-unloaded-alt-port-1", "mlx5", [][2]string{{"unloaded-alt-port", "1"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			MustRun(t, "lab-ib", "profile", c.profile)
@@ -150,7 +152,7 @@ func TestHCACheckReportsTheKnobs(t *testing.T) {
 			if !maps.Equal(rep.Knobs, want) {
 				t.Errorf("hca-check knobs %v, set %v\n%s", rep.Knobs, want, out)
 			}
-			if rep.Device != "ibsim0" || rep.Port != 1 || rep.AltPort != 2 || len(rep.Points) != 9 || len(rep.QPN) != 2 {
+			if rep.Device != "ibsim0" || rep.Port != 1 || rep.AltPort != 2 || len(rep.Points) != 10 || len(rep.QPN) != 2 {
 				t.Errorf("report %s", out)
 			}
 			// What no knob covers comes out as rdmavt (and ibsim) answer it.
@@ -164,6 +166,37 @@ func TestHCACheckReportsTheKnobs(t *testing.T) {
 			checkNoQPLeft(t, before, &rep)
 		})
 	}
+}
+
+// With an LMC (lab-ib lmc 1: ibsim0 port 1 answers LIDs 2 and 3) and the
+// alternate on the same port, hca-check loads the port's LMC path (DLID
+// LID+1, source path bits 1), which ibsim routes on its own: the
+// alternate after a migration tells a copy from a swap, and the knobs come
+// back as set.
+func TestHCACheckLMCPath(t *testing.T) {
+	MustRun(t, "lab-ib", "lmc", "1")
+	t.Cleanup(func() { Run(t, "lab-ib", "lmc", "0") })
+	port := Filter(ibShow(t), and(Match("dev", "ibsim0", "port", 1), func(l Line) bool { return l.Has("lid") }))
+	if len(port) != 1 || port[0].Int("lid") != 2 || port[0].Int("lmc") != 1 {
+		t.Fatalf("lab-ib show after lmc 1: %v, want ibsim0 port 1 with LID 2, LMC 1", port)
+	}
+	want := labKnobs(t)
+	before := ibQPList(t)
+	out, errs, code := runHCACheck(t, "--dev", "ibsim0", "--port", "1", "--alt-port", "1", "-o", "json")
+	if code != 0 {
+		t.Fatalf("hca-check exited %d: %s\n%s", code, errs, out)
+	}
+	var rep hcaReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("hca-check -o json: %v\n%s", err, out)
+	}
+	if !maps.Equal(rep.Knobs, want) || rep.Knobs["alt-after-migration"] != "copy" {
+		t.Errorf("hca-check knobs %v, set %v (alt-after-migration must be told)\n%s", rep.Knobs, want, out)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "the LMC path of port 1 (DLID 3, source path bits 1)") {
+		t.Errorf("notes %q, want the LMC path named", rep.Notes)
+	}
+	checkNoQPLeft(t, before, &rep)
 }
 
 // The table output runs the same check (profile ibta) and ends with the

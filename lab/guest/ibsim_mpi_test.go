@@ -18,24 +18,39 @@ import (
 	"time"
 )
 
+// apmOverPorts asks openib for APM over ports: port 2 is the alternate of
+// port 1.
+var apmOverPorts = []string{"--mca", "btl_openib_enable_apm_over_ports", "1"}
+
+// apmOverLMC asks openib for APM over LMC: the alternate of each QP is
+// the next LID of the same ports (DLID + 1, source path bits + 1).
+// max_lmc 0 (use every LID of the port): its default, 1, uses only the
+// base LID and turns APM over LMC off ("apm without lmc").
+var apmOverLMC = []string{"--mca", "btl_openib_enable_apm_over_lmc", "1", "--mca", "btl_openib_max_lmc", "0"}
+
 // mpiArgs runs lab-mpi on two ranks, rank 0 on ibsim0 and rank 1 on
-// ibsim1, through the openib BTL with APM over ports (port 2 is the
-// alternate of port 1). ib_timeout 14 (67 ms, 8 tries: about 0.5 s before
-// the retries run out) instead of Open MPI's 20 (34 s).
-func mpiArgs(seconds string, env ...string) []string {
+// ibsim1, through the openib BTL with the APM mode apm asks for.
+// ib_timeout 14 (67 ms, 8 tries: about 0.5 s before the retries run out)
+// instead of Open MPI's 20 (34 s).
+func mpiArgs(apm []string, seconds string, env ...string) []string {
 	app := func(dev string) []string {
 		a := append([]string{"-np", "1", "env", "OMPI_MCA_btl_openib_if_include=" + dev}, env...)
 		return append(a, "lab-mpi", "--seconds", seconds)
 	}
-	args := []string{"--mca", "plm", "isolated", "--mca", "btl", "openib,self",
-		"--mca", "btl_openib_allow_ib", "1", "--mca", "btl_openib_enable_apm_over_ports", "1",
-		"--mca", "btl_openib_warn_no_device_params_found", "0", "--mca", "btl_openib_ib_timeout", "14"}
+	args := append([]string{"--mca", "plm", "isolated", "--mca", "btl", "openib,self",
+		"--mca", "btl_openib_allow_ib", "1",
+		"--mca", "btl_openib_warn_no_device_params_found", "0", "--mca", "btl_openib_ib_timeout", "14"}, apm...)
 	args = append(append(args, app("ibsim0")...), ":")
 	return append(args, app("ibsim1")...)
 }
 
+// mpirun runs lab-mpi with APM over ports.
 func mpirun(seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
-	c := exec.Command("mpirun", mpiArgs(seconds, env...)...)
+	return mpirunAPM(apmOverPorts, seconds, env...)
+}
+
+func mpirunAPM(apm []string, seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
+	c := exec.Command("mpirun", mpiArgs(apm, seconds, env...)...)
 	c.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	var out, errb syncBuf
 	c.Stdout, c.Stderr = &out, &errb

@@ -355,6 +355,8 @@ func TestIBSimControlErrors(t *testing.T) {
 		{[]string{"traffic", "poke", "--dev", "ibsim0", "--qpn", "999999"}, 1, "no such QP"},
 		{[]string{"traffic", "sideways"}, 2, "traffic needs on|off"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"lmc", "4"}, 2, "lmc needs N, 0 to 3"},
+		{[]string{"lmc"}, 2, "lmc needs N, 0 to 3"},
 	}
 	for _, c := range cases {
 		r := Run(t, "lab-ib", c.args...)

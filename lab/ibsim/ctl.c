@@ -7,7 +7,10 @@
  *                                     QP whose primary crosses it fails over
  *                                     or fails) or back ACTIVE (PORT_ACTIVE)
  *             link LID down|up        the switch stops (resumes) routing to
- *                                     LID: no port event, paths through it fail
+ *                                     LID (one LID of a port's range, lid.c):
+ *                                     no port event, paths to it fail
+ *             lmc N                   every port gets 2^N LIDs (0..3), renumbered
+ *                                     from 1 << N, with LID_CHANGE (lid.c)
  *             traffic on|off [DEV QPN]  simulated RC traffic, global or one QP
  *             poke [DEV QPN]          one packet from every QP (or one)
  *             bench DEV QPN N         COMM_EST N times through one user QP's
@@ -100,6 +103,11 @@ static int run(char **w, int n)
 			return -EINVAL;
 		return ibsim_link_set(v, up);
 	}
+	if (!strcmp(w[0], "lmc") && n == 2) {
+		if (kstrtou32(w[1], 0, &v))
+			return -EINVAL;
+		return ibsim_lmc_set(v);
+	}
 	if (!strcmp(w[0], "traffic") && (n == 2 || n == 4)) {
 		if (parse_updown(w[1], &up))
 			return -EINVAL;
@@ -177,7 +185,7 @@ static int knobs_show(struct seq_file *m, void *v)
 
 static int ctl_show(struct seq_file *m, void *v)
 {
-	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\nknob NAME VALUE\nprofile ibta|mlx5\n");
+	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\nlmc N\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\nknob NAME VALUE\nprofile ibta|mlx5\n");
 	return 0;
 }
 

@@ -22,6 +22,7 @@ struct ibsim_pkt {
 	u64 wr_id;
 	bool signaled;
 	u32 dlid;
+	u8 src_path_bits;	/* the AH's */
 	u8 sl;
 	u32 remote_qpn;
 	u16 pkey_index;
@@ -78,6 +79,7 @@ int ibsim_gsi_send(struct ibsim_qp *qp, const struct ib_ud_wr *wr)
 	p->signaled = (s->send_flags & IB_SEND_SIGNALED) ||
 		qp->sq_sig_type == IB_SIGNAL_ALL_WR;
 	p->dlid = rdma_ah_get_dlid(&ah->attr);
+	p->src_path_bits = rdma_ah_get_path_bits(&ah->attr);
 	p->sl = rdma_ah_get_sl(&ah->attr);
 	if (rdma_ah_get_ah_flags(&ah->attr) & IB_AH_GRH) {
 		const struct ib_global_route *g = rdma_ah_read_grh(&ah->attr);
@@ -183,7 +185,7 @@ static void deliver_dgram(struct ibsim_pkt *p, const u8 *data)
 
 	if (!ibsim_port_alive(&sd->port[p->src_port]))
 		return;
-	if (!ibsim_port_alive(ibsim_lid_port(p->dlid, &dd, &dport)))
+	if (!ibsim_lid_alive(p->dlid) || !ibsim_lid_port(p->dlid, &dd, &dport))
 		return;
 	dst = find_dgram_qp(dd, dport, p->remote_qpn);
 	if (!dst || READ_ONCE(dst->attr.qp_state) < IB_QPS_RTR ||
@@ -210,7 +212,9 @@ static void deliver_dgram(struct ibsim_pkt *p, const u8 *data)
 	wc.byte_len = sizeof(struct ib_grh) + p->len;
 	wc.qp = &dst->ibqp;
 	wc.src_qp = p->src->ibqp.qp_num;
-	wc.slid = sd->port[p->src_port].lid;
+	wc.slid = sd->port[p->src_port].lid |
+		(p->src_path_bits & ((1U << sd->port[p->src_port].lmc) - 1));
+	wc.dlid_path_bits = p->dlid - dd->port[dport].lid;
 	wc.sl = p->sl;
 	wc.pkey_index = p->pkey_index;
 	wc.port_num = dport;

@@ -83,37 +83,6 @@ static const char *event_name(int e)
 
 /* --- the switch --- */
 
-struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port)
-{
-	int i;
-	u32 p;
-
-	for (i = 0; i < IBSIM_NDEV; i++) {
-		if (!ibsim_devs[i])
-			continue;
-		for (p = 1; p <= IBSIM_NPORT; p++) {
-			if (ibsim_devs[i]->port[p].lid == lid) {
-				if (dev)
-					*dev = ibsim_devs[i];
-				if (port)
-					*port = p;
-				return &ibsim_devs[i]->port[p];
-			}
-		}
-	}
-	return NULL;
-}
-
-bool ibsim_port_alive(struct ibsim_port *p)
-{
-	return p && p->state == IB_PORT_ACTIVE && p->link_up;
-}
-
-bool ibsim_lid_alive(u32 lid)
-{
-	return ibsim_port_alive(ibsim_lid_port(lid, NULL, NULL));
-}
-
 static bool path_alive(struct ibsim_qp *qp, bool alt)
 {
 	u32 port = alt ? qp->attr.alt_port_num : qp->attr.port_num;
@@ -359,7 +328,7 @@ static bool receiving(struct ibsim_qp *qp)
  */
 static bool receive(struct ibsim_qp *d, struct ibsim_qp *s, u32 dport)
 {
-	u32 slid = s->dev->port[s->attr.port_num].lid;
+	u32 slid = ibsim_slid(s);
 	bool migreq = s->attr.path_mig_state == IB_MIG_MIGRATED;
 	struct ib_qp_attr *a = &d->attr;
 
@@ -597,7 +566,7 @@ void ibsim_kick_sends(void)
 }
 
 /* Runs the queued events before a control write returns. */
-static void settle(void)
+void ibsim_settle(void)
 {
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
@@ -624,22 +593,7 @@ int ibsim_port_set(int dev, u32 port, bool up)
 				       IB_EVENT_PORT_ERR);
 	}
 	mutex_unlock(&ibsim_mutex);
-	settle();
-	return 0;
-}
-
-int ibsim_link_set(u32 lid, bool up)
-{
-	struct ibsim_port *p;
-
-	mutex_lock(&ibsim_mutex);
-	p = ibsim_lid_port(lid, NULL, NULL);
-	if (p)
-		p->link_up = up;
-	mutex_unlock(&ibsim_mutex);
-	if (!p)
-		return -ENOENT;
-	settle();
+	ibsim_settle();
 	return 0;
 }
 
@@ -690,7 +644,7 @@ int ibsim_poke(int dev, int qpn)
 			ret = dev_at(dev) ? -ENOENT : -ENODEV;
 	}
 	mutex_unlock(&ibsim_mutex);
-	settle();
+	ibsim_settle();
 	return ret;
 }
 
@@ -722,10 +676,19 @@ void ibsim_show(struct seq_file *m)
 		for (p = 1; ibsim_devs[i] && p <= IBSIM_NPORT; p++) {
 			struct ibsim_port *pt = &ibsim_devs[i]->port[p];
 
-			seq_printf(m, "{\"dev\":\"ibsim%d\",\"port\":%u,\"lid\":%u,\"state\":\"%s\",\"link\":\"%s\",\"sm_lid\":%u}\n",
-				   i, p, pt->lid, pt->state < ARRAY_SIZE(port_states) ?
+			u8 all = (1U << (1U << pt->lmc)) - 1;
+			u32 k;
+
+			/* link: "up" every LID routed, "down" none, else "partial" */
+			seq_printf(m, "{\"dev\":\"ibsim%d\",\"port\":%u,\"lid\":%u,\"lmc\":%u,\"state\":\"%s\",\"link\":\"%s\",\"sm_lid\":%u,\"lids_down\":[",
+				   i, p, pt->lid, pt->lmc, pt->state < ARRAY_SIZE(port_states) ?
 				   port_states[pt->state] : "?",
-				   pt->link_up ? "up" : "down", IBSIM_SM_LID);
+				   !pt->lids_down ? "up" : pt->lids_down == all ? "down" : "partial",
+				   IBSIM_SM_LID);
+			for (k = 0; k < (1U << pt->lmc); k++)
+				if (pt->lids_down & BIT(k))
+					seq_printf(m, "%s%u", pt->lids_down & (BIT(k) - 1) ? "," : "", pt->lid + k);
+			seq_puts(m, "]}\n");
 		}
 	}
 	list_for_each_entry(qp, &ibsim_qps, list) {
@@ -738,11 +701,14 @@ void ibsim_show(struct seq_file *m)
 			   ibsim_qps_name(a->qp_state),
 			   ibsim_mig_name(a->path_mig_state));
 		if (connected_type(qp))
-			seq_printf(m, ",\"port\":%u,\"dlid\":%u,\"dest_qpn\":%u,\"alt_valid\":%s,\"alt_port\":%u,\"alt_dlid\":%u,\"timeout\":%u,\"retry_cnt\":%u,\"traffic\":%s,\"own_sends\":%s,\"sq\":%d,\"unacked\":%s,\"tx\":%llu,\"rx\":%llu,\"acks\":%llu,\"migrations\":%llu,\"retries_exhausted\":%llu",
+			seq_printf(m, ",\"port\":%u,\"dlid\":%u,\"dest_qpn\":%u,\"alt_valid\":%s,\"alt_port\":%u,\"alt_dlid\":%u,\"slid\":%u,\"alt_slid\":%u,\"timeout\":%u,\"retry_cnt\":%u,\"traffic\":%s,\"own_sends\":%s,\"sq\":%d,\"unacked\":%s,\"tx\":%llu,\"rx\":%llu,\"acks\":%llu,\"migrations\":%llu,\"retries_exhausted\":%llu",
 				   a->port_num, rdma_ah_get_dlid(&a->ah_attr),
 				   a->dest_qp_num, qp->alt_valid ? "true" : "false",
 				   a->alt_port_num,
-				   rdma_ah_get_dlid(&a->alt_ah_attr), a->timeout,
+				   rdma_ah_get_dlid(&a->alt_ah_attr), ibsim_slid(qp),
+				   a->alt_port_num >= 1 && a->alt_port_num <= IBSIM_NPORT ?
+				   ibsim_ah_slid(qp->dev, a->alt_port_num, &a->alt_ah_attr) : 0,
+				   a->timeout,
 				   a->retry_cnt, qp->traffic ? "true" : "false",
 				   qp->own_sends ? "true" : "false",
 				   ibsim_sq_count(qp),

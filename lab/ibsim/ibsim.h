@@ -48,10 +48,18 @@ typedef u8 ibsim_port_t;
 typedef u32 ibsim_port_t;
 #endif
 
+/*
+ * A port's LIDs: lid is the base of 2^lmc LIDs (lid, aligned to 2^lmc, up to
+ * lid + 2^lmc - 1), as a subnet manager assigns them (IBTA PortInfo LID and
+ * LMC). lids_down has bit k set when the switch does not route to lid + k.
+ */
+#define IBSIM_MAX_LMC	3
+
 struct ibsim_port {
 	u32 lid;
+	u8 lmc;
+	u8 lids_down;
 	enum ib_port_state state;
-	bool link_up;		/* the switch routes to this LID */
 	u32 cap_flags;		/* modify_port set/clear bits on top */
 };
 
@@ -202,12 +210,13 @@ extern bool ibsim_traffic;
 
 /* knob.c: what firmware decides (docs/lab.md, knob.c) */
 enum { KNOB_ARMED_MODIFY, KNOB_FORCED_EVENT, KNOB_ALT_AFTER_MIG, KNOB_DEAD_ALT,
-       KNOB_PM_LATENCY, IBSIM_KNOBS };
+       KNOB_PM_LATENCY, KNOB_UNLOADED_ALT_PORT, IBSIM_KNOBS };
 enum { ARMED_REFUSE, ARMED_ACCEPT };
 enum { FORCED_NONE, FORCED_INSIDE, FORCED_AFTER };
 enum { ALT_COPY, ALT_ZERO };
 enum { DEADALT_RETRY, DEADALT_PATHMIG_ERR };
 enum { PMLAT_0, PMLAT_1500MS, PMLAT_3S };
+enum { UNLOADED_ALT_PORT0, UNLOADED_ALT_PORT1 };
 extern int ibsim_knob[IBSIM_KNOBS];
 unsigned int ibsim_pm_latency_ms(void);
 int ibsim_knob_set(const char *name, const char *value);	/* -ENOENT, -EINVAL */
@@ -279,7 +288,7 @@ u64 ibsim_rnr_timer_ns(u8 code);
 
 /* fabric.c: the switch, "packets", failures, events */
 struct ibsim_port *ibsim_lid_port(u32 lid, struct ibsim_dev **dev, u32 *port);
-bool ibsim_port_alive(struct ibsim_port *p);	/* ACTIVE and routed */
+bool ibsim_port_alive(struct ibsim_port *p);	/* ACTIVE */
 bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
@@ -295,6 +304,11 @@ void ibsim_kick_events(void);
 void ibsim_forget_qp(struct ibsim_qp *qp);	/* drop its queued events and packets */
 int ibsim_port_set(int dev, u32 port, bool up);
 int ibsim_link_set(u32 lid, bool up);
+int ibsim_lmc_set(u32 lmc);
+void ibsim_settle(void);	/* raise the queued events, wait for them */
+u32 ibsim_base_lid(int dev, u32 port, u8 lmc);
+u32 ibsim_slid(struct ibsim_qp *qp);	/* its primary path's source LID */
+u32 ibsim_ah_slid(struct ibsim_dev *d, u32 port, const struct rdma_ah_attr *ah);
 int ibsim_traffic_set(int dev, int qpn, bool on);	/* qpn < 0: global */
 int ibsim_poke(int dev, int qpn);			/* qpn < 0: all */
 struct ibsim_qp *ibsim_qp_at(int dev, u32 qpn, int *err);	/* under ibsim_mutex */

@@ -31,6 +31,17 @@
  *	param) and wait for its completion, bounded only by the command
  *	timeout (mlx5 MLX5_CMD_TIMEOUT_MSEC, 60 s): firmware decides. Both
  *	profiles leave it at 0.
+ *   unloaded-alt-port 0|1
+ *	the alternate port a query reads from a QP with no alternate loaded
+ *	(alt_ah_attr.port_num, alt_port_num). rdmavt rvt_query_qp copies the
+ *	QP's zeroed alt_ah_attr; mlx5 to_rdma_ah_attr leaves the AV empty
+ *	for a path with port 0: 0. mlx4 to_rdma_ah_attr decodes the port
+ *	from the path's sched_queue bit 6, so a path the firmware left zero
+ *	reads port 1: 1. What firmware leaves in an unused path: firmware
+ *	decides. Both profiles leave it at 0. ib_uverbs refuses an alternate
+ *	load whose AV port differs from alt_port_num, so this decides
+ *	whether an application that loads an alternate on top of a query
+ *	(Open MPI's openib) gets it through.
  *
  * Knobs are read and written under ibsim_mutex.
  */
@@ -49,6 +60,7 @@ static const char *const alt_values[] = { "copy", "zero" };
 static const char *const dead_values[] = { "retry", "pathmig-err" };
 static const char *const pmlat_values[] = { "0", "1500ms", "3s" };
 static const unsigned int pmlat_ms[] = { 0, 1500, 3000 };
+static const char *const unloaded_values[] = { "0", "1" };
 
 static const struct knob knobs[IBSIM_KNOBS] = {
 	[KNOB_ARMED_MODIFY] = { "armed-modify", armed_values, ARRAY_SIZE(armed_values) },
@@ -56,17 +68,21 @@ static const struct knob knobs[IBSIM_KNOBS] = {
 	[KNOB_ALT_AFTER_MIG] = { "alt-after-migration", alt_values, ARRAY_SIZE(alt_values) },
 	[KNOB_DEAD_ALT] = { "dead-alternate", dead_values, ARRAY_SIZE(dead_values) },
 	[KNOB_PM_LATENCY] = { "pm-latency", pmlat_values, ARRAY_SIZE(pmlat_values) },
+	[KNOB_UNLOADED_ALT_PORT] = { "unloaded-alt-port", unloaded_values, ARRAY_SIZE(unloaded_values) },
 };
 
 static const int profile_ibta[IBSIM_KNOBS] = {
 	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY, PMLAT_0,
+	UNLOADED_ALT_PORT0,
 };
 static const int profile_mlx5[IBSIM_KNOBS] = {
 	ARMED_ACCEPT, FORCED_NONE, ALT_ZERO, DEADALT_PATHMIG_ERR, PMLAT_0,
+	UNLOADED_ALT_PORT0,
 };
 
 int ibsim_knob[IBSIM_KNOBS] = {
 	ARMED_REFUSE, FORCED_INSIDE, ALT_COPY, DEADALT_RETRY, PMLAT_0,
+	UNLOADED_ALT_PORT0,
 };
 
 /* The pm-latency knob in milliseconds. */

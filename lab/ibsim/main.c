@@ -39,9 +39,8 @@ static int ibsim_add(int i)
 	xa_init(&d->mrs);
 	d->next_qpn = 0x10 + i * 0x1000;
 	for (p = 1; p <= IBSIM_NPORT; p++) {
-		d->port[p].lid = i * IBSIM_NPORT + p;
+		d->port[p].lid = ibsim_base_lid(i, p, 0);
 		d->port[p].state = IB_PORT_ACTIVE;
-		d->port[p].link_up = true;
 	}
 	d->ibdev.node_type = RDMA_NODE_IB_CA;
 	d->ibdev.phys_port_cnt = IBSIM_NPORT;

@@ -389,6 +389,12 @@ int ibsim_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *a, int mask,
 
 	mutex_lock(&ibsim_mutex);
 	*a = qp->attr;
+	if (!rdma_ah_get_port_num(&a->alt_ah_attr) &&
+	    ibsim_knob[KNOB_UNLOADED_ALT_PORT] == UNLOADED_ALT_PORT1) {
+		a->alt_ah_attr.type = RDMA_AH_ATTR_TYPE_IB;	/* knob.c: mlx4 */
+		rdma_ah_set_port_num(&a->alt_ah_attr, 1);
+		a->alt_port_num = 1;
+	}
 	mutex_unlock(&ibsim_mutex);
 	a->cur_qp_state = a->qp_state;
 	a->cap = qp->cap;

@@ -60,6 +60,7 @@ static int ibsim_query_port(struct ib_device *ibdev, ibsim_port_t port,
 	a->phys_state = p->state == IB_PORT_ACTIVE ?
 		IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
 	a->lid = p->lid;
+	a->lmc = p->lmc;
 	a->port_cap_flags = p->cap_flags | IB_PORT_AUTO_MIGR_SUP |
 		IB_PORT_TRAP_SUP | IB_PORT_SYS_IMAGE_GUID_SUP;
 	mutex_unlock(&ibsim_mutex);
@@ -70,7 +71,6 @@ static int ibsim_query_port(struct ib_device *ibdev, ibsim_port_t port,
 	a->max_msg_sz = IBSIM_MAX_MSG;
 	a->sm_lid = IBSIM_SM_LID;
 	a->sm_sl = 0;
-	a->lmc = 0;
 	a->max_vl_num = 1;
 	a->subnet_timeout = 18;
 	a->active_width = IB_WIDTH_4X;

@@ -20,6 +20,7 @@ static void usage(void)
 	printf("usage: lab-ib show | events\n"
 	       "       lab-ib port --dev D --port P down|up\n"
 	       "       lab-ib link --lid L down|up\n"
+	       "       lab-ib lmc N\n"
 	       "       lab-ib traffic on|off|poke [--dev D --qpn N]\n"
 	       "       lab-ib poke [--dev D --qpn N]  (the same as traffic poke)\n"
 	       "       lab-ib bench --dev D --qpn N COUNT\n"
@@ -27,7 +28,7 @@ static void usage(void)
 	       "       lab-ib profile ibta|mlx5\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
-	       "LIDs 1,2 and 3,4, one switch).\n"
+	       "LIDs 1,2 and 3,4 with LMC 0, one switch).\n"
 	       "  show     ports (LID, state, link) and QPs (state, path-mig-state,\n"
 	       "           primary and alternate port/DLID, packets) as the driver sees\n"
 	       "           them, one JSON line each\n"
@@ -35,8 +36,12 @@ static void usage(void)
 	       "  port     take port P of D DOWN (PORT_ERR on D only; a QP whose path\n"
 	       "           crosses it notices when its requests' retries run out:\n"
 	       "           it migrates if ARMED, else goes to ERR) or ACTIVE\n"
-	       "  link     the switch stops (resumes) routing to LID L: paths through it\n"
-	       "           fail as for a port, but no port event\n"
+	       "  link     the switch stops (resumes) routing to LID L: paths to it fail\n"
+	       "           as for a port, but no port event; with an LMC, only L of its\n"
+	       "           port's LIDs\n"
+	       "  lmc      every port gets 2^N LIDs (N 0..3), its base 1 << N apart\n"
+	       "           (N 1: LIDs 2-3, 4-5 on ibsim0, 6-7, 8-9 on ibsim1), with a\n"
+	       "           LID_CHANGE on each port, every LID routed again\n"
 	       "  traffic  the simulated request stream on or off, for all QPs or one\n"
 	       "           (a QP that posted a send is driven by its own sends only)\n"
 	       "  poke     one request from every connected QP (or one)\n"
@@ -46,10 +51,11 @@ static void usage(void)
 	       "  knob     with no arguments, every firmware knob as NAME VALUE lines;\n"
 	       "           with NAME VALUE, sets one: armed-modify refuse|accept,\n"
 	       "           forced-event none|inside|after, alt-after-migration copy|zero,\n"
-	       "           dead-alternate retry|pathmig-err, pm-latency 0|1500ms|3s\n"
+	       "           dead-alternate retry|pathmig-err, pm-latency 0|1500ms|3s,\n"
+	       "           unloaded-alt-port 0|1\n"
 	       "  profile  every knob at once: ibta (rdmavt's answers: refuse, inside,\n"
-	       "           copy, retry, 0; the default) or mlx5 (accept, none, zero,\n"
-	       "           pathmig-err, 0)\n"
+	       "           copy, retry, 0, 0; the default) or mlx5 (accept, none, zero,\n"
+	       "           pathmig-err, 0, 0)\n"
 	       "Changes print one JSON line once the events they caused were raised.\n"
 	       "\n"
 	       "  --control DIR   the module's debugfs dir (default /sys/kernel/debug/ibsim)\n"
@@ -212,6 +218,16 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "LID %d", lid);
 		ctl(cmd, what);
 		jline("{\"link\":%d,\"state\":\"%s\",\"ret\":0}", lid, up ? "up" : "down");
+		return 0;
+	}
+	if (!strcmp(verb, "lmc")) {
+		int n = arg ? checked_uint(arg, "lmc") : -1;
+
+		if (n < 0 || n > 3)
+			usage_error("lmc needs N, 0 to 3");
+		snprintf(cmd, sizeof(cmd), "lmc %d", n);
+		ctl(cmd, "lmc");
+		jline("{\"lmc\":%d,\"ret\":0}", n);
 		return 0;
 	}
 	if (!strcmp(verb, "traffic") || !strcmp(verb, "poke")) {

@@ -159,19 +159,23 @@ reacted 1
 sleep 3; endpair; fabric_up; stop_recs
 
 # Open MPI's own APM (docs/lab.md, "Open MPI's APM, observed"): two ranks,
-# one per HCA, openib with APM over ports; port 1 of ibsim0 fails 5 s in.
-# mpi_job NAME [env for each rank]
+# one per HCA, openib with the APM of $mpi_apm (over ports unless set);
+# FAIL, a lab-ib command, runs 5 s in.
+# mpi_job NAME FAIL [env for each rank]
+mpi_apm="--mca btl_openib_enable_apm_over_ports 1"
 mpi_job() {
-	name=$1; shift
+	name=$1; fail=$2; shift 2
 	start_rec "$name"
+	# shellcheck disable=SC2086 # $mpi_apm is a list of arguments
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --mca plm isolated \
-		--mca btl openib,self --mca btl_openib_allow_ib 1 --mca btl_openib_enable_apm_over_ports 1 \
+		--mca btl openib,self --mca btl_openib_allow_ib 1 $mpi_apm \
 		--mca btl_openib_warn_no_device_params_found 0 --mca btl_openib_ib_timeout 14 \
 		-np 1 env OMPI_MCA_btl_openib_if_include=ibsim0 "$@" lab-mpi --seconds 15 : \
 		-np 1 env OMPI_MCA_btl_openib_if_include=ibsim1 "$@" lab-mpi --seconds 15 >"$out/$name.mpi" 2>&1 &
 	mp=$!
 	sleep 5
-	lab-ib port --dev ibsim0 --port 1 down >/dev/null
+	# shellcheck disable=SC2086 # $fail is a lab-ib command line
+	lab-ib $fail >/dev/null
 	wait "$mp"
 	sleep 3; fabric_up; stop_recs
 }
@@ -179,9 +183,19 @@ mpi_job() {
 # as shipped: its alternate load is refused by ib_uverbs (never reaches the
 # verbs layer), so the failure kills the job: an apm-modify-failed per QP
 # whose load was refused, naming the address vector's port
-mpi_job openmpi-port-failure
+mpi_job openmpi-port-failure "port --dev ibsim0 --port 1 down"
 # its alternate load corrected (lab-altport.so): the QPs migrate, the job
 # completes, Open MPI never rearms: a missed-rearm for each migrated QP
-mpi_job openmpi-altport-fixed LD_PRELOAD=/usr/local/bin/lab-altport.so
+mpi_job openmpi-altport-fixed "port --dev ibsim0 --port 1 down" LD_PRELOAD=/usr/local/bin/lab-altport.so
+# APM over LMC, every port answering two LIDs (ibsim0 port 1: 2 and 3), on
+# an HCA whose query reads port 1 for an alternate never loaded (mlx4):
+# port 1's QPs load their LMC path and port 2's are refused; the switch
+# stops routing to LID 2: port 1's QPs migrate, nobody rearms
+lab-ib lmc 1 >/dev/null
+lab-ib knob unloaded-alt-port 1 >/dev/null
+mpi_apm="--mca btl_openib_enable_apm_over_lmc 1 --mca btl_openib_max_lmc 0"
+mpi_job openmpi-lmc "link --lid 2 down"
+lab-ib knob unloaded-alt-port 0 >/dev/null
+lab-ib lmc 0 >/dev/null
 
 emit "$out"/*.rec
