@@ -287,7 +287,7 @@ func (e *Enforcer) pickAlternate(device string, t *qpTrack) (*AltPath, string) {
 		return nil, fmt.Sprintf("previous primary's port %d is %s", p.Port, orUnknown(st))
 	}
 	a := &AltPath{Port: uint8(p.Port), PKeyIndex: p.PKeyIndex, Timeout: 14,
-		Dest: Dest{DLID: p.DLID, PortNum: uint8(p.Port), IsGlobal: p.IsGlobal, DGID: p.DGID, SGIDIndex: p.SGIDIndex, HopLimit: 64}}
+		Dest: Dest{DLID: p.DLID, SrcPathBits: p.SrcPathBits, PortNum: uint8(p.Port), IsGlobal: p.IsGlobal, DGID: p.DGID, SGIDIndex: p.SGIDIndex, HopLimit: 64}}
 	return a, "previous primary " + FormatDest(a.Dest)
 }
 

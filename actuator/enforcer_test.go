@@ -202,6 +202,22 @@ func TestGraceRateLimitAllowlist(t *testing.T) {
 	}
 }
 
+// The previous primary, reloaded as the alternate, keeps its source path
+// bits: an LMC path reloaded without them would send from the port's base
+// LID, and the peer, checking the SLID, would drop every packet after the
+// next migration.
+func TestPreviousPrimaryKeepsItsPathBits(t *testing.T) {
+	p := enforcePolicy()
+	p.PreviousPrimary = true
+	e, fd, c := newTestEnforcer(p)
+	e.Observe(modifyEv(c.boot, 17, &event.Path{Port: 1, DLID: 5, SrcPathBits: 1}, &event.Path{Port: 1, DLID: 4}))
+	e.Observe(pathMig(c.boot, 17))
+	e.Act(context.Background(), missed(17, 1, c.boot))
+	if len(fd.reqs) == 0 || fd.reqs[0].Alt == nil || fd.reqs[0].Alt.Dest.DLID != 5 || fd.reqs[0].Alt.Dest.SrcPathBits != 1 {
+		t.Fatalf("want the previous primary (port 1, dlid 5, path bits 1) as alternate: %+v", fd.reqs)
+	}
+}
+
 func TestAlternateChoiceAndRoCEFallback(t *testing.T) {
 	p := enforcePolicy()
 	p.PreviousPrimary = true

@@ -16,6 +16,7 @@ type AltFlags struct {
 	Timeout   uint8
 	SL        uint8
 	HopLimit  uint8
+	PathBits  uint8
 }
 
 // Register adds the flags.
@@ -28,13 +29,14 @@ func (f *AltFlags) Register(fl *pflag.FlagSet) {
 	fl.Uint8Var(&f.Timeout, "alt-timeout", 14, "alternate path: local ACK timeout (4.096 us * 2^N)")
 	fl.Uint8Var(&f.SL, "alt-sl", 0, "alternate path: service level")
 	fl.Uint8Var(&f.HopLimit, "alt-hop-limit", 64, "alternate path: hop limit (with --alt-dgid)")
+	fl.Uint8Var(&f.PathBits, "alt-src-path-bits", 0, "alternate path: source path bits (an LMC path: the SLID is the port's LID + these)")
 }
 
 // Path returns the alternate path the flags name, or nil when no --alt-*
 // flag was given. changed reports whether a flag was set.
 func (f *AltFlags) Path(changed func(string) bool) (*AltPath, error) {
 	any := false
-	for _, n := range []string{"alt-port", "alt-dlid", "alt-sgid-index", "alt-dgid", "alt-pkey-index", "alt-timeout", "alt-sl", "alt-hop-limit"} {
+	for _, n := range []string{"alt-port", "alt-dlid", "alt-sgid-index", "alt-dgid", "alt-pkey-index", "alt-timeout", "alt-sl", "alt-hop-limit", "alt-src-path-bits"} {
 		any = any || changed(n)
 	}
 	if !any {
@@ -47,7 +49,7 @@ func (f *AltFlags) Path(changed func(string) bool) (*AltPath, error) {
 		return nil, errors.New("an alternate path needs --alt-dlid or --alt-dgid")
 	}
 	p := &AltPath{Port: f.Port, PKeyIndex: f.PKeyIndex, Timeout: f.Timeout,
-		Dest: Dest{DLID: f.DLID, SL: f.SL, PortNum: f.Port}}
+		Dest: Dest{DLID: f.DLID, SL: f.SL, PortNum: f.Port, SrcPathBits: f.PathBits}}
 	if f.DGID != "" {
 		g, err := ParseGID(f.DGID)
 		if err != nil {

@@ -416,6 +416,9 @@ func Diff(a, b Attr) []string {
 // FormatDest prints an address vector in one word-ish line.
 func FormatDest(d Dest) string {
 	s := fmt.Sprintf("port %d dlid %d sl %d", d.PortNum, d.DLID, d.SL)
+	if d.SrcPathBits != 0 {
+		s += fmt.Sprintf(" path bits %d", d.SrcPathBits)
+	}
 	if d.IsGlobal {
 		s += fmt.Sprintf(" dgid %s sgid_index %d hop %d", gidString(d.DGID), d.SGIDIndex, d.HopLimit)
 	}

@@ -106,6 +106,7 @@ type AltSpec struct {
 	Timeout   uint8  `json:"timeout,omitempty"`
 	SL        uint8  `json:"sl,omitempty"`
 	HopLimit  uint8  `json:"hop_limit,omitempty"`
+	PathBits  uint8  `json:"src_path_bits,omitempty"` // an LMC path: the SLID is the port's LID + these
 }
 
 // Path converts the spec (validated) to an AltPath.
@@ -117,7 +118,7 @@ func (s AltSpec) Path() (*AltPath, error) {
 		return nil, errors.New("alt needs dlid or dgid")
 	}
 	p := &AltPath{Port: s.Port, PKeyIndex: s.PKeyIndex, Timeout: s.Timeout,
-		Dest: Dest{DLID: s.DLID, SL: s.SL, PortNum: s.Port}}
+		Dest: Dest{DLID: s.DLID, SL: s.SL, PortNum: s.Port, SrcPathBits: s.PathBits}}
 	if p.Timeout == 0 {
 		p.Timeout = 14
 	}

@@ -12,7 +12,7 @@ const goodPolicy = `{
   "grace": "2s",
   "allow": {"devices": ["mlx5_0"], "comms": ["app"]},
   "rate_limit": {"max": 3, "per": "1m"},
-  "alternates": [{"device": "mlx5_0", "port": 1, "alt": {"port": 2, "dlid": 7, "timeout": 16}}],
+  "alternates": [{"device": "mlx5_0", "port": 1, "alt": {"port": 2, "dlid": 7, "timeout": 16, "src_path_bits": 1}}],
   "previous_primary": true,
   "rearm_without_alternate": false
 }`
@@ -26,7 +26,7 @@ func TestParsePolicy(t *testing.T) {
 		t.Errorf("parsed %+v", p)
 	}
 	a, ok := p.alternate("mlx5_0", 1)
-	if !ok || a.Port != 2 || a.Dest.PortNum != 2 || a.Dest.DLID != 7 || a.Timeout != 16 {
+	if !ok || a.Port != 2 || a.Dest.PortNum != 2 || a.Dest.DLID != 7 || a.Dest.SrcPathBits != 1 || a.Timeout != 16 {
 		t.Errorf("alternate for port 1: %+v %v", a, ok)
 	}
 	if _, ok := p.alternate("mlx5_0", 2); ok {

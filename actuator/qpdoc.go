@@ -47,6 +47,7 @@ type OwnerView struct {
 type PathView struct {
 	Port      uint8  `json:"port"`
 	DLID      uint16 `json:"dlid"`
+	PathBits  uint8  `json:"src_path_bits"`
 	SL        uint8  `json:"sl"`
 	PKeyIndex uint16 `json:"pkey_index"`
 	Timeout   uint8  `json:"timeout"`
@@ -65,7 +66,7 @@ func mtuBytes(m uint8) int {
 }
 
 func pathView(d Dest, port, timeout uint8, pkey uint16) PathView {
-	p := PathView{Port: port, DLID: d.DLID, SL: d.SL, PKeyIndex: pkey, Timeout: timeout, Global: d.IsGlobal,
+	p := PathView{Port: port, DLID: d.DLID, PathBits: d.SrcPathBits, SL: d.SL, PKeyIndex: pkey, Timeout: timeout, Global: d.IsGlobal,
 		SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit}
 	if d.IsGlobal {
 		p.DGID = gidString(d.DGID)

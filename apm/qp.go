@@ -19,12 +19,14 @@ func (r ref) ok() bool { return r.boot != 0 || r.seq != 0 }
 func refOf(ev *event.Event) ref { return ref{seq: ev.Seq, boot: ev.Boot} }
 
 // route is a compact path: enough to compare routes (event.Path.SameRoute
-// compares port, DLID and, for global routes, DGID) and to name them.
+// compares port, DLID, source path bits and, for global routes, DGID) and
+// to name them.
 type route struct {
 	h       uint64 // hash of the fields SameRoute compares; 0 = no path
 	dlid    uint16
 	port    uint8
 	timeout uint8 // alt_timeout it was loaded with (0: infinite, or a primary)
+	bits    uint8 // source path bits (an LMC path)
 }
 
 var routeSeed = maphash.MakeSeed()
@@ -36,6 +38,7 @@ func routeOf(p *event.Path) route {
 	var b [24]byte
 	binary.LittleEndian.PutUint32(b[0:], p.Port)
 	binary.LittleEndian.PutUint16(b[4:], p.DLID)
+	b[7] = p.SrcPathBits
 	if p.IsGlobal {
 		b[6] = 1
 		copy(b[8:], p.DGID[:])
@@ -44,7 +47,7 @@ func routeOf(p *event.Path) route {
 	if h == 0 {
 		h = 1
 	}
-	return route{h: h, dlid: p.DLID, port: uint8(p.Port), timeout: p.Timeout}
+	return route{h: h, dlid: p.DLID, port: uint8(p.Port), timeout: p.Timeout, bits: p.SrcPathBits}
 }
 
 func (r route) valid() bool       { return r.h != 0 }
@@ -53,7 +56,11 @@ func (r route) String() string {
 	if !r.valid() {
 		return "none"
 	}
-	return "port " + itoa(uint64(r.port)) + " dlid " + itoa(uint64(r.dlid))
+	s := "port " + itoa(uint64(r.port)) + " dlid " + itoa(uint64(r.dlid))
+	if r.bits != 0 {
+		s += " path bits " + itoa(uint64(r.bits))
+	}
+	return s
 }
 
 // QP flags.

@@ -71,6 +71,16 @@ func TestRearmWithoutNewAlternate(t *testing.T) {
 			},
 		},
 		{
+			name: "negative: the LMC path of the primary's port and DLID (other source path bits: another SLID, the responses come back another way) is a new alternate",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)     // primary A, alternate B
+				b.PathMig(qpn) // now on B
+				lmc := apmtest.PathB
+				lmc.SrcPathBits = 1
+				b.ThreeSteps(qpn, lmc, 0)
+			},
+		},
+		{
 			name: "negative: MVAPICH2 loads and rearms in one modify",
 			story: func(b *apmtest.Builder) {
 				armedQP(b)

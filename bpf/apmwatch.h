@@ -61,7 +61,7 @@ struct apm_path {
 	__u8 sgid_index;
 	__u8 is_global;
 	__u8 timeout;
-	__u8 _pad;
+	__u8 src_path_bits; /* IB: the SLID is the port's LID | these (LMC) */
 	__u8 dgid[16];
 };
 

@@ -91,6 +91,7 @@ struct ib_global_route {
 
 struct ib_ah_attr {
 	__u16 dlid;
+	__u8 src_path_bits;
 } __core;
 
 struct rdma_ah_attr {

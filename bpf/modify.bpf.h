@@ -28,8 +28,10 @@ static __always_inline void read_path_btf(struct apm_path *p, struct rdma_ah_att
 		p->port = *(__u8 *)&ah->port_num;
 	else
 		p->port = ah->port_num;
-	if (ah->type == RDMA_AH_ATTR_TYPE_IB) /* RoCE keeps a MAC in this union */
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB) { /* RoCE keeps a MAC in this union */
 		p->dlid = ah->ib.dlid;
+		p->src_path_bits = ah->ib.src_path_bits;
+	}
 	p->sgid_index = ah->grh.sgid_index;
 	p->is_global = ah->ah_flags & IB_AH_GRH;
 	__u64 hi = ah->grh.dgid.global.subnet_prefix, lo = ah->grh.dgid.global.interface_id;
@@ -153,8 +155,10 @@ static __always_inline void read_path(struct apm_path *p, struct rdma_ah_attr *a
 {
 	p->port = read_u32_or_u8(__builtin_preserve_access_index(&ah->port_num),
 				 bpf_core_field_size(ah->port_num));
-	if (BPF_CORE_READ(ah, type) == RDMA_AH_ATTR_TYPE_IB)
+	if (BPF_CORE_READ(ah, type) == RDMA_AH_ATTR_TYPE_IB) {
 		p->dlid = BPF_CORE_READ(ah, ib.dlid);
+		p->src_path_bits = BPF_CORE_READ(ah, ib.src_path_bits);
+	}
 	p->sgid_index = BPF_CORE_READ(ah, grh.sgid_index);
 	p->is_global = BPF_CORE_READ(ah, ah_flags) & IB_AH_GRH;
 	bpf_probe_read_kernel(p->dgid, sizeof(p->dgid),

@@ -125,6 +125,7 @@ static __always_inline void path_from_uverbs(struct apm_path *p, struct ib_uverb
 {
 	p->port = d->port_num;
 	p->dlid = d->dlid;
+	p->src_path_bits = d->src_path_bits;
 	p->sgid_index = d->sgid_index;
 	p->is_global = d->is_global;
 	__builtin_memcpy(p->dgid, d->dgid, sizeof(p->dgid));

@@ -57,15 +57,15 @@ const (
 )
 
 type apmApmPath struct {
-	_         structs.HostLayout
-	Port      uint32
-	Dlid      uint16
-	PkeyIndex uint16
-	SgidIndex uint8
-	IsGlobal  uint8
-	Timeout   uint8
-	Pad       uint8
-	Dgid      [16]uint8
+	_           structs.HostLayout
+	Port        uint32
+	Dlid        uint16
+	PkeyIndex   uint16
+	SgidIndex   uint8
+	IsGlobal    uint8
+	Timeout     uint8
+	SrcPathBits uint8
+	Dgid        [16]uint8
 }
 
 type apmApmRecord struct {

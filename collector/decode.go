@@ -282,13 +282,14 @@ func (d *decoder) event(r *apmApmRecord) (*event.Event, error) {
 
 func path(p *apmApmPath) event.Path {
 	return event.Path{
-		Port:      p.Port,
-		DLID:      p.Dlid,
-		SGIDIndex: p.SgidIndex,
-		DGID:      p.Dgid,
-		IsGlobal:  p.IsGlobal != 0,
-		PKeyIndex: p.PkeyIndex,
-		Timeout:   p.Timeout,
+		Port:        p.Port,
+		DLID:        p.Dlid,
+		SrcPathBits: p.SrcPathBits,
+		SGIDIndex:   p.SgidIndex,
+		DGID:        p.Dgid,
+		IsGlobal:    p.IsGlobal != 0,
+		PKeyIndex:   p.PkeyIndex,
+		Timeout:     p.Timeout,
 	}
 }
 

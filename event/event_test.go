@@ -57,6 +57,9 @@ func TestSameRoute(t *testing.T) {
 	if a.SameRoute(Path{Port: 2, DLID: 5}) || a.SameRoute(Path{Port: 1, DLID: 6}) {
 		t.Error("different port or DLID is a different route")
 	}
+	if a.SameRoute(Path{Port: 1, DLID: 5, SrcPathBits: 1}) {
+		t.Error("different source path bits (another SLID under an LMC) is a different route")
+	}
 	g1 := Path{Port: 1, IsGlobal: true, DGID: [16]byte{15: 1}}
 	g2 := Path{Port: 1, IsGlobal: true, DGID: [16]byte{15: 2}}
 	if g1.SameRoute(g2) {

@@ -12,14 +12,20 @@ type Path struct {
 	SGIDIndex uint8
 	DGID      [16]byte
 	IsGlobal  bool
-	PKeyIndex uint16 // alternate only (alt_pkey_index)
-	Timeout   uint8  // alternate only (alt_timeout)
+	// SrcPathBits are the address vector's source path bits: on
+	// InfiniBand the packets' SLID is the port's LID ORed with them, so
+	// with an LMC two paths to one DLID differ by them (the responses
+	// come back another way).
+	SrcPathBits uint8
+	PKeyIndex   uint16 // alternate only (alt_pkey_index)
+	Timeout     uint8  // alternate only (alt_timeout)
 }
 
-// SameRoute reports whether two paths lead the same way (port, DLID and,
-// for global routes, DGID). Used to spot an alternate equal to the primary.
+// SameRoute reports whether two paths lead the same way (port, DLID,
+// source path bits and, for global routes, DGID). Used to spot an
+// alternate equal to the primary.
 func (p Path) SameRoute(o Path) bool {
-	if p.Port != o.Port || p.DLID != o.DLID || p.IsGlobal != o.IsGlobal {
+	if p.Port != o.Port || p.DLID != o.DLID || p.SrcPathBits != o.SrcPathBits || p.IsGlobal != o.IsGlobal {
 		return false
 	}
 	return !p.IsGlobal || p.DGID == o.DGID

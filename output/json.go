@@ -145,6 +145,7 @@ func appendModifyJSON(b []byte, m *event.Modify, entry bool) []byte {
 func appendPathJSON(b []byte, p *event.Path, alt bool) []byte {
 	b = appendUintField(b, `{"port":`, p.Port)
 	b = appendUintField(b, `,"dlid":`, p.DLID)
+	b = appendUintField(b, `,"src_path_bits":`, p.SrcPathBits)
 	b = appendUintField(b, `,"sgid_index":`, p.SGIDIndex)
 	b = append(b, `,"dgid":"`...)
 	b = netip.AddrFrom16(p.DGID).AppendTo(b) // hex digits, '.' and ':' only

@@ -30,6 +30,7 @@ type jsonCommon struct {
 type jsonPath struct {
 	Port      uint32  `json:"port"`
 	DLID      uint16  `json:"dlid"`
+	PathBits  uint8   `json:"src_path_bits"`
 	SGIDIndex uint8   `json:"sgid_index"`
 	DGID      string  `json:"dgid"`
 	IsGlobal  bool    `json:"is_global"`
@@ -147,7 +148,7 @@ func pathJSON(p *event.Path, alt bool) *jsonPath {
 	if p == nil {
 		return nil
 	}
-	j := &jsonPath{Port: p.Port, DLID: p.DLID, SGIDIndex: p.SGIDIndex, DGID: GID(p.DGID), IsGlobal: p.IsGlobal}
+	j := &jsonPath{Port: p.Port, DLID: p.DLID, PathBits: p.SrcPathBits, SGIDIndex: p.SGIDIndex, DGID: GID(p.DGID), IsGlobal: p.IsGlobal}
 	if alt {
 		pk, to := p.PKeyIndex, p.Timeout
 		j.PKeyIndex, j.Timeout = &pk, &to

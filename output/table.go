@@ -87,6 +87,9 @@ func pathText(name string, p *event.Path, alt bool) string {
 		return ""
 	}
 	s := fmt.Sprintf("%s{port=%d dlid=0x%x sgid=%d", name, p.Port, p.DLID, p.SGIDIndex)
+	if p.SrcPathBits != 0 {
+		s += fmt.Sprintf(" bits=%d", p.SrcPathBits)
+	}
 	if p.IsGlobal {
 		s += " dgid=" + GID(p.DGID)
 	}

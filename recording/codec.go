@@ -82,8 +82,12 @@ func appendEvent(b []byte, e *event.Event, off int64) []byte {
 		b = binary.AppendVarint(b, int64(m.Ret))
 		b = appendStr(b, m.Hook)
 		b = binary.AppendVarint(b, int64(m.Took)) // added later: older readers ignore it
-		if m.AltAHPort != 0 {                     // added later still, and only when set: 0 when absent
+		bits := pathBits(m.Primary) != 0 || pathBits(m.Alt) != 0
+		if m.AltAHPort != 0 || bits { // added later still, and only when set (or followed): 0 when absent
 			b = binary.AppendUvarint(b, uint64(m.AltAHPort))
+		}
+		if bits { // and the paths' source path bits, only when one is set
+			b = append(b, pathBits(m.Primary), pathBits(m.Alt))
 		}
 		b = endLen(b, pat)
 	}
@@ -232,6 +236,10 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 		if len(p.b) > 0 { // nor the alternate's address vector port
 			m.AltAHPort = p.u32()
 		}
+		if len(p.b) > 0 { // nor the paths' source path bits
+			setPathBits(m.Primary, p.u8())
+			setPathBits(m.Alt, p.u8())
+		}
 		e.Modify = m
 		if p.err != nil {
 			return nil, fmt.Errorf("modify: %w", p.err)
@@ -336,6 +344,20 @@ func decodeEvent(body []byte, off int64, in *interner) (*event.Event, error) {
 		return nil, d.err
 	}
 	return e, nil
+}
+
+// pathBits is a path's source path bits, 0 for no path.
+func pathBits(p *event.Path) uint8 {
+	if p == nil {
+		return 0
+	}
+	return p.SrcPathBits
+}
+
+func setPathBits(p *event.Path, v uint8) {
+	if p != nil {
+		p.SrcPathBits = v
+	}
 }
 
 func decodePath(d *dec) *event.Path {

@@ -214,6 +214,37 @@ func TestModifyRefusedByUverbsRoundTrips(t *testing.T) {
 	}
 }
 
+// TestModifyPathBitsRoundTrip: the source path bits of a modify's paths
+// (an LMC path) survive a recording, with and without an alternate
+// address vector port before them, and a modify with neither reads 0.
+func TestModifyPathBitsRoundTrip(t *testing.T) {
+	evs := []*event.Event{
+		{Seq: 1, Kind: event.KindModify, Device: "ibsim0", QPN: 17, Modify: &event.Modify{
+			Hook: "ib_modify_qp_with_udata", AttrMask: event.AttrAltPath | event.AttrAV,
+			Primary: &event.Path{Port: 1, DLID: 6}, Alt: &event.Path{Port: 1, DLID: 7, SrcPathBits: 1}}},
+		{Seq: 2, Kind: event.KindModify, Device: "ibsim0", QPN: 17, Modify: &event.Modify{
+			Hook: "ib_uverbs_modify_qp", AttrMask: event.AttrAltPath, Ret: -22,
+			Alt: &event.Path{Port: 2, DLID: 9, SrcPathBits: 3}, AltAHPort: 1}},
+		{Seq: 3, Kind: event.KindModify, Device: "ibsim0", QPN: 17, Modify: &event.Modify{
+			Hook: "ib_modify_qp", AttrMask: event.AttrAV, Primary: &event.Path{Port: 2, DLID: 8, SrcPathBits: 2}}},
+		{Seq: 4, Kind: event.KindModify, Device: "ibsim0", QPN: 17, Modify: &event.Modify{
+			Hook: "ib_modify_qp", AttrMask: event.AttrAltPath, Alt: &event.Path{Port: 2, DLID: 8}}},
+	}
+	w := writeAll(t, testMeta(), Options{}, evs, 1)
+	got, _, err := replay(t, w.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(evs) {
+		t.Fatalf("got %d events, want %d", len(got), len(evs))
+	}
+	for i := range evs {
+		if !reflect.DeepEqual(got[i], evs[i]) {
+			t.Errorf("event %d: got %+v, want %+v", i, got[i].Modify, evs[i].Modify)
+		}
+	}
+}
+
 func TestStatsFollowThePosition(t *testing.T) {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, testMeta(), Options{FlushInterval: -1})

@@ -16,15 +16,16 @@ import (
 
 // lmcLoads sorts Open MPI's alternate loads in a trace: QP -> accepted. A
 // load onto the LMC path names the QP's own port (alt.port), the DLID one
-// past the primary's base (odd under LMC 1) and, when ib_uverbs refused
-// it, the address vector port the query left (alt_ah_port).
+// past the primary's base (odd under LMC 1), source path bits 1 and, when
+// ib_uverbs refused it, the address vector port the query left
+// (alt_ah_port).
 func lmcLoads(t *testing.T, lines []Line, refusedAHPort int64) (accepted, refused map[string]bool) {
 	t.Helper()
 	accepted, refused = map[string]bool{}, map[string]bool{}
 	for _, l := range Filter(lines, and(Match("kind", "modify", "comm", "lab-mpi"), hasAttr("ALT_PATH"))) {
 		alt, _ := l["alt"].(map[string]any)
 		qp := fmt.Sprintf("%s/%d", l.Str("device"), l.Int("qpn"))
-		if alt == nil || Line(alt).Int("dlid")%2 != 1 {
+		if alt == nil || Line(alt).Int("dlid")%2 != 1 || Line(alt).Int("src_path_bits") != 1 {
 			t.Errorf("an alternate load of Open MPI's that is no LMC path: %v", l)
 			continue
 		}
