@@ -137,7 +137,7 @@ lab-fetch-start: setup
 LAB_TEST_KERNELS := $(LAB_ALL_KERNELS)
 LAB_LANES := "lab-test:6.1" "lab-test:6.12" \
 	"lab-systemd:6.1 lab-systemd:6.12 lab-host-test:6.1+6.12 prom-test:6.1+6.12 lab-core:5.10 lab-core:7.2"
-.PHONY: lab-suites lab-fetch-start
+.PHONY: lab-suites lab-fetch-start lab-mpi-minute
 lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and units on 6.1 and 6.12, core suites on 5.10 and 7.2, runner checks, Prometheus; three lanes side by side
 	@lab/fetch-bg.sh wait $(LAB_FETCH)
 	@for k in $(LAB_TEST_KERNELS); do $(MAKE) --no-print-directory lab-assets KERNEL=$$k || exit 1; done
@@ -145,6 +145,16 @@ lab-suites: lab-guest-test lab-vm ## make test's guest runs: full suites and uni
 	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM= LAB_TEST_SKIP=^TestPackagedUnitsUnderSystemd|$(LAB_QUIET_TESTS)" lab/lanes.sh $(LAB_LANES); rc=$$?; \
 	MAKE="$(MAKE)" LANE_ARGS="LAB_PREREQS= LAB_VM=" lab/lanes.sh "lab-quiet:6.1+6.12" || rc=1; \
 	lab/lanes.sh --report; exit $$rc
+
+# Open MPI's scenarios (docs/lab.md, "Open MPI's APM, observed") with
+# jobs of a minute, the path failing half way: make test runs them with
+# jobs of seconds.
+MPI_SECONDS ?= 60
+lab-mpi-minute: lab-guest-test ## Open MPI's APM scenarios with MPI_SECONDS-long jobs (60), on both kernels
+	@for k in $(LAB_KERNELS); do \
+		LAB_TIMEOUT=$${LAB_TIMEOUT:-1800} $(MAKE) --no-print-directory lab-run KERNEL=$$k \
+			CMD='APMWATCH_MPI_SECONDS=$(MPI_SECONDS) guest.test -test.v -test.timeout 25m -test.run "^TestIBSimOpenMPI"' || exit 1; \
+	done
 
 # The storms at full size (STORM_PAIRS pairs: 4,000 QPs by default; lab-test
 # runs 500): minutes of lab time, figures in docs/performance.md.

@@ -105,6 +105,7 @@ func TestIBSimOpenMPILMC(t *testing.T) {
 			}
 		}
 	}
+	midJob(t)
 	MustRun(t, "lab-ib", "link", "--lid", fmt.Sprint(base), "down")
 	port = Filter(ibShow(t), and(Match("dev", "ibsim0", "port", 1), func(l Line) bool { return l.Has("lid") }))
 	if len(port) != 1 || port[0].Str("state") != "ACTIVE" || port[0].Str("link") != "partial" || fmt.Sprint(port[0]["lids_down"]) != fmt.Sprintf("[%d]", base) {

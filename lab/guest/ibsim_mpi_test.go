@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +45,37 @@ func mpiArgs(apm []string, seconds string, env ...string) []string {
 	return append(args, app("ibsim1")...)
 }
 
+// mpiSeconds is how long a job runs: def, or APMWATCH_MPI_SECONDS (make
+// lab-mpi-minute: a minute, as a user's job would run).
+func mpiSeconds(def string) string {
+	if s := os.Getenv("APMWATCH_MPI_SECONDS"); s != "" {
+		return s
+	}
+	return def
+}
+
+// midJob waits, in a run of APMWATCH_MPI_SECONDS, until half the job has
+// run; otherwise the path fails as soon as data moves.
+func midJob(t *testing.T) {
+	t.Helper()
+	s := os.Getenv("APMWATCH_MPI_SECONDS")
+	if s == "" {
+		return
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("APMWATCH_MPI_SECONDS=%q: want a number of seconds", s)
+	}
+	time.Sleep(time.Duration(n) * time.Second / 2)
+}
+
 // mpirun runs lab-mpi with APM over ports.
 func mpirun(seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
 	return mpirunAPM(apmOverPorts, seconds, env...)
 }
 
 func mpirunAPM(apm []string, seconds string, env ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
-	c := exec.Command("mpirun", mpiArgs(apm, seconds, env...)...)
+	c := exec.Command("mpirun", mpiArgs(apm, mpiSeconds(seconds), env...)...)
 	c.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	var out, errb syncBuf
 	c.Stdout, c.Stderr = &out, &errb
@@ -136,6 +161,7 @@ func TestIBSimOpenMPI(t *testing.T) {
 		t.Fatalf("mpirun: %v", err)
 	}
 	waitTraffic(t, errb)
+	midJob(t)
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 	timer := time.AfterFunc(2*time.Minute, func() { _ = c.Process.Kill() })
 	err := c.Wait()
@@ -259,6 +285,7 @@ func TestIBSimOpenMPIAltPortFixed(t *testing.T) {
 			}
 		}
 	}
+	midJob(t)
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
 	timer := time.AfterFunc(2*time.Minute, func() { _ = c.Process.Kill() })
 	err := c.Wait()
