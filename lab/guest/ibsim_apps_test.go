@@ -137,8 +137,9 @@ var rdmaCoreApps = []struct {
 // the clock first (get_cpu_mhz); when the fit is poor (r^2 < 0.9, a busy
 // TCG guest beside another) it prints this and "Can't produce a report"
 // though the transfer ran. That is perftest's clock, not the data path:
-// the run is repeated (at most four times more, 2 s apart: the fit takes
-// 0.2 s, and a host busy with three guests preempts a vCPU for longer).
+// the run is repeated (at most nine times more, 1 s apart: the fit takes
+// 0.2 s, and a busy host preempts a vCPU for longer; three failures in a
+// row were seen on 6.1 with one guest).
 const perftestNoClock = "Correlation coefficient r^2"
 
 // TestIBSimRdmaCoreApps: each program completes with its own data checks
@@ -152,9 +153,9 @@ func TestIBSimRdmaCoreApps(t *testing.T) {
 			a := startApp(t, 18900+i+100*try, app.prog, app.args...)
 			a.wait(2 * time.Minute)
 			out := a.cliOut.String()
-			if strings.Contains(out+a.srvOut.String(), perftestNoClock) && try < 4 {
+			if strings.Contains(out+a.srvOut.String(), perftestNoClock) && try < 9 {
 				t.Logf("%s %v: perftest could not calibrate its cycle counter (%q: a busy TCG guest); running it again", app.prog, app.args, perftestNoClock)
-				time.Sleep(2 * time.Second)
+				time.Sleep(time.Second)
 				continue
 			}
 			a.checkExit(t)
