@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/apmwatch/apmwatch/internal/modid"
+	"github.com/apmwatch/apmwatch/internal/trusted"
 )
 
 // Options say what to write where.
@@ -60,6 +63,12 @@ func Gen(o Options) ([]Result, error) {
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("making the btf directory: %w", err)
+	}
+	// The probes take what is written here as the layout of the kernel's
+	// objects: a directory another user may write to is refused, as the
+	// loaders refuse it.
+	if err := trusted.Dir(o.Dir, false); err != nil {
+		return nil, fmt.Errorf("btf directory: %w", err)
 	}
 	basePath := filepath.Join(o.SysBTF, "vmlinux")
 	base, err := btf.LoadSpec(basePath)
@@ -116,6 +125,10 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 			": install the module's debug info (a -dbg or debuginfo package) or name its directory with --debug-dir"}
 	}
 	dst := filepath.Join(o.Dir, m+".btf")
+	loaded, isLoaded, err := modid.Loaded(o.SysModule, m)
+	if err != nil {
+		return Result{m, "missing", err.Error()}
+	}
 	var why []string
 	for _, path := range files {
 		mod, err := parseModule(path)
@@ -127,12 +140,26 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 			why = append(why, path+" is built for "+mod.vermagic)
 			continue
 		}
+		// The same release is not the same build: an OFED module
+		// replaces the inbox file of the same name and vermagic.
+		mod.id = modid.FromELF(m, mod.f)
+		mod.id.Source = path
+		if isLoaded {
+			if err := modid.Match(mod.id, loaded); err != nil {
+				why = append(why, path+" is not the loaded module: "+err.Error())
+				continue
+			}
+			mod.id.OutOfTree = loaded.OutOfTree
+		} else if mod.id.BuildID == "" && mod.id.SrcVersion == "" {
+			why = append(why, path+" has no build-id or srcversion to tell its build by")
+			continue
+		}
 		if b, ok := mod.section(); ok {
 			if err := checkSplit(b, base); err != nil {
 				why = append(why, path+": its .BTF section: "+err.Error())
 				continue
 			}
-			return write(o, m, dst, b, base, "the .BTF section of "+path)
+			return write(o, mod.id, dst, b, base, "the .BTF section of "+path)
 		}
 		if !mod.hasDWARF() {
 			why = append(why, path+" has neither a .BTF section nor debug info")
@@ -147,7 +174,10 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 			why = append(why, err.Error())
 			continue
 		}
-		return write(o, m, dst, b, base, "pahole on the debug info of "+path)
+		return write(o, mod.id, dst, b, base, "pahole on the debug info of "+path)
+	}
+	if loaded.OutOfTree {
+		why = append(why, m+" is loaded from an out-of-tree build (taint O): its BTF must come from that build (docs/audit.md, \"Hosts with MLNX_OFED / DOCA-OFED\")")
 	}
 	return Result{m, "missing", strings.Join(why, "; ")}
 }
@@ -155,8 +185,12 @@ func one(o Options, m string, files []string, base *btf.Spec, basePath, pahole s
 // paholeOut runs pahole into a temporary file beside dst, checks what it
 // wrote and returns it.
 func paholeOut(mod *module, pahole, basePath, dst string, base *btf.Spec) ([]byte, error) {
-	tmp := dst + ".tmp"
-	defer os.Remove(tmp)
+	dir, err := os.MkdirTemp(filepath.Dir(dst), ".pahole-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, filepath.Base(dst))
 	if err := mod.pahole(pahole, basePath, tmp); err != nil {
 		return nil, err
 	}
@@ -170,9 +204,10 @@ func paholeOut(mod *module, pahole, basePath, dst string, base *btf.Spec) ([]byt
 	return b, nil
 }
 
-// write puts module m's BTF b (from what says from) at dst, minimized
-// first with Options.Min.
-func write(o Options, m, dst string, b []byte, base *btf.Spec, from string) Result {
+// write puts the BTF b of module build id (from what says from) at dst,
+// minimized first with Options.Min, and the build's identity beside it.
+func write(o Options, id modid.ID, dst string, b []byte, base *btf.Spec, from string) Result {
+	m := id.Module
 	detail := fmt.Sprintf("%s (%s, %d KiB)", dst, from, (len(b)+1023)/1024)
 	if o.Min {
 		spec, split, err := parseModuleBTF(b, base)
@@ -186,18 +221,39 @@ func write(o Options, m, dst string, b []byte, base *btf.Spec, from string) Resu
 		detail = fmt.Sprintf("%s (%s, %d KiB, minimized to %d KiB: the types apmwatch reads)", dst, from, (len(b)+1023)/1024, (len(min)+1023)/1024)
 		b = min
 	}
+	// The identity first: a file is never in place without the record
+	// of the build it describes.
+	if err := writeAtomic(modid.SidecarPath(dst), id.Marshal()); err != nil {
+		return Result{m, "missing", err.Error()}
+	}
 	if err := writeAtomic(dst, b); err != nil {
 		return Result{m, "missing", err.Error()}
+	}
+	if id.OutOfTree {
+		detail += "; " + m + " is out of tree (taint O), " + id.String()
 	}
 	return Result{m, "written", detail}
 }
 
+// writeAtomic writes a new file beside dst (O_EXCL, a name nobody could
+// plant a link at in advance) and renames it into place.
 func writeAtomic(dst string, b []byte) error {
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+"-*")
+	if err != nil {
 		return fmt.Errorf("writing btf: %w", err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing btf: %w", err)
 	}

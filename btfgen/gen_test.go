@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/apmwatch/apmwatch/internal/modid"
 )
 
 func TestModuleName(t *testing.T) {
@@ -116,6 +118,10 @@ func newHost(t *testing.T, loaded ...string) host {
 		if err := os.MkdirAll(filepath.Join(h.sysMod, m), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// The loaded build: the srcversion its file's .modinfo carries.
+		if err := os.WriteFile(filepath.Join(h.sysMod, m, "srcversion"), []byte("S-"+m+"\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return h
 }
@@ -141,13 +147,19 @@ func (h host) opts(mods ...string) (Options, *bytes.Buffer) {
 // serves, or one line saying exactly what is missing, and the error names
 // every module missing.
 func TestGen(t *testing.T) {
-	h := newHost(t, "ib_core", "ib_uverbs", "ib_cm", "mlx5_ib")
-	modinfo := []byte("license=GPL\x00vermagic=6.12.0-test SMP preempt mod_unload\x00")
+	h := newHost(t, "ib_core", "ib_uverbs", "ib_cm", "mlx5_ib", "rdma_ucm")
+	modinfo := func(m string) []byte {
+		return []byte("license=GPL\x00srcversion=S-" + m + "\x00vermagic=6.12.0-test SMP preempt mod_unload\x00")
+	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write(relocatable(map[string][]byte{".modinfo": modinfo, ".BTF": blob(t, "ib_uqp_object")}))
+	zw.Write(relocatable(map[string][]byte{".modinfo": modinfo("ib_uverbs"), ".BTF": blob(t, "ib_uqp_object")}))
 	zw.Close()
-	h.put(t, "kernel/ib_core.ko", relocatable(map[string][]byte{".modinfo": modinfo, ".BTF": blob(t, "ib_qp")}))
+	h.put(t, "kernel/ib_core.ko", relocatable(map[string][]byte{".modinfo": modinfo("ib_core"), ".BTF": blob(t, "ib_qp")}))
+	// rdma_ucm is loaded from an out-of-tree build (OFED's, in updates/):
+	// the inbox file of the same release and vermagic is another build.
+	os.WriteFile(filepath.Join(h.sysMod, "rdma_ucm", "taint"), []byte("O\n"), 0o444)
+	h.put(t, "kernel/rdma_ucm.ko", relocatable(map[string][]byte{".modinfo": modinfo("inbox"), ".BTF": blob(t, "rdma_ucm_ctx")}))
 	h.put(t, "kernel/ib_uverbs.ko.gz", gz.Bytes())
 	h.put(t, "kernel/ib_cm.ko", relocatable(map[string][]byte{".modinfo": []byte("vermagic=6.1.0-other SMP\x00"), ".BTF": blob(t, "cm_work")}))
 	h.put(t, "kernel/rdma_cm.ko", relocatable(map[string][]byte{".BTF": blob(t, "rdma_cm_id")})) // not loaded: not wanted
@@ -155,14 +167,15 @@ func TestGen(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(h.sysMod, "ib_umad"), 0o755)
-	o, out := h.opts("ib_core", "ib_uverbs", "ib_cm", "mlx5_ib", "ib_umad", "rdma_cm")
+	o, out := h.opts("ib_core", "ib_uverbs", "ib_cm", "mlx5_ib", "ib_umad", "rdma_cm", "rdma_ucm")
 	o.Pahole = "/nonexistent/pahole"
 	res, err := Gen(o)
 	got := map[string]string{}
 	for _, r := range res {
 		got[r.Module] = r.Status
 	}
-	want := map[string]string{"ib_core": "written", "ib_uverbs": "written", "ib_cm": "missing", "mlx5_ib": "missing", "ib_umad": "own"}
+	want := map[string]string{"ib_core": "written", "ib_uverbs": "written", "ib_cm": "missing", "mlx5_ib": "missing", "ib_umad": "own",
+		"rdma_ucm": "missing"}
 	if len(got) != len(want) {
 		t.Errorf("results %v, want %v", got, want)
 	}
@@ -171,11 +184,13 @@ func TestGen(t *testing.T) {
 			t.Errorf("%s: %s, want %s\n%s", m, got[m], s, out)
 		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "ib_cm, mlx5_ib") {
-		t.Errorf("error %v: want one naming ib_cm and mlx5_ib", err)
+	if err == nil || !strings.Contains(err.Error(), "ib_cm, mlx5_ib, rdma_ucm") {
+		t.Errorf("error %v: want one naming ib_cm, mlx5_ib and rdma_ucm", err)
 	}
 	for _, line := range []string{"ib_cm: missing: " + filepath.Join(h.tree, "kernel/ib_cm.ko") + " is built for 6.1.0-other",
-		"mlx5_ib: missing: no mlx5_ib.ko under", "ib_umad: own:"} {
+		"mlx5_ib: missing: no mlx5_ib.ko under", "ib_umad: own:",
+		"rdma_ucm: missing: " + filepath.Join(h.tree, "kernel/rdma_ucm.ko") + " is not the loaded module: rdma_ucm: the file is srcversion S-inbox, the loaded module is srcversion S-rdma_ucm, out-of-tree (taint O)",
+		"rdma_ucm is loaded from an out-of-tree build"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("report lacks %q:\n%s", line, out)
 		}
@@ -189,6 +204,26 @@ func TestGen(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.out, "rdma_cm.btf")); err == nil {
 		t.Error("btf written for a module not loaded")
+	}
+	// Each file written carries the build it describes, the loaders' check.
+	id, err := modid.ReadSidecar(filepath.Join(h.out, "ib_core.btf"))
+	if err != nil || id.SrcVersion != "S-ib_core" || id.Module != "ib_core" || id.Source != filepath.Join(h.tree, "kernel/ib_core.ko") {
+		t.Errorf("ib_core.btf's identity: %+v, %v", id, err)
+	}
+	// A planted link where the temporary file used to be is never followed.
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("root's"), 0o644)
+	os.Symlink(victim, filepath.Join(h.out, "ib_core.btf.tmp"))
+	if _, err := Gen(o); err == nil {
+		t.Error("the second run found everything")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "root's" {
+		t.Errorf("btf gen wrote through a planted link: %q", b)
+	}
+	// A directory others may write is refused.
+	os.Chmod(h.out, 0o777)
+	if _, err := Gen(o); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("a 0777 --dir: %v", err)
 	}
 }
 
@@ -205,7 +240,8 @@ func TestGenPahole(t *testing.T) {
 	}
 	h := newHost(t, "apmtest")
 	src := filepath.Join(t.TempDir(), "m.c")
-	os.WriteFile(src, []byte("struct apm_probe_target { int qp_num; long mask; };\nstruct apm_probe_target apm_target;\n"), 0o644)
+	os.WriteFile(src, []byte("struct apm_probe_target { int qp_num; long mask; };\nstruct apm_probe_target apm_target;\n"+
+		"__attribute__((section(\".modinfo\"), used)) static const char srcv[] = \"srcversion=S-apmtest\";\n"), 0o644)
 	obj := filepath.Join(h.tree, "extra", "apmtest.ko")
 	os.MkdirAll(filepath.Dir(obj), 0o755)
 	if out, err := exec.Command(gcc, "-g", "-c", "-o", obj, src).CombinedOutput(); err != nil {

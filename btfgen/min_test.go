@@ -223,3 +223,13 @@ func TestMinimizeRelocatesAlike(t *testing.T) {
 	}
 	t.Logf("%d relocations alike; %d of them poisoned in both; whole %d types, minimized %d bytes", len(w), poisoned, len(s.mod), len(raw))
 }
+
+func members(t btf.Type) []btf.Member {
+	switch t := t.(type) {
+	case *btf.Struct:
+		return t.Members
+	case *btf.Union:
+		return t.Members
+	}
+	return nil
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/apmwatch/apmwatch/internal/modid"
 )
 
 // paholeFor bounds one pahole run: a large module takes well under a
@@ -24,6 +26,7 @@ type module struct {
 	raw      []byte
 	f        *elf.File
 	vermagic string // "" when the file has none (a separate debug file)
+	id       modid.ID
 }
 
 func parseModule(path string) (*module, error) {

@@ -39,17 +39,31 @@ func prepare(cfg apmApmConfig, ring uint32, opts Options) (*liveKernel, *loader,
 	}()
 	k, kerr := newLiveKernel(cache, symbolNames(defaultHooks(), opts.hookSpecs()))
 	wg.Wait()
-	dir, explicit := opts.btfDir()
-	ext, xerr := loadExtBTF(dir, explicit, cache.Kernel, "/sys/kernel/btf")
-	if err := errors.Join(kerr, lerr, xerr); err != nil {
+	if err := errors.Join(kerr, lerr); err != nil {
 		if l != nil {
 			l.close()
 		}
 		return nil, nil, err
 	}
-	l.extra, l.extMods = ext.specs, ext.modules
-	if len(ext.modules) > 0 && opts.Log != nil {
-		fmt.Fprintf(opts.Log, "btf for %s from %s\n", strings.Join(ext.modules, ", "), dir)
+	d := opts.extDir(l.spec.Types)
+	ext, err := loadExtBTF(d, cache.Kernel)
+	if err == nil {
+		err = l.relocateAgainst(cache, ext, append(hookModules(defaultHooks()), eventHookModules(opts.hookSpecs())...))
+	}
+	if err != nil {
+		l.close()
+		return nil, nil, err
+	}
+	if opts.Log != nil {
+		if len(ext.modules) > 0 {
+			fmt.Fprintf(opts.Log, "btf for %s from %s\n", strings.Join(ext.modules, ", "), d.dir)
+		}
+		for _, why := range ext.ignored {
+			fmt.Fprintf(opts.Log, "btf: not taken: %s\n", why)
+		}
+		if len(l.shadowed) > 0 {
+			fmt.Fprintf(opts.Log, "btf: modules define %s with their own layout: the probes read the modules' definitions, not vmlinux's\n", strings.Join(l.shadowed, ", "))
+		}
 	}
 	return k, l, nil
 }

@@ -49,13 +49,22 @@ func (o Options) plan() planOptions {
 	return planOptions{ForceKprobe: o.ForceKprobe, EventHooks: o.EventHooks, RawEventHooks: o.RawEventHooks}
 }
 
-// btfDir is the external BTF directory and whether the user named it.
-func (o Options) btfDir() (string, bool) {
-	if o.BTFDir != "" {
-		return o.BTFDir, true
+// extDir is the external BTF directory (and whether the user named it),
+// with what its files may describe: the modules the probes hook, those
+// the options add, and the core drivers whose QP types the raw hooks read.
+func (o Options) extDir(local *btf.Spec) extDir {
+	d := extDir{dir: o.BTFDir, explicit: o.BTFDir != "", sysBTF: "/sys/kernel/btf", sysMod: "/sys/module", local: local}
+	if d.dir == "" {
+		d.dir = BTFDefaultDir()
 	}
-	return BTFDefaultDir(), false
+	d.modules = append(hookModules(defaultHooks()), eventHookModules(o.hookSpecs())...)
+	d.modules = append(d.modules, typeModules...)
+	return d
 }
+
+// typeModules define types the raw driver hooks read (struct mlx5_core_qp,
+// struct mlx4_qp) without being hooked themselves.
+var typeModules = []string{"mlx5_core", "mlx4_core"}
 
 // hookSpecs is every MODULE:FUNC or FUNC the options add.
 func (o Options) hookSpecs() []string {
@@ -69,8 +78,11 @@ func Plan(opts Options) ([]event.Hook, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, explicit := opts.btfDir()
-	ext, err := loadExtBTF(dir, explicit, cache.Kernel, "/sys/kernel/btf")
+	local, err := ProgramBTF()
+	if err != nil {
+		return nil, err
+	}
+	ext, err := loadExtBTF(opts.extDir(local), cache.Kernel)
 	if err != nil {
 		return nil, err
 	}

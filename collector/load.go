@@ -32,6 +32,10 @@ type loader struct {
 	log     io.Writer
 	extra   []*btf.Spec // external module BTF, CO-RE targets (extbtf.go)
 	extMods []string    // the modules it describes
+	// kernelTypes, when set, is the one CO-RE target: modules define
+	// types vmlinux also has (shadowed) with another layout (shadow.go).
+	kernelTypes *btf.Spec
+	shadowed    []string
 	// verifyOnly: load each hook's programs, then free them, attach
 	// nothing (Verify).
 	verifyOnly bool
@@ -102,7 +106,7 @@ func (l *loader) load(progs []string, attachTo string) (*ebpf.Collection, error)
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		MapReplacements: maps.Clone(l.shared),
 		Cache:           l.cache,
-		Programs:        ebpf.ProgramOptions{ExtraRelocationTargets: l.extra},
+		Programs:        ebpf.ProgramOptions{KernelTypes: l.kernelTypes, ExtraRelocationTargets: l.extra},
 	})
 	l.loadMu.Unlock()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/modid"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +32,8 @@ func hideModuleBTF(t *testing.T) (prepared string) {
 	if err := unix.Uname(&u); err != nil {
 		t.Fatal(err)
 	}
-	if files, _ := filepath.Glob(filepath.Join(externalBTF, unix.ByteSliceToString(u.Release[:]), "*.btf")); len(files) > 0 {
+	// Each MODULE.btf with the identity of its build (MODULE.btf.id).
+	if files, _ := filepath.Glob(filepath.Join(externalBTF, unix.ByteSliceToString(u.Release[:]), "*.btf*")); len(files) > 0 {
 		prepared = filepath.Join(t.TempDir(), "prepared-btf")
 		if err := os.MkdirAll(prepared, 0o755); err != nil {
 			t.Fatal(err)
@@ -145,7 +147,15 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, m+".btf")); err != nil {
 			t.Errorf("btf gen wrote no %s.btf: %v", m, err)
 		}
+		// Beside each, the build it was made from: the loaded module's
+		// (its build-id note in /sys/module/M/notes).
+		rec, err := modid.ReadSidecar(filepath.Join(dir, m+".btf"))
+		loaded, ok, lerr := modid.Loaded("/sys/module", m)
+		if err != nil || lerr != nil || !ok || loaded.BuildID == "" || modid.Match(rec, loaded) != nil {
+			t.Errorf("%s.btf's identity %+v (%v) against the loaded module's %+v (%v, loaded %v)", m, rec, err, loaded, lerr, ok)
+		}
 	}
+	checkStaleBTFRefused(t, dir)
 	// --min keeps only what the probes read: files of a few KiB that trace
 	// a migration and judge it (the whole files serve the default
 	// directory below); where the modules carry no BTF the prepared files
@@ -188,7 +198,7 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 	if err := os.MkdirAll(def, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.btf"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.btf*"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err == nil {
@@ -212,5 +222,36 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 	}
 	if r := Run(t, "apmwatch", "trace", "-o", "json", "--duration", "1s"); r.Code != 0 {
 		t.Errorf("trace with the default btf directory: exit %d: %s", r.Code, r.Stderr)
+	}
+}
+
+// checkStaleBTFRefused: the same files, one recorded as another build of
+// ib_core (a file left from before an OFED upgrade), are refused with one
+// line naming both builds; nothing attaches with the wrong layout.
+func checkStaleBTFRefused(t *testing.T, dir string) {
+	t.Helper()
+	stale := filepath.Join(t.TempDir(), "stale")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.btf*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(stale, filepath.Base(f)), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := modid.ID{Module: "ib_core", BuildID: "00112233445566778899aabbccddeeff00112233", Source: "/lib/modules/old/ib_core.ko"}
+	if err := os.WriteFile(modid.SidecarPath(filepath.Join(stale, "ib_core.btf")), id.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := Run(t, "apmwatch", "probes", "--btf", stale)
+	loaded, _, _ := modid.Loaded("/sys/module", "ib_core")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "is not the loaded module's") || !strings.Contains(r.Stderr, id.BuildID) ||
+		!strings.Contains(r.Stderr, loaded.BuildID) {
+		t.Errorf("apmwatch probes with a stale ib_core.btf: exit %d, stderr %q; want a refusal naming both builds", r.Code, r.Stderr)
 	}
 }

@@ -36,12 +36,16 @@ const btfGenCmd = `set -e
 apmwatch btf gen --debug-dir /extra
 apmwatch btf gen --debug-dir /extra --module mlx5_core
 cd /var/lib/apmwatch/btf/$(uname -r)
-for f in *.btf; do echo "@btf $f"; base64 "$f"; echo "@end"; done`
+for f in *.btf *.btf.id; do echo "@btf $f"; base64 "$f"; echo "@end"; done`
+
+const btfFormat = "btf+id"
 
 // btfKey is what the files depend on: the kernel, its debug files and pahole.
 func btfKey(k Kernel) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", k.Version)
+	// btfFormat: the files' set (MODULE.btf and, beside each, the
+	// identity of the module build it describes: MODULE.btf.id).
+	fmt.Fprintf(h, "%s\x00%s\x00", k.Version, btfFormat)
 	files, err := filepath.Glob(filepath.Join(k.DebugDir(), "*.ko"))
 	if err != nil {
 		return "", err
@@ -85,7 +89,8 @@ func addBTF(im *image, p Paths, k Kernel) error {
 		return nil
 	}
 	files, _ := filepath.Glob(filepath.Join(btfCacheDir(p, k), "*.btf"))
-	for _, f := range files {
+	ids, _ := filepath.Glob(filepath.Join(btfCacheDir(p, k), "*.btf.id"))
+	for _, f := range append(files, ids...) {
 		im.hostFile(btfGuestDir(k)+"/"+filepath.Base(f), f)
 	}
 	return nil
@@ -162,7 +167,7 @@ func parseBTFOutput(s string) (map[string][]byte, []string, error) {
 		switch {
 		case name == "" && strings.HasPrefix(l, "@btf "):
 			name = strings.TrimPrefix(l, "@btf ")
-			if name != filepath.Base(name) || !strings.HasSuffix(name, ".btf") {
+			if name != filepath.Base(name) || !strings.HasSuffix(name, ".btf") && !strings.HasSuffix(name, ".btf.id") {
 				return nil, nil, fmt.Errorf("bad file name %q", name)
 			}
 			b64.Reset()
