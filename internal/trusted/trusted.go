@@ -32,7 +32,10 @@ func owner(path string, fi fs.FileInfo) error {
 
 // Dir checks that path is a directory, not a link, of root or this user,
 // that no one else may write. With parents, every directory above it up
-// to / is checked too (a directory another user may rename into).
+// to / is checked too: one another user may write would let them rename
+// what is below it away and put their own in its place. A sticky one
+// (/tmp, 1777) would not: nobody renames an entry there that is not
+// theirs, and the entry below is checked to be root's or this user's.
 func Dir(path string, parents bool) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -62,7 +65,7 @@ func Dir(path string, parents bool) error {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s (above %s) is a symbolic link: refusing it", d, path)
 		}
-		if err := owner(d, fi); err != nil {
+		if err := owner(d, fi); err != nil && fi.Mode()&fs.ModeSticky == 0 {
 			return fmt.Errorf("above %s: %w", path, err)
 		}
 		if d == "/" || d == "." {

@@ -44,9 +44,34 @@ func TestDirAndOpen(t *testing.T) {
 	if err := Dir(ldir, false); err == nil {
 		t.Error("a link to a directory was taken")
 	}
-	// The temp dir's parents include /tmp (1777): refused with parents.
-	if err := Dir(dir, true); err == nil {
-		t.Error("a directory under a world-writable parent was taken with parents checked")
+	// Under a parent anyone may write: refused with parents checked.
+	// Under a sticky one (/tmp, 1777), taken: nobody can rename it away.
+	open := filepath.Join(t.TempDir(), "open")
+	sub := filepath.Join(open, "btf")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777)
+	if err := Dir(sub, true); err == nil || !strings.Contains(err.Error(), "above") {
+		t.Errorf("a directory under a 0777 parent, parents checked: %v", err)
+	}
+	if err := Dir(sub, false); err != nil {
+		t.Errorf("the same, parents not checked: %v", err)
+	}
+	os.Chmod(open, os.ModeSticky|0o777)
+	if err := Dir(sub, true); err != nil {
+		t.Errorf("a directory under a sticky 1777 parent: %v", err)
+	}
+	// Another user's file is refused.
+	other := filepath.Join(dir, "other.btf")
+	os.WriteFile(other, []byte("x"), 0o644)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(other, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Open(other); err == nil || !strings.Contains(err.Error(), "uid 12345") {
+			t.Errorf("another user's file: %v", err)
+		}
 	}
 	// A planted file where one is to be created is never followed.
 	planted := filepath.Join(dir, "ib_core.btf.tmp")
