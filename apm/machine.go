@@ -280,7 +280,7 @@ func (m *Model) checkLinger(q *qp, ep *episode, at uint64) uint64 {
 		return 0
 	}
 	end := max(ep.rearm.boot+uint64(m.cfg.EpisodeLinger), ep.mig.boot+uint64(m.cfg.NotifyDeadline))
-	if hold := m.callHold(q, end, at); hold != 0 && at >= end {
+	if hold := m.callHold(q, end, at, holdLoad); hold != 0 && at >= end {
 		return hold // a load in progress may still belong to the episode (calls.go)
 	}
 	if at >= end {
