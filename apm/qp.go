@@ -124,6 +124,7 @@ type aux struct {
 	stuckLast  uint64 // the stuck-rearm finding's Last: its resolution is never dated before it
 	truthRearm ref    // rearm judged by the last mismatch check
 	rearmEnd   uint64 // when the last rearm call returned, if it took a millisecond or more
+	migErrAt   uint64 // a PATH_MIG_ERR on a QP already unprotected: the sign its path failed
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
 	lastRead   uint64 // the previous reading, for readings without a span (older recorders)
