@@ -20,12 +20,12 @@ import (
 //
 // A reading is a call's result too (shownByReading): one whose dump began
 // after the call's entry and shows what the call sets (REARM or ARMED after
-// a rearm, ARMED after a modify to ARMED) while no rearm the model applied
-// since the last migration explains it ends the call as if its record had come, successful, at its
-// entry stamp, whatever became of that record (lost to a full ring buffer,
-// counted or not, or to a kretprobe that ran out of instances). The paths
-// it loaded are not in the entry record: an alternate it loaded is taken as
-// unknown, never judged.
+// a rearm, ARMED after a modify to ARMED), while no rearm the model applied
+// since the last migration explains it, ends the call as if its record had
+// come, successful, at its entry stamp, whatever became of that record
+// (lost to a full ring buffer, counted or not, or to a kretprobe that ran
+// out of instances). The paths it loaded are not in the entry record: an
+// alternate it loaded is taken as unknown, never judged.
 
 // call is one modify in progress on a QP: the thread that made it, its
 // entry stamp and sequence number, and what it sets.
