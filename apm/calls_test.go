@@ -174,3 +174,211 @@ func TestRearmJudgedByEntry(t *testing.T) {
 		})
 	}
 }
+
+// enter announces a modify call of qpn at the builder's clock
+// (event.KindModifyEntry); its record, when the story has one, is built
+// with returnOf.
+func enter(b *apmtest.Builder, mask uint32, mig event.MigState) *event.Event {
+	return b.Add(&event.Event{Kind: event.KindModifyEntry, QPN: qpn, Modify: &event.Modify{QPType: event.QPTypeRC,
+		Origin: event.OriginUser, AttrMask: mask, MigState: mig, Hook: "ib_modify_qp_with_udata"}})
+}
+
+// returnOf is the successful record of the call entry announced, stamped
+// at its entry (as the probes stamp it), with alt loaded when it names
+// ALT_PATH; it arrives wherever the story appends it.
+func returnOf(b *apmtest.Builder, entry *event.Event, alt event.Path) *event.Event {
+	md := *entry.Modify
+	if md.Has(event.AttrAltPath) {
+		md.Alt = &alt
+	}
+	rec := &event.Event{Kind: event.KindModify, Seq: entry.Seq, Boot: entry.Boot, Time: entry.Time, PID: entry.PID, TID: entry.TID,
+		Comm: entry.Comm, Device: entry.Device, QPN: entry.QPN, Modify: &md}
+	b.Steps = append(b.Steps, apmtest.Step{Ev: rec})
+	return rec
+}
+
+// runJudged runs the steps, telling the model of a loss of lost events
+// over [from, to] before the first step stamped at or after to, and
+// returns the findings with the model time each was judged at.
+func runJudged(t *testing.T, steps []apmtest.Step, from, to, lost uint64) ([]apm.Finding, []uint64) {
+	t.Helper()
+	var (
+		got    []apm.Finding
+		judged []uint64
+		m      *apm.Model
+	)
+	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) {
+		if f.JudgedAt != m.Now() {
+			t.Errorf("%s judged_at %d, model time %d", f.Kind, f.JudgedAt, m.Now())
+		}
+		got, judged = append(got, f), append(judged, m.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := lost == 0
+	var last uint64
+	for _, s := range steps {
+		if !told && s.Boot() >= to {
+			m.Lost(from, to, lost, 0)
+			told = true
+		}
+		m.Handle(s.Ev)
+		last = max(last, s.Boot())
+	}
+	if !told {
+		m.Lost(from, to, lost, 0)
+	}
+	m.Finish(last + uint64(settle))
+	return got, judged
+}
+
+// A reading whose dump began after a call's entry and shows the call's
+// effect is the call's result: it ends the wait, whatever became of the
+// call's record, and no finding is raised against it.
+func TestReadingEndsCallInFlight(t *testing.T) {
+	const sec = uint64(time.Second)
+	altRearm := event.AttrAltPath | event.AttrPathMigState
+	readEvery := func(b *apmtest.Builder, from time.Duration, n int, mig ...event.MigState) {
+		b.After(from)
+		for i := range n {
+			b.After(time.Second).Truth(qpn, mig[min(i, len(mig)-1)], event.StateRTS)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		story    func(b *apmtest.Builder) (mig uint64)
+		lost     uint64 // events lost over [mig, mig+90 s]
+		want     []apm.Kind
+		resolved []apm.Kind
+		check    func(t *testing.T, mig uint64, got []apm.Finding, judged []uint64)
+	}{
+		{name: "ALT_PATH|REARM entered 15 ms after PATH_MIG, its return never recorded, netlink reads REARM then ARMED",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				enter(b, altRearm, event.MigRearm)
+				readEvery(b, 0, 90, event.MigRearm, event.MigArmed)
+				return mig
+			}},
+		{name: "the same call's record lost to a counted ring overflow, netlink reads ARMED from 30.5 s",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				enter(b, altRearm, event.MigRearm)
+				readEvery(b, 29500*time.Millisecond, 60, event.MigArmed)
+				return mig
+			}, lost: 3},
+		{name: "the call's record comes 40 s late, after the readings showed it",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				e := enter(b, altRearm, event.MigRearm)
+				readEvery(b, 0, 40, event.MigRearm, event.MigArmed)
+				returnOf(b, e, apmtest.PathC)
+				readEvery(b, 0, 5, event.MigArmed)
+				return mig
+			}},
+		{name: "a bare rearm after an alternate load, its record lost, reads ARMED",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(10*time.Millisecond).LoadAlt(qpn, apmtest.PathC)
+				b.After(5 * time.Millisecond)
+				enter(b, event.AttrPathMigState, event.MigRearm)
+				readEvery(b, 0, 20, event.MigArmed)
+				return mig
+			}},
+		{name: "a reading begun before the entry shows REARM, the later ones ARMED: the call's result, no mismatch",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				enter(b, altRearm, event.MigRearm)
+				b.After(10*time.Millisecond).Truth(qpn, event.MigRearm, event.StateRTS).Truth.Span = uint64(20 * time.Millisecond)
+				readEvery(b, 0, 20, event.MigArmed)
+				return mig
+			}},
+		{name: "the readings still show MIGRATED: the call holds the deadline to its wait, then missed-rearm names it",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				enter(b, altRearm, event.MigRearm)
+				readEvery(b, 0, 90, event.MigMigrated)
+				return mig
+			}, want: []apm.Kind{apm.MissedRearm},
+			check: func(t *testing.T, mig uint64, got []apm.Finding, judged []uint64) {
+				if judged[0] < mig+61*sec {
+					t.Errorf("missed-rearm judged %v after the migration, before the call's wait ended", time.Duration(judged[0]-mig))
+				}
+			}},
+		{name: "a bare rearm with no load in the episode, its record lost, reads ARMED: the rearm is known, and bare",
+			story: func(b *apmtest.Builder) uint64 {
+				armedQP(b)
+				mig := b.PathMig(qpn).Boot
+				b.After(15 * time.Millisecond)
+				enter(b, event.AttrPathMigState, event.MigRearm)
+				readEvery(b, 0, 20, event.MigArmed)
+				return mig
+			}, want: []apm.Kind{apm.RearmWithoutAlt}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			mig := tc.story(b)
+			got, judged := runJudged(t, b.Steps, mig, mig+90*sec, tc.lost)
+			checkKinds(t, got, tc.want, tc.resolved)
+			if tc.check != nil && len(got) > 0 {
+				tc.check(t, mig, got, judged)
+			}
+		})
+	}
+}
+
+// Only a call that can rearm holds a rearm deadline: an alternate load
+// that hangs (no PATH_MIG_STATE) does not delay missed-rearm.
+func TestOnlyRearmsHoldTheRearmDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mask uint32
+		mig  event.MigState
+		hold bool // the deadline waits for the call
+	}{
+		{"an ALT_PATH-only load hangs for 60 s", event.AttrAltPath, 0, false},
+		{"a PATH_MIG_STATE=MIGRATED call hangs for 60 s", event.AttrPathMigState, event.MigMigrated, false},
+		{"an ALT_PATH|REARM call hangs for 60 s", event.AttrAltPath | event.AttrPathMigState, event.MigRearm, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := apmtest.New()
+			armedQP(b)
+			mig := b.PathMig(qpn).Boot
+			b.After(100 * time.Millisecond)
+			e := enter(b, tc.mask, tc.mig)
+			for range 60 {
+				b.After(time.Second).Create(qpn + 1 + uint32(b.Now()/uint64(time.Second))%1000)
+			}
+			rec := returnOf(b, e, apmtest.PathC)
+			rec.Modify.Ret = -5 // refused: nothing it set closes the episode
+			got, judged := runJudged(t, b.Steps, 0, 0, 0)
+			var at uint64
+			for i, f := range got {
+				if f.Kind == apm.MissedRearm && !f.Resolved {
+					at = judged[i]
+				}
+			}
+			if at == 0 {
+				t.Fatalf("no missed-rearm: %v", got)
+			}
+			dl := mig + uint64(apm.DefaultConfig().RearmDeadline)
+			late := at - dl
+			// held: judged when the call returns, 60 s after its entry;
+			// not held: at the deadline itself
+			if tc.hold && late < uint64(55*time.Second) || !tc.hold && late > uint64(apm.DefaultConfig().ReorderWindow) {
+				t.Errorf("missed-rearm judged %v after its deadline (hold %v)", time.Duration(late), tc.hold)
+			}
+		})
+	}
+}

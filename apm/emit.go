@@ -9,7 +9,7 @@ func evd(r ref, what string) Evidence { return Evidence{Seq: r.seq, Boot: r.boot
 
 // emit fills the common fields of f and hands it to the sink. Last defaults
 // to the time being judged (the input's own stamp, or the deadline's), and
-// is never before First.
+// is never before First; JudgedAt is the model time, never before Last.
 func (m *Model) emit(q *qp, f Finding) uint64 { return m.emitSev(q, f, false) }
 
 // emitInfo emits f at info severity, below its kind's.
@@ -35,6 +35,7 @@ func (m *Model) emitSev(q *qp, f Finding, keep bool) uint64 {
 		f.Last = m.at
 	}
 	f.Last = max(f.Last, f.First)
+	f.JudgedAt = max(m.now, f.Last)
 	m.uncertain(q, &f)
 	if m.wall != 0 {
 		f.FirstTime = time.Unix(0, int64(f.First)+int64(m.wall))

@@ -73,6 +73,11 @@ type Finding struct {
 	// damaged frames) overlap the finding's window: what they could have
 	// held is not known, and the finding claims no more than it saw.
 	Uncertain string `json:"uncertain,omitempty"`
+	// JudgedAt is the model time (Boot) the finding was judged at: the
+	// input or deadline that decided it, at or after Last. Judged past
+	// Last, it waited for something (a call in progress, a reading's
+	// grace, a late record). 0 where no model judged it (pairing, fleet).
+	JudgedAt uint64 `json:"judged_at,omitempty"`
 }
 
 // Duration is Last minus First.

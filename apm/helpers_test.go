@@ -65,6 +65,7 @@ func checkKinds(t *testing.T, got []apm.Finding, want, resolved []apm.Kind) {
 	w, r := slices.Clone(want), slices.Clone(resolved)
 	slices.Sort(w)
 	slices.Sort(r)
+	checkResolutions(t, got)
 	if !slices.Equal(gk, w) || !slices.Equal(gr, r) {
 		t.Errorf("findings %v resolved %v, want %v resolved %v", gk, gr, w, r)
 		for _, f := range got {
@@ -84,6 +85,9 @@ func checkFinding(t *testing.T, f apm.Finding) {
 	}
 	if f.First == 0 || f.Last < f.First {
 		t.Errorf("%s: bad times first %d last %d", f.Kind, f.First, f.Last)
+	}
+	if f.JudgedAt < f.Last {
+		t.Errorf("%s: judged at %d, before its last evidence %d", f.Kind, f.JudgedAt, f.Last)
 	}
 	if strings.Contains(f.Explanation, "\n") {
 		t.Errorf("%s: explanation is not one sentence: %q", f.Kind, f.Explanation)
@@ -117,4 +121,28 @@ func findOne(t *testing.T, got []apm.Finding, k apm.Kind, resolved bool) apm.Fin
 	}
 	t.Fatalf("no %s (resolved %v) in %d findings", k, resolved, len(got))
 	return apm.Finding{}
+}
+
+// checkResolutions checks that a resolution follows the finding it
+// resolves: never dated before it, never judged before it.
+func checkResolutions(t *testing.T, got []apm.Finding) {
+	t.Helper()
+	byID := map[uint64]apm.Finding{}
+	for _, f := range got {
+		if !f.Resolved {
+			byID[f.ID] = f
+			continue
+		}
+		o, ok := byID[f.Resolves]
+		if !ok {
+			t.Errorf("%s: resolution of %d, which came before no finding", f.Kind, f.Resolves)
+			continue
+		}
+		if f.JudgedAt < o.JudgedAt {
+			t.Errorf("%s: resolution judged at %d, before its finding (%d)", f.Kind, f.JudgedAt, o.JudgedAt)
+		}
+		if f.Last < o.Last {
+			t.Errorf("%s: resolution dated %d, before its finding (%d)", f.Kind, f.Last, o.Last)
+		}
+	}
 }

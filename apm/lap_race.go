@@ -95,7 +95,7 @@ func (m *Model) aprSent(q *qp, ev *event.Event) {
 	}
 	if x.lapStuckID != 0 {
 		m.emit(q, Finding{Kind: LAPRace, Severity: SevInfo, Resolved: true, Resolves: x.lapStuckID,
-			First: x.lapRecv.boot, Last: ev.Boot, Remediation: remedyLAP,
+			First: x.lapRecv.boot, Last: max(ev.Boot, x.lapRecv.boot+uint64(m.cfg.LAPDeadline)), Remediation: remedyLAP,
 			Evidence:    []Evidence{evd(x.lapRecv, "LAP received"), evd(refOf(ev), "APR sent")},
 			Explanation: fmt.Sprintf("the LAP was answered with an APR after %v", since(x.lapRecv.boot, ev.Boot))})
 	}

@@ -94,7 +94,7 @@ func (m *Model) rearmedUnseen(q *qp, ep *episode, p *pendingMismatch, loss strin
 	ep.rearm = ref{boot: p.read}
 	if ep.done&dMissed != 0 && ep.missedID != 0 {
 		m.emit(q, Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
-			First: ep.mig.boot, Last: p.read,
+			First: ep.mig.boot, Last: max(p.read, ep.missLast),
 			Evidence: []Evidence{evd(ep.mig, migWhat(ep)), evd(ref{boot: p.read}, p.truth.Source+" reads "+p.truth.Mig.String())},
 			Explanation: fmt.Sprintf("migration %d was rearmed: %s reads %s (the rearm was not seen: %s), so the missed rearm is not known to have happened",
 				ep.n, p.truth.Source, p.truth.Mig, loss),

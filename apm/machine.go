@@ -128,8 +128,11 @@ func (m *Model) migrate(slot int32, q *qp, ev *event.Event, forced bool) {
 	ep := &episode{n: x.prev.n + 1, forced: forced, mig: refOf(ev)}
 	x.ep = ep
 	from, onto := q.primary, q.alt
+	// Armed by a rearm without a new alternate: onto the path it runs on
+	// (or onto nothing), whether or not the model knows that path.
+	noAlt := x.unprot != nil && x.unprot.cause != 0 && !x.unprot.done && x.unprot.kind == RearmWithoutAlt
 	x.last = lastMig{at: ep.mig, forced: forced, onto: onto,
-		same: onto.valid() && onto.same(from), stale: m.portDown(q, onto, ev.Boot)}
+		same: onto.valid() && onto.same(from) || noAlt, stale: m.portDown(q, onto, ev.Boot)}
 	if onto.valid() {
 		q.primary = onto
 	}
@@ -245,7 +248,7 @@ func (m *Model) reset(q *qp) {
 		x.last = lastMig{} // a new connection: the old migration judges nothing in it
 		x.lapRecv = ref{}
 		x.rearmSince, x.stuckID = 0, 0
-		x.pendTruth = 0
+		x.pendTruth, x.migErrAt = 0, 0
 	}
 }
 
@@ -280,7 +283,7 @@ func (m *Model) checkLinger(q *qp, ep *episode, at uint64) uint64 {
 		return 0
 	}
 	end := max(ep.rearm.boot+uint64(m.cfg.EpisodeLinger), ep.mig.boot+uint64(m.cfg.NotifyDeadline))
-	if hold := m.callHold(q, end, at); hold != 0 && at >= end {
+	if hold := m.callHold(q, end, at, holdLoad); hold != 0 && at >= end {
 		return hold // a load in progress may still belong to the episode (calls.go)
 	}
 	if at >= end {

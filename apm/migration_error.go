@@ -22,6 +22,13 @@ import (
 //     on that path would have run out (from its alt_timeout), or the QP
 //     outliving the window.
 //
+// A QP left unprotected before the migration failed (a rearm without a new
+// alternate, which arms onto the path the QP runs on: the next failure of
+// that path is a PATH_MIG onto it, or a firmware's PATH_MIG_ERR) gets the
+// cause's unprotected-failure instead, never a migration-error: the remedy
+// is the cause's (load a new alternate before rearming), not "the alternate
+// path is bad".
+//
 // A death by the owner's hand (modify to ERR or RESET, destroy) counts only
 // when the alternate is known bad: the path that had just failed (the QP
 // was armed onto the path it ran on), or its port had a PORT_ERR before the
@@ -32,8 +39,16 @@ import (
 
 const remedyMigErr = "the alternate path is bad: choose a working path, send a LAP with it, load it as the new alternate and rearm; the QP has no failover until then"
 
-// migrationError applies PATH_MIG_ERR.
+// migrationError applies PATH_MIG_ERR. On a QP left unprotected before it
+// (a rearm without a new alternate armed it onto the path it runs on, or
+// onto nothing) the failed migration is that cause's doing: no
+// migration-error; the event is the sign that the path failed, and the
+// QP's death is the cause's unprotected-failure (lost).
 func (m *Model) migrationError(q *qp, ev *event.Event) {
+	if u := q.ax().unprot; u != nil && u.cause != 0 && !u.done && u.since <= ev.Boot {
+		q.x.migErrAt = ev.Boot
+		return
+	}
 	if q.flags&fMigErrDone != 0 {
 		return
 	}

@@ -256,3 +256,61 @@ func TestMigrationErrorForgottenAtReset(t *testing.T) {
 		},
 	})
 }
+
+// A rearm without a new alternate arms the QP onto the path it runs on (a
+// migration copies the alternate into the primary). When that path fails,
+// whatever the HCA reports (PATH_MIG onto the same path, or a firmware's
+// PATH_MIG_ERR), the loss is the rearm's unprotected-failure, never a
+// migration-error (docs/findings.md, migration-error, "Never").
+func TestMigrationErrorAfterBareRearm(t *testing.T) {
+	bare := func(b *apmtest.Builder) {
+		armedQP(b)
+		b.PathMig(qpn)                             // A -> B; the alternate stays B
+		b.After(100 * time.Millisecond).Rearm(qpn) // armed onto B itself
+		b.After(5 * time.Minute)
+	}
+	runScenarios(t, []scenario{
+		{
+			name: "a firmware's PATH_MIG_ERR when the path fails, then the QP reads ERR",
+			story: func(b *apmtest.Builder) {
+				bare(b)
+				b.PathMigErr(qpn)
+				b.After(3*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
+		},
+		{
+			name: "PORT_ERR on its port, PATH_MIG_ERR, then the owner's teardown",
+			story: func(b *apmtest.Builder) {
+				bare(b)
+				portErr(b, apmtest.PathB.Port)
+				b.After(time.Second).PathMigErr(qpn)
+				b.After(time.Second).ToState(qpn, event.StateErr)
+				b.Destroy(qpn)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
+		},
+		{
+			name: "its paths never seen loaded: PATH_MIG when the path fails, then the QP reads ERR",
+			story: func(b *apmtest.Builder) {
+				b.Truth(qpn, event.MigArmed, event.StateRTS) // first seen mid-stream
+				b.After(time.Second).PathMig(qpn)
+				b.After(100 * time.Millisecond).Rearm(qpn)
+				b.After(5 * time.Minute).PathMig(qpn)
+				b.After(time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.RearmWithoutAlt, apm.UnprotectedFailure},
+		},
+		{
+			name: "control: rearmed onto a new alternate, then PATH_MIG_ERR: the alternate is bad",
+			story: func(b *apmtest.Builder) {
+				armedQP(b)
+				b.PathMig(qpn)
+				b.ThreeSteps(qpn, apmtest.PathC, 0)
+				b.After(5 * time.Minute).PathMigErr(qpn)
+				b.After(3*time.Second).Truth(qpn, event.MigMigrated, event.StateErr)
+			},
+			want: []apm.Kind{apm.MigrationError},
+		},
+	})
+}

@@ -54,7 +54,7 @@ func (m *Model) checkMismatch(q *qp, ep *episode, at uint64) uint64 {
 	if dl := p.read + uint64(m.cfg.TruthGrace); at < dl {
 		return dl
 	}
-	if hold := m.callHold(q, p.read, at); hold != 0 {
+	if hold := m.callHold(q, p.read, at, holdArm); hold != 0 {
 		return hold // a rearm entered before the reading may still return (calls.go)
 	}
 	ep.mis = nil

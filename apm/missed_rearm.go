@@ -27,7 +27,13 @@ func (m *Model) checkMissed(q *qp, ep *episode, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
-	if hold := m.callHold(q, dl, at); hold != 0 {
+	if p := ep.mis; p != nil && m.lossText(ep.mig.boot, p.read) != "" {
+		// A reading shows it rearmed and records since the migration are
+		// missing: the rearm was among them (loss.go). The reading is
+		// judged first; no finding is raised against it.
+		return max(p.read+uint64(m.cfg.TruthGrace), at+1)
+	}
+	if hold := m.callHold(q, dl, at, holdArm); hold != 0 {
 		return hold // a rearm may be in progress: judged by its entry when it returns
 	}
 	switch q.state {
@@ -51,7 +57,7 @@ func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
 	if ep.stray.ok() {
 		f.Evidence = append(f.Evidence, evd(ep.stray, "PATH_MIG again, with no rearm since (not a migration)"))
 	}
-	if c, ok := q.unreturned(ep.mig.boot + uint64(m.cfg.RearmDeadline)); ok {
+	if c, ok := q.unreturned(ep.mig.boot+uint64(m.cfg.RearmDeadline), holdArm); ok {
 		f.Evidence = append(f.Evidence, evd(ref{boot: c.at}, "modify call entered and not returned within "+m.cfg.CallWait.String()))
 	}
 	switch {
@@ -63,16 +69,20 @@ func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
 	default:
 		f.Explanation = fmt.Sprintf("migration %d was not followed by a rearm within %v, so the QP in RTS has no alternate path: the next failure of the primary breaks the connection", ep.n, m.cfg.RearmDeadline)
 	}
-	ep.missedID = m.emit(q, f)
+	ep.missedID, ep.missLast = m.emit(q, f), last
 	m.markUnprotected(q, ep.mig.boot, ep.missedID, MissedRearm)
 }
 
+// resolveMissed resolves the episode's missed-rearm at the rearm ev. A
+// resolution is never dated before its finding: a rearm record that came
+// after the finding but is stamped before it (a call judged by its entry)
+// resolves it at the finding's time.
 func (m *Model) resolveMissed(q *qp, ep *episode, ev *event.Event) {
 	if ep.done&dNoAlt == 0 && !ep.bareRearm.ok() {
 		m.protected(q, MissedRearm)
 	}
 	f := Finding{Kind: MissedRearm, Severity: SevInfo, Resolved: true, Resolves: ep.missedID,
-		Unprotected: time.Duration(ev.Boot - ep.mig.boot), First: ep.mig.boot, Last: ev.Boot,
+		Unprotected: time.Duration(ev.Boot - ep.mig.boot), First: ep.mig.boot, Last: max(ev.Boot, ep.missLast),
 		Evidence:    []Evidence{evd(ep.mig, migWhat(ep)), evd(refOf(ev), "rearm")},
 		Explanation: fmt.Sprintf("migration %d was finally rearmed after %v: the QP ran unprotected for that long", ep.n, since(ep.mig.boot, ev.Boot)),
 		Remediation: remedyRearm}

@@ -35,7 +35,7 @@ func (m *Model) checkNeverArmed(q *qp, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
-	if hold := m.callHold(q, dl, at); hold != 0 {
+	if hold := m.callHold(q, dl, at, holdArm); hold != 0 {
 		return hold // a rearm may be in progress (calls.go)
 	}
 	q.flags |= fNeverArmedDone

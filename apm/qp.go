@@ -121,8 +121,10 @@ type aux struct {
 
 	rearmSince uint64 // readings have shown REARM since
 	stuckID    uint64
+	stuckLast  uint64 // the stuck-rearm finding's Last: its resolution is never dated before it
 	truthRearm ref    // rearm judged by the last mismatch check
 	rearmEnd   uint64 // when the last rearm call returned, if it took a millisecond or more
+	migErrAt   uint64 // a PATH_MIG_ERR on a QP already unprotected: the sign its path failed
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
 	lastRead   uint64 // the previous reading, for readings without a span (older recorders)
@@ -186,6 +188,7 @@ type episode struct {
 	bareRearm ref              // a rearm with no load before it, judged after EpisodeLinger
 	mis       *pendingMismatch // a reading awaiting TruthGrace
 	missedID  uint64           // missed-rearm finding, for its resolution
+	missLast  uint64           // and its Last: its resolution is never dated before it
 	done      uint16           // kinds reported in this episode (bit per kind)
 }
 

@@ -51,7 +51,7 @@ func (m *Model) checkBareRearm(q *qp, ep *episode, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
-	if hold := m.callHold(q, dl, at); hold != 0 {
+	if hold := m.callHold(q, dl, at, holdLoad); hold != 0 {
 		return hold // an alternate load may be in progress (calls.go)
 	}
 	r := ep.bareRearm

@@ -70,19 +70,19 @@ func (m *Model) stuckReading(q *qp, ev *event.Event) {
 		// An idle connection that rearmed correctly reads REARM until its
 		// first packet: without a sign of traffic, only information.
 		f.Explanation = fmt.Sprintf("the QP has read REARM for %v (limit %v) and never became ARMED: either the peer has not rearmed, or no packet has come since the rearm (an idle connection stays REARM until its first packet; nothing shows traffic on this QP)", since(x.rearmSince, ev.Boot), m.cfg.StuckRearm)
-		x.stuckID = m.emitInfo(q, f)
+		x.stuckID, x.stuckLast = m.emitInfo(q, f), ev.Boot
 		m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
 		m.markIdle(q, x.stuckID)
 		return
 	}
-	x.stuckID = m.emit(q, f)
+	x.stuckID, x.stuckLast = m.emit(q, f), ev.Boot
 	m.markUnprotected(q, x.rearmSince, x.stuckID, StuckRearm)
 }
 
 func (m *Model) resolveStuck(q *qp, x *aux, r ref, what string) {
 	m.protected(q, StuckRearm)
 	m.emit(q, Finding{Kind: StuckRearm, Severity: SevInfo, Resolved: true, Resolves: x.stuckID,
-		First: x.rearmSince, Last: r.boot, Remediation: remedyStuck,
+		First: x.rearmSince, Last: max(r.boot, x.stuckLast), Remediation: remedyStuck,
 		Evidence:    []Evidence{evd(r, what)},
 		Explanation: fmt.Sprintf("the QP left REARM after %v (%s)", since(x.rearmSince, r.boot), what)})
 }

@@ -58,6 +58,7 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		x := q.ax()
 		start, x.lastRead = x.lastRead, ev.Boot
 	}
+	m.shownByReading(slot, q, ev, start)
 	if t.HasState && t.State == event.StateErr && q.state != event.StateErr && q.flags&fStateKnown != 0 {
 		m.lost(q, ref{boot: ev.Boot}, t.Source+" reads ERR", true)
 	}

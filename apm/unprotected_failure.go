@@ -144,6 +144,10 @@ func (m *Model) lost(q *qp, r ref, what string, strong bool) {
 		m.failed(q, r, fmt.Sprintf("%s %v after a PATH_MIG onto the path that had failed", what, since(l.at.boot, r.boot)), strong)
 		return
 	}
+	if x := q.x; x != nil && x.migErrAt != 0 && r.boot >= x.migErrAt && r.boot-x.migErrAt <= uint64(m.cfg.PortFailureWindow) {
+		m.failed(q, r, fmt.Sprintf("%s %v after PATH_MIG_ERR (the migration onto the alternate failed)", what, since(x.migErrAt, r.boot)), strong)
+		return
+	}
 	// ERR by the hardware's hand, cause unread: a path failure only with
 	// a port failure on the host to show for it (a peer that went away
 	// leaves none)

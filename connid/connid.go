@@ -17,14 +17,29 @@ import (
 )
 
 // Addr is a port address, or where a path leads: a GID when the route is
-// global (GID set), else a LID. A port's address may carry both.
+// global (GID set), else a LID. A port's address may carry both. A port's
+// LID address carries its LMC (LID mask count): the port answers to the
+// 2^LMC LIDs from its base LID, so a path leads to it by any of them.
 type Addr struct {
 	LID uint16
+	LMC uint8 // a port's: 0 a single LID (a path's is always 0)
 	GID [16]byte
 }
 
-// LIDAddr and GIDAddr build addresses.
-func LIDAddr(lid uint16) Addr   { return Addr{LID: lid} }
+// maxLMC is the largest LID mask count (IBTA: 3 bits).
+const maxLMC = 7
+
+// LIDAddr, PortLID and GIDAddr build addresses.
+func LIDAddr(lid uint16) Addr { return Addr{LID: lid} }
+
+// PortLID is the LID address of a port with base LID lid and LID mask
+// count lmc (past 7: 0, as sysfs never gives).
+func PortLID(lid uint16, lmc uint8) Addr {
+	if lmc > maxLMC {
+		lmc = 0
+	}
+	return Addr{LID: lid, LMC: lmc}
+}
 func GIDAddr(gid [16]byte) Addr { return Addr{GID: gid} }
 func (a Addr) global() bool     { return a.GID != [16]byte{} }
 func (a Addr) Valid() bool      { return a.global() || usableLID(a.LID) }
@@ -34,17 +49,28 @@ func (a Addr) String() string {
 	if a.global() {
 		return netip.AddrFrom16(a.GID).String()
 	}
+	if a.LMC != 0 {
+		return fmt.Sprintf("lid 0x%x-0x%x", a.LID, a.lastLID())
+	}
 	return fmt.Sprintf("lid 0x%x", a.LID)
+}
+
+// lastLID is the last LID of a port's LMC range (its base LID when LMC is
+// 0), within the unicast LIDs.
+func (a Addr) lastLID() uint16 {
+	last := uint32(a.LID) + 1<<a.LMC - 1
+	return uint16(min(last, 0xBFFF))
 }
 
 // Leads reports whether a path to `to` reaches the port with address
 // port: a global path by GID (its DLID may be a router's), a local one
-// by LID.
+// by LID, any LID of the port's LMC range (a path's DLID is the base LID
+// plus the path bits the peer chose).
 func (to Addr) Leads(port Addr) bool {
 	if to.global() {
 		return to.GID == port.GID
 	}
-	return usableLID(to.LID) && to.LID == port.LID
+	return usableLID(to.LID) && usableLID(port.LID) && to.LID >= port.LID && to.LID <= port.lastLID()
 }
 
 // End is one end as a recording or a record knows it.

@@ -96,3 +96,32 @@ func TestAddBoundsAndDedups(t *testing.T) {
 		t.Fatalf("%v", as)
 	}
 }
+
+// A port with LMC n answers to the 2^n LIDs from its base LID: a path
+// leads to it by any of them, and by no LID outside the range.
+func TestLeadsWithinLMC(t *testing.T) {
+	port := PortLID(0x20, 2) // 0x20..0x23
+	for lid, want := range map[uint16]bool{0x1f: false, 0x20: true, 0x21: true, 0x23: true, 0x24: false} {
+		if got := LIDAddr(lid).Leads(port); got != want {
+			t.Errorf("lid 0x%x leads to %s: %v, want %v", lid, port, got, want)
+		}
+	}
+	if LIDAddr(0x21).Leads(LIDAddr(0x20)) {
+		t.Error("LMC 0 (an older recording's port): lid 0x21 leads to lid 0x20")
+	}
+	if PortLID(0x20, 9) != LIDAddr(0x20) {
+		t.Error("an LMC past 7 is not taken as 0")
+	}
+	if top := PortLID(0xBFFE, 7); !LIDAddr(0xBFFF).Leads(top) || LIDAddr(0xC000).Leads(top) {
+		t.Error("an LMC range past the unicast LIDs leads to multicast")
+	}
+	// two hosts with LMC 2 whose connection runs on non-base LIDs
+	a := end("a", 100, 200, lids(0x11, 0x15), []Addr{PortLID(0x20, 2), PortLID(0x24, 2)})
+	b := end("b", 200, 100, lids(0x21, 0x26), []Addr{PortLID(0x10, 2), PortLID(0x14, 2)})
+	if why := Match(a, b); why != "" {
+		t.Errorf("not paired: %s", why)
+	}
+	if s := PortLID(0x20, 2).String(); s != "lid 0x20-0x23" {
+		t.Errorf("port string %q", s)
+	}
+}

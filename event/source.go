@@ -53,10 +53,14 @@ type Meta struct {
 // PortAddr is one port's addresses: its LID (0 when it has none, as on
 // RoCE) and its GIDs in use.
 type PortAddr struct {
-	Device string     `json:"device"`
-	Port   uint32     `json:"port"`
-	LID    uint16     `json:"lid,omitempty"`
-	GIDs   [][16]byte `json:"gids,omitempty"`
+	Device string `json:"device"`
+	Port   uint32 `json:"port"`
+	LID    uint16 `json:"lid,omitempty"`
+	// LMC is the port's LID mask count (sysfs lid_mask_count, 0..7): the
+	// port answers to the 2^LMC LIDs from LID. 0 in recordings that
+	// predate it.
+	LMC  uint8      `json:"lmc,omitempty"`
+	GIDs [][16]byte `json:"gids,omitempty"`
 }
 
 // Bounds of Meta.Ports, so that a header stays small.

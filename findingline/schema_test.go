@@ -37,7 +37,7 @@ func TestSchemaKindsAreTheRegistry(t *testing.T) {
 
 // The checker refuses what the schema forbids: it is no rubber stamp.
 func TestSchemaRefuses(t *testing.T) {
-	f := apm.Finding{ID: 1, Kind: apm.MissedRearm, Severity: apm.SevError, QP: apm.Key{Device: "ibsim0", QPN: 5}}
+	f := apm.Finding{ID: 1, Kind: apm.MissedRearm, Severity: apm.SevError, QP: apm.Key{Device: "ibsim0", QPN: 5}, JudgedAt: 7}
 	good, err := json.Marshal(findingline.New(f, "h"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +63,8 @@ func TestSchemaRefuses(t *testing.T) {
 		"bad severity":      func(m map[string]any) { m["severity"] = "fatal" },
 		"qpn too big":       func(m map[string]any) { m["qp"].(map[string]any)["qpn"] = 1 << 33 },
 		"bad logged time":   func(m map[string]any) { m["logged"] = "yesterday" },
+		"judged_at a time":  func(m map[string]any) { m["judged_at"] = "2026-01-01T00:00:00Z" },
+		"judged_at below 0": func(m map[string]any) { m["judged_at"] = -1 },
 	} {
 		var m map[string]any
 		if err := json.Unmarshal(good, &m); err != nil {

@@ -15,7 +15,7 @@ func sampleFinding() *apm.Finding {
 		QP: apm.Key{Device: "rxe0", QPN: 17, Gen: 2}, PID: 200, Comm: "lab-pair", First: 1000, Last: 1005,
 		FirstTime: t0, LastTime: t0.Add(5 * time.Millisecond),
 		Evidence:    []apm.Evidence{{Seq: 12, Boot: 1000, What: "alt load"}, {Boot: 1005, What: "netlink reads MIGRATED"}},
-		Explanation: "the alternate load was refused", Remediation: "APM is InfiniBand-only", Errno: 22}
+		Explanation: "the alternate load was refused", Remediation: "APM is InfiniBand-only", Errno: 22, JudgedAt: 1007}
 }
 
 // A finding line sits beside the events: kind "finding", the finding kind
@@ -40,7 +40,7 @@ func TestFindingJSON(t *testing.T) {
 	for k, v := range map[string]any{"kind": "finding", "finding": "apm-modify-failed", "severity": "warning",
 		"device": "rxe0", "qpn": 17.0, "gen": 2.0, "pid": 200.0, "comm": "lab-pair", "errno": 22.0,
 		"errno_name": "EINVAL", "resolved": false, "time": "2026-01-02T03:04:05.005006Z", "boot_ns": 1005.0,
-		"schema": 1.0, "type": "finding", "host": "hostA", "last_boot_ns": 1005.0, "first_boot_ns": 1000.0} {
+		"schema": 1.0, "type": "finding", "host": "hostA", "last_boot_ns": 1005.0, "first_boot_ns": 1000.0, "judged_at": 1007.0} {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}

@@ -64,9 +64,16 @@ func write(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64)
 // counters start at the one lost event write puts before the steps.
 func writeStats(t *testing.T, dir, name, host string, b *apmtest.Builder, end uint64, stats ...event.Stats) string {
 	t.Helper()
+	return writePorts(t, dir, name, host, nil, b, end, stats...)
+}
+
+// writePorts is writeStats with the port addresses its header lists
+// (sysfs when the recording started).
+func writePorts(t *testing.T, dir, name, host string, ports []event.PortAddr, b *apmtest.Builder, end uint64, stats ...event.Stats) string {
+	t.Helper()
 	path := filepath.Join(dir, name)
 	meta := event.Meta{Host: host, Kernel: "6.12.0-test", BootOffset: time.Duration(b.Start.UnixNano()), Version: "test",
-		Hooks: []event.Hook{{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing}}}
+		Hooks: []event.Hook{{Name: "cm_apr_handler", Module: "ib_cm", Method: event.HookMissing}}, Ports: ports}
 	w, err := recording.Create(path, meta, recording.Options{FlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)

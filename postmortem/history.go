@@ -33,8 +33,7 @@ type hist struct {
 	readAt     uint64         // and its Boot (0: no reading yet)
 	nMig       int            // migrations, kept or not
 	nRearm     int
-	forced     bool   // the last migration was forced and its PATH_MIG may follow
-	reading    string // the last ground-truth reading's label
+	forced     bool // the last migration was forced and its PATH_MIG may follow
 	commIDs    []uint32
 	entries    []entry
 	dropped    int // entries beyond the cap
@@ -72,6 +71,8 @@ type entry struct {
 	What   string // short label
 	Detail string
 	Fail   bool // a call that returned an error
+
+	repeats int // readings alike that followed it at once
 }
 
 func (h *hist) name() string { return fmt.Sprintf("%s %s/%d", h.s.label, h.device, h.qpn) }
@@ -121,7 +122,7 @@ func (hs *histories) observe(s *stream, e *event.Event) *hist {
 	var h *hist
 	switch {
 	case e.Truth != nil:
-		return hs.truth(e) // readings join the QPs the events made
+		return hs.truth(s, e) // readings join the QPs the events made, or make their own
 	case e.QPN != 0:
 		h = hs.get(s, e.Key(), e.Kind == event.KindQPCreate, e.Boot)
 	case e.MAD != nil:
@@ -218,26 +219,37 @@ func (hs *histories) step(at *[]uint64, n *int, boot uint64) {
 	*at = append(*at, boot)
 }
 
-// truth files a ground-truth reading into the current history of its QP:
-// a timeline entry when the reading differs from the previous one (they
-// come every second).
-func (hs *histories) truth(e *event.Event) *hist {
+// truth files a ground-truth reading into the current history of its QP
+// (a QP no event named gets a history of its readings): every reading is
+// on the timeline, but one that repeats the entry just before it (they
+// come every second) is counted there instead of listed again.
+func (hs *histories) truth(s *stream, e *event.Event) *hist {
 	h := hs.cur[e.Key()]
 	if h == nil {
-		return nil
+		if e.Truth.Op != event.TruthRead {
+			return nil
+		}
+		if h = hs.get(s, e.Key(), false, e.Boot); h == nil {
+			return nil
+		}
 	}
 	if h.pid == 0 && e.PID != 0 {
 		h.pid, h.comm = e.PID, e.Comm
 	}
 	what := label(e)
-	if what == h.reading || len(h.entries) >= hs.max {
+	if n := len(h.entries); n > 0 && h.entries[n-1].Kind == e.Kind.String() && h.entries[n-1].What == what {
+		h.entries[n-1].repeats++
+		h.last = e.Boot
+		return h
+	}
+	if len(h.entries) >= hs.max {
+		h.dropped++
 		return h
 	}
 	if !take(&hs.b.timeline) {
 		hs.b.DroppedTimeline++
 		return h
 	}
-	h.reading = what
 	h.last = e.Boot
 	if t := e.Truth; t.Op == event.TruthRead {
 		// a rearm, seen or not: a reading of REARM or ARMED after one of
@@ -250,7 +262,11 @@ func (hs *histories) truth(e *event.Event) *hist {
 		}
 		h.readMig, h.readAt = t.Mig, e.Boot
 	}
-	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: output.Detail(e)})
+	detail := output.Detail(e)
+	if t := e.Truth; t.Op == event.TruthRead && t.Span == 0 {
+		detail += " (no span: an older recorder did not say how long its dump ran; the row stands for some time since the previous reading)"
+	}
+	h.entries = append(h.entries, entry{Boot: e.Boot, Kind: e.Kind.String(), What: what, Detail: detail})
 	return h
 }
 
@@ -302,7 +318,11 @@ func label(e *event.Event) string {
 		if e.Truth.Op != event.TruthRead {
 			return "truth: " + e.Truth.Op.String()
 		}
-		return "truth: " + e.Truth.State.String() + " " + e.Truth.Mig.String()
+		s := "truth: " + e.Truth.State.String() + " " + e.Truth.Mig.String()
+		if e.Truth.Span == 0 {
+			s += " (no span)"
+		}
+		return s
 	}
 	return e.Kind.String()
 }

@@ -70,7 +70,7 @@ func portsOf(ss []*stream) map[string][]connid.Addr {
 	for _, s := range ss {
 		for _, p := range s.hdr.Meta.Ports {
 			k := devKey(s, p.Device)
-			out[k] = connid.Add(out[k], connid.LIDAddr(p.LID), maxPortAddrs)
+			out[k] = connid.Add(out[k], connid.PortLID(p.LID, p.LMC), maxPortAddrs)
 			for _, g := range p.GIDs {
 				out[k] = connid.Add(out[k], connid.GIDAddr(g), maxPortAddrs)
 			}

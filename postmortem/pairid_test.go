@@ -9,6 +9,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm/apmtest"
 	"github.com/apmwatch/apmwatch/connid"
+	"github.com/apmwatch/apmwatch/event"
 )
 
 // Recordings made before headers carried the port addresses, of pairs
@@ -114,5 +115,35 @@ func TestIdenticalNodesCollidingQPNs(t *testing.T) {
 	}
 	if len(r.Unpaired) == 0 {
 		t.Error("host-c's QPs are not listed unpaired")
+	}
+}
+
+// Two hosts whose ports have LMC 2 (four LIDs each) and whose connection
+// runs on non-base LIDs: their headers' LMCs pair them, and the one-sided
+// rearm is found. The same recordings with LMC 0 (as older recordings
+// read) do not pair: their paths lead elsewhere.
+func TestPairingWithinLMC(t *testing.T) {
+	for _, lmc := range []uint8{2, 0} {
+		a, b := newHost(0), newHost(0)
+		connect(a, 100, 200, 0x11) // b's port 1 base 0x10: path bits 1; alternate 0x12
+		connect(b, 200, 100, 0x21) // a's port 1 base 0x20; alternate 0x22
+		a.After(time.Second).PathMig(100)
+		b.After(time.Second + 300*time.Microsecond).PathMig(200)
+		a.After(time.Millisecond).LoadAlt(100, event.Path{Port: 1, DLID: 0x13})
+		a.Rearm(100)
+		ports := func(base uint16) []event.PortAddr {
+			return []event.PortAddr{{Device: "mlx5_0", Port: 1, LID: base, LMC: lmc}, {Device: "mlx5_0", Port: 2, LID: base + 4, LMC: lmc}}
+		}
+		dir := t.TempDir()
+		r := run(t, Options{},
+			writePorts(t, dir, "a.rec", "host-a", ports(0x20), a, uint64(10*time.Second)),
+			writePorts(t, dir, "b.rec", "host-b", ports(0x10), b, uint64(10*time.Second)))
+		paired, onesided := len(r.Pairs) == 1, r.Summary.Findings["one-sided-rearm"] == 1
+		if lmc != 0 && (!paired || !onesided) {
+			t.Errorf("LMC %d: pairs %d, findings %v, unpaired %+v: want the two ends paired and the one-sided rearm", lmc, len(r.Pairs), r.Summary.Findings, r.Unpaired)
+		}
+		if lmc == 0 && (paired || onesided) {
+			t.Errorf("LMC 0: pairs %d, findings %v: want no pairing (the paths lead to no base LID)", len(r.Pairs), r.Summary.Findings)
+		}
 	}
 }

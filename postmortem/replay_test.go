@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,8 +104,8 @@ func TestProgressOfACopiedRecording(t *testing.T) {
 // Ground-truth readings recorded in the stream (qp-truth) are replayed
 // like the live trace applied them: a PATH_MIG after which the QP still
 // reads REARM is a mig-state-mismatch; the readings join the QP's
-// timeline when they change, and readings of QPs no event named make no
-// history.
+// timeline (a repeat of the entry before it counted there), and a QP no
+// event named is not shown by default (only read: no APM activity).
 func TestReplayedTruth(t *testing.T) {
 	b := newHost(0)
 	connect(b, 7, 8, 1)
@@ -128,12 +129,52 @@ func TestReplayedTruth(t *testing.T) {
 	for _, e := range r.QPs[0].Entries {
 		if e.Kind == "qp-truth" {
 			n++
-			if e.What != "truth: RTS REARM" {
+			if e.What != "truth: RTS REARM (no span)" || e.Repeats != 1 {
 				t.Errorf("reading entry %+v", e)
 			}
 		}
 	}
 	if n != 1 {
 		t.Errorf("%d reading entries, want 1 (the second reading did not change)", n)
+	}
+}
+
+// Every reading in a recording is on the timeline: one after an event
+// even when it reads as the one before the event, a reading of a QP no
+// event named (shown with --all), a reading without a span (an older
+// recorder), marked so.
+func TestReadingsAlwaysShown(t *testing.T) {
+	b := newHost(0)
+	connect(b, 7, 8, 1)
+	read := func(qpn uint32, mig event.MigState, span uint64) {
+		b.After(300 * time.Millisecond).Add(&event.Event{Kind: event.KindTruth, Seq: 0, QPN: qpn,
+			Truth: &event.Truth{Op: event.TruthRead, Source: "netlink", QPType: event.QPTypeRC, State: event.StateRTS, HasState: true, Mig: mig, Span: span}})
+	}
+	ms := uint64(time.Millisecond)
+	read(7, event.MigArmed, ms)
+	b.After(time.Second).PathMig(7)
+	b.After(10 * time.Millisecond).Add(&event.Event{Kind: event.KindModifyEntry, QPN: 7, Modify: &event.Modify{QPType: event.QPTypeRC,
+		AttrMask: event.AttrPathMigState, MigState: event.MigRearm}})
+	read(7, event.MigArmed, ms) // the call's result: after the PATH_MIG, alike the reading before it
+	read(7, event.MigArmed, 0)  // an older recorder's
+	read(99, event.MigArmed, ms)
+	r := run(t, Options{All: true}, write(t, t.TempDir(), "x.rec", "h", b, uint64(4*time.Second)))
+	got := map[uint32][]string{}
+	for _, q := range r.QPs {
+		for _, e := range q.Entries {
+			if e.Kind == "qp-truth" {
+				got[q.QPN] = append(got[q.QPN], e.What)
+			}
+		}
+	}
+	want := []string{"truth: RTS ARMED", "truth: RTS ARMED", "truth: RTS ARMED (no span)"}
+	if !slices.Equal(got[7], want) {
+		t.Errorf("QP 7's readings on its timeline %q, want %q", got[7], want)
+	}
+	if len(got[99]) != 1 {
+		t.Errorf("QP 99 (only read) has readings %q on its timeline, want its one", got[99])
+	}
+	if len(r.Summary.Findings) != 0 {
+		t.Errorf("findings %v: the reading is the rearm call's result", r.Summary.Findings)
 	}
 }

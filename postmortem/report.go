@@ -133,6 +133,9 @@ type Entry struct {
 	What   string    `json:"what"`
 	Detail string    `json:"detail"`
 	Fail   bool      `json:"failed,omitempty"`
+	// Repeats counts the readings alike that followed this one at once
+	// (shown once, not listed again).
+	Repeats int `json:"repeats,omitempty"`
 }
 
 // Run replays the recordings at paths and builds the report.
@@ -393,7 +396,7 @@ func (h *hist) report(since, until time.Time) QP {
 		if !since.IsZero() && t.Before(since) || !until.IsZero() && t.After(until) {
 			continue
 		}
-		q.Entries = append(q.Entries, Entry{Time: t, Seq: e.Seq, Kind: e.Kind, What: e.What, Detail: e.Detail, Fail: e.Fail})
+		q.Entries = append(q.Entries, Entry{Time: t, Seq: e.Seq, Kind: e.Kind, What: e.What, Detail: e.Detail, Fail: e.Fail, Repeats: e.repeats})
 	}
 	return q
 }

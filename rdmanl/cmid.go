@@ -8,8 +8,8 @@ import (
 )
 
 // CMID is one rdma_cm id (`rdma resource show cm_id`). A cm_id with a QP
-// (LQPN != 0) tells that the QP is driven by the CM: feed it to
-// apm.Model.MarkCM.
+// (LQPN != 0) tells that the QP is driven by the CM, while that QP is the
+// generation it was bound to: Feeder marks the QP's readings (Truth.CM).
 type CMID struct {
 	DevIndex uint32         `json:"ifindex"`
 	Device   string         `json:"ifname"`

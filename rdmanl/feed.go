@@ -31,11 +31,14 @@ type cmKey struct {
 	id  uint32
 }
 
-// cmBind is the QP a cm_id was first seen bound to; stale once that QP
-// was destroyed or gone (rdma_destroy_qp leaves the cm_id's qp_num set,
-// so a later QP reusing the QPN would otherwise look CM-driven).
+// cmBind is the QP a cm_id was first seen bound to, and when (the Boot
+// its snapshot's dump began); stale once that QP generation ended: it was
+// destroyed or gone, or a QP with its QPN was created after the binding
+// was seen (rdma_destroy_qp leaves the cm_id's qp_num set, so a later QP
+// reusing the QPN would otherwise look CM-driven).
 type cmBind struct {
 	qpn   uint32
+	since uint64
 	stale bool
 }
 
@@ -54,9 +57,28 @@ func (f *Feeder) qpEnded(k qpKey) {
 	}
 }
 
-// cmBound reports which QPs the snapshot's cm_ids drive: a cm_id marks
-// only the QP generation it was first seen with (TestFeederCMIDOutlivesQP).
-func (f *Feeder) cmBound(ids []CMID) map[qpKey]bool {
+// qpCreated marks stale the cm_ids bound to k's QPN seen before a QP with
+// that QPN was created at boot: they were bound to an earlier generation.
+func (f *Feeder) qpCreated(k qpKey, boot uint64) {
+	for ck, b := range f.cmFor {
+		if ck.dev == k.dev && b.qpn == k.qpn && b.since < boot {
+			b.stale = true
+			f.cmFor[ck] = b
+		}
+	}
+}
+
+// cmBound reports which QPs the snapshot s's cm_ids drive: a cm_id marks
+// only the QP generation it was first seen with (TestFeederCMIDOutlivesQP),
+// and only a QP with an owner of its kind: a kernel ULP's cm_id never
+// marks a user process's QP, nor a user's cm_id a kernel QP
+// (TestFeederCMIDOtherOwner).
+func (f *Feeder) cmBound(s Snapshot) map[qpKey]bool {
+	ids := s.CMIDs
+	kernel := make(map[qpKey]bool, len(s.QPs)) // each listed QP: a kernel ULP's
+	for _, q := range s.QPs {
+		kernel[qpKey{q.Device, q.LQPN}] = q.Kernel
+	}
 	cm := make(map[qpKey]bool, len(ids))
 	seen := make(map[cmKey]bool, len(ids))
 	for _, c := range ids {
@@ -67,12 +89,14 @@ func (f *Feeder) cmBound(ids []CMID) map[qpKey]bool {
 		seen[ck] = true
 		b, ok := f.cmFor[ck]
 		if !ok || b.qpn != c.LQPN {
-			b = cmBind{qpn: c.LQPN} // new, or bound anew (rdma_create_qp on the id again)
+			b = cmBind{qpn: c.LQPN, since: s.Boot} // new, or bound anew (rdma_create_qp on the id again)
 			f.cmFor[ck] = b
 		}
-		if !b.stale {
-			cm[qpKey{c.Device, c.LQPN}] = true
+		k := qpKey{c.Device, c.LQPN}
+		if kern, listed := kernel[k]; b.stale || listed && kern != c.Kernel {
+			continue
 		}
+		cm[k] = true
 	}
 	for ck := range f.cmFor {
 		if !seen[ck] {
@@ -84,12 +108,17 @@ func (f *Feeder) cmBound(ids []CMID) map[qpKey]bool {
 
 // Saw notes the QP an event from the probes is about, so that the next
 // snapshot that does not list it reports it gone even when no snapshot ever
-// listed it. A successful destroy forgets it; readings are ignored.
+// listed it. A successful destroy forgets it; a successful create starts a
+// new generation of its QPN (a cm_id seen bound to that QPN before is the
+// old one's); readings are ignored.
 func (f *Feeder) Saw(e *event.Event) {
 	if e.QPN == 0 || e.Device == "" || e.Kind == event.KindTruth {
 		return
 	}
 	k := qpKey{e.Device, e.QPN}
+	if e.Kind == event.KindQPCreate && e.Life != nil && e.Life.Ret == 0 {
+		f.qpCreated(k, e.Boot)
+	}
 	if e.Kind == event.KindQPDestroy && (e.Life == nil || e.Life.Ret == 0) {
 		delete(f.saw, k)
 		f.qpEnded(k)
@@ -107,7 +136,7 @@ func (f *Feeder) Saw(e *event.Event) {
 // Span): its row stands for some instant in between. A QP missing from the
 // table was gone by the end.
 func (f *Feeder) Events(s Snapshot) []*event.Event {
-	cm := f.cmBound(s.CMIDs)
+	cm := f.cmBound(s)
 	end := max(s.End, s.Boot)
 	var out []*event.Event
 	cur := make(map[qpKey]struct{}, len(f.prev))

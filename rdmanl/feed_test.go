@@ -55,7 +55,7 @@ func TestFeederEvents(t *testing.T) {
 		{Device: "rxe1", LQPN: 3, Type: event.QPTypeRC, State: event.StateRTS, HasPathMig: true},
 		{Device: "rxe0", LQPN: 5, Type: event.QPTypeUD, State: event.StateRTS},
 	}
-	evs := f.Events(rdmanl.Snapshot{Boot: 100, QPs: rows, CMIDs: []rdmanl.CMID{{Device: "rxe0", LQPN: 19}}})
+	evs := f.Events(rdmanl.Snapshot{Boot: 100, QPs: rows, CMIDs: []rdmanl.CMID{{Device: "rxe0", LQPN: 19, Kernel: true, Comm: "apmlab"}}})
 	if len(evs) != 3 {
 		t.Fatalf("%d events, want 3 (the UD QP has no mig state)", len(evs))
 	}
@@ -144,6 +144,54 @@ func TestFeederCMIDOutlivesQP(t *testing.T) {
 			}
 			tc.ended(f)
 			if got := cmOf(f.Events(rdmanl.Snapshot{Boot: 200, QPs: []rdmanl.QP{row}, CMIDs: tc.ids}), 17); got != tc.want {
+				t.Fatalf("cm %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A cm_id's QPN counts for a QP only while the cm_id's QP is that
+// generation: a QP created after the binding was seen, or one of an owner
+// of another kind, is not CM-driven by it.
+func TestFeederCMIDOtherOwner(t *testing.T) {
+	cmOf := func(evs []*event.Event, qpn uint32) bool {
+		for _, e := range evs {
+			if e.Truth != nil && e.Truth.Op == event.TruthRead && e.QPN == qpn {
+				return e.Truth.CM
+			}
+		}
+		t.Fatalf("no reading of qp %d", qpn)
+		return false
+	}
+	user := rdmanl.QP{Device: "mlx5_0", LQPN: 17, Type: event.QPTypeRC, HasPathMig: true, State: event.StateRTS, PID: 300}
+	kern := user
+	kern.PID, kern.Kernel, kern.Comm = 0, true, "ib_srpt"
+	for _, tc := range []struct {
+		name string
+		qp   rdmanl.QP
+		id   rdmanl.CMID
+		// created: a QP with the cm_id's QPN is created (the probes saw
+		// it) between the first snapshot and the second
+		created uint64
+		want    bool
+	}{
+		{"a user process's cm_id and QP", user, rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17, PID: 300}, 0, true},
+		{"a kernel ULP's cm_id and QP", kern, rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17, Kernel: true, Comm: "ib_srpt"}, 0, true},
+		{"a kernel ULP's lingering cm_id, a user process's verbs QP with its old QPN", user,
+			rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17, Kernel: true, Comm: "ib_srpt"}, 0, false},
+		{"a user's lingering cm_id, a kernel QP with its old QPN", kern, rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17, PID: 300}, 0, false},
+		{"the QPN created anew after the binding was seen, destroy unseen", user, rdmanl.CMID{Device: "mlx5_0", ID: 5, LQPN: 17, PID: 300}, 150, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rdmanl.NewFeeder()
+			first := cmOf(f.Events(rdmanl.Snapshot{Boot: 100, QPs: []rdmanl.QP{tc.qp}, CMIDs: []rdmanl.CMID{tc.id}}), 17)
+			if tc.created != 0 {
+				if !first {
+					t.Fatal("the first generation is not CM")
+				}
+				f.Saw(&event.Event{Kind: event.KindQPCreate, Boot: tc.created, Device: "mlx5_0", QPN: 17, Life: &event.QPLife{}})
+			}
+			if got := cmOf(f.Events(rdmanl.Snapshot{Boot: 200, QPs: []rdmanl.QP{tc.qp}, CMIDs: []rdmanl.CMID{tc.id}}), 17); got != tc.want {
 				t.Fatalf("cm %v, want %v", got, tc.want)
 			}
 		})

@@ -71,6 +71,12 @@ func appendHeader(b []byte, h *Header) []byte {
 			b = append(b, g[:]...)
 		}
 	}
+	// Appended later: each port's LMC, in the order of the ports (readers
+	// that predate it stop after the ports; its absence reads LMC 0).
+	b = binary.AppendUvarint(b, uint64(len(ports)))
+	for _, p := range ports {
+		b = append(b, p.LMC)
+	}
 	return b
 }
 
@@ -98,6 +104,17 @@ func decodePorts(d *dec, m *event.Meta) {
 			p.GIDs = append(p.GIDs, gid)
 		}
 		m.Ports = append(m.Ports, p)
+	}
+	if d.err != nil || len(d.b) == 0 {
+		return // written before the LMCs were
+	}
+	n = d.uvarint()
+	if n != uint64(len(m.Ports)) || n > uint64(len(d.b)) {
+		d.fail(fmt.Errorf("%d port LMCs for %d ports", n, len(m.Ports)))
+		return
+	}
+	for i := range m.Ports {
+		m.Ports[i].LMC = d.u8() // as recorded: its reader bounds it (connid.PortLID)
 	}
 }
 

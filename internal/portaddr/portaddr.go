@@ -1,5 +1,5 @@
 // Package portaddr reads the addresses of a host's RDMA ports from sysfs
-// (/sys/class/infiniband/DEV/ports/N/lid and gids/I): what a path of
+// (/sys/class/infiniband/DEV/ports/N/lid, lid_mask_count and gids/I): what a path of
 // another host must lead to for the two to be one connection. Every name
 // and value is bounded; a device or port that cannot be read is left out.
 package portaddr
@@ -61,7 +61,7 @@ func Read(root string) []event.PortAddr {
 }
 
 func readPort(dir, dev string, port uint32) event.PortAddr {
-	a := event.PortAddr{Device: dev, Port: port, LID: LID(dir)}
+	a := event.PortAddr{Device: dev, Port: port, LID: LID(dir), LMC: LMC(dir)}
 	for i := 0; i < maxGIDIndex && len(a.GIDs) < event.MaxPortGIDs; i++ {
 		ip, ok, err := GID(dir, i)
 		if err != nil {
@@ -86,6 +86,23 @@ func LID(dir string) uint16 {
 		return 0
 	}
 	return uint16(v)
+}
+
+// maxLMC is the largest LID mask count (IBTA: 3 bits).
+const maxLMC = 7
+
+// LMC reads the LID mask count of the port directory dir (0 when it has
+// none, it cannot be read, or it is out of range).
+func LMC(dir string) uint8 {
+	b, err := readSmall(filepath.Join(dir, "lid_mask_count"))
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 8)
+	if err != nil || v > maxLMC {
+		return 0
+	}
+	return uint8(v)
 }
 
 // GID reads entry i of the port directory dir's GID table: ok is false for
