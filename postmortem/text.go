@@ -50,9 +50,7 @@ func jsonValue(w *errWriter, name string, v any) {
 func jsonList[T any](w *errWriter, name string, list []T) {
 	jsonName(w, name)
 	switch {
-	case list == nil:
-		w.f("null")
-	case len(list) == 0:
+	case len(list) == 0: // an empty list is [], never null: jq '.findings[]' works
 		w.f("[]")
 	default:
 		w.f("[")
