@@ -31,9 +31,15 @@ type Options struct {
 	Progress   io.Writer    // a terminal: draw a progress bar on it
 }
 
+// ReportSchema is the version of the report's JSON shape (-o json), its
+// "schema": a version only adds fields; one that removes or changes a
+// field is a new number.
+const ReportSchema = 1
+
 // Report is the result of a postmortem. Times are aligned wall-clock times
 // (see Clock); JSON field names are an interface.
 type Report struct {
+	Schema     int         `json:"schema"` // ReportSchema
 	Recordings []Recording `json:"recordings"`
 	Summary    Summary     `json:"summary"`
 	Clocks     []Clock     `json:"clocks"`
@@ -220,7 +226,7 @@ func (h *hist) interesting() bool {
 // build turns the replayed streams into the report, applying the filters
 // to findings, QPs and pairs (not to the summary).
 func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Options) *Report {
-	rep := &Report{Summary: Summary{Recordings: len(ss), Findings: map[string]int{}},
+	rep := &Report{Schema: ReportSchema, Summary: Summary{Recordings: len(ss), Findings: map[string]int{}},
 		Clocks: append([]Clock{}, clocks...), Findings: []Finding{}, QPs: []QP{}, Pairs: []Pair{}, Unpaired: []Unpaired{}}
 	since, until := window(ss, o)
 	inWindow := func(a, b time.Time) bool {

@@ -69,8 +69,9 @@ func TestFilterMatchingNothingWarns(t *testing.T) {
 	}
 }
 
-// A report that shows nothing writes its lists as [], never null.
-func TestEmptyListsAreEmptyArrays(t *testing.T) {
+// The report's JSON carries its version, and a report that shows nothing
+// writes its lists as [], never null.
+func TestReportJSONVersionedEmptyListsArrays(t *testing.T) {
 	pa, pb := twoHosts(t, true, false, 0, 10, 10)
 	r := run(t, Options{Devices: []string{"nosuch"}}, pa, pb)
 	var b bytes.Buffer
@@ -81,7 +82,10 @@ func TestEmptyListsAreEmptyArrays(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"findings", "qps", "pairs", "unpaired"} {
+	if string(doc["schema"]) != "1" {
+		t.Errorf("schema: %s, want 1", doc["schema"])
+	}
+	for _, k := range []string{"findings", "qps", "pairs", "unpaired", "clocks"} {
 		if string(doc[k]) != "[]" {
 			t.Errorf("%s: %s, want []", k, doc[k])
 		}

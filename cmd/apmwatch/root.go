@@ -73,7 +73,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	root.AddCommand(newAuditCmd(), newFleetCmd())
 	root.AddCommand(newQPCmd(), newActuateCmd(), newHCACheckCmd())
-	root.AddCommand(newBTFCmd())
+	root.AddCommand(newBTFCmd(), newSchemaCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
 	for _, c := range extraCommands {

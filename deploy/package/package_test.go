@@ -51,6 +51,7 @@ var wantFiles = []string{
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/enforce.conf",
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/publish.conf",
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/metrics.conf",
+	"/usr/share/apmwatch/finding.schema.json",
 	"/etc/default/apmwatch",
 	"/etc/default/apmwatch-fleet",
 	"/usr/share/man/man1/apmwatch.1.gz",
