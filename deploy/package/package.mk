@@ -4,10 +4,10 @@
 PKG_BUILD   := $(BUILD)/pkg
 PKG_STAGE   := $(PKG_BUILD)/stage
 PKG_MAINTAINER := $(shell sed -n 's/^maintainer: //p' deploy/package/nfpm.yaml)
-# From the nearest release tag (deploy/package/version.sh): v1.2.3 gives
-# 1.2.3, N commits after it 1.2.3+git<N>.<commit>. Worked out once, when
-# first used: a commit landing during the build does not change it.
-PKG_VERSION ?= $(eval PKG_VERSION := $$(shell deploy/package/version.sh))$(PKG_VERSION)
+# The Makefile's VERSION (deploy/package/version.sh, worked out once: a
+# commit landing during the build does not change it): the packages carry
+# the version the binary says.
+PKG_VERSION := $(VERSION)
 PKG_NFPM     = APMWATCH_PKG_VERSION='$(PKG_VERSION)' APMWATCH_PKG_STAGE=$(PKG_STAGE) $(GO) tool nfpm package --target $(PKG_BUILD)/
 
 .PHONY: package package-test release
