@@ -12,11 +12,12 @@ PKG_NFPM     = APMWATCH_PKG_VERSION='$(PKG_VERSION)' APMWATCH_PKG_STAGE=$(PKG_ST
 
 .PHONY: package package-test release
 
-package: ## build $(BUILD)/pkg/*.deb, *.rpm and SHA256SUMS: binary, systemd units and drop-ins, default configs, man pages, completions, licences, changelog
+package: ## build $(BUILD)/pkg/*.deb, *.rpm and SHA256SUMS: binary, systemd units and drop-ins, maintainer scripts, default configs, example policy, logrotate, man pages, completions, licences, changelog
 	@[ -n '$(PKG_VERSION)' ] || { echo "package: no version: deploy/package/version.sh failed (or give PKG_VERSION)" >&2; exit 1; }
 	@rm -rf $(PKG_BUILD) && mkdir -p $(PKG_STAGE)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_STAGE)/apmwatch ./cmd/apmwatch
 	$(GO) run -tags gendocs ./cmd/apmwatch gen-docs $(PKG_STAGE)
+	$(GO) run ./deploy/package/gen unit -bin /usr/bin/apmwatch -o $(PKG_STAGE)/systemd deploy/apmwatch-audit.service deploy/apmwatch-fleet.service
 	gzip -9n $(PKG_STAGE)/man1/*.1
 	$(GO) run ./deploy/package/gen notices -o $(PKG_STAGE)/NOTICES $(PKG_STAGE)/apmwatch
 	$(GO) run ./deploy/package/gen changelog -version '$(PKG_VERSION)' -date "$$(git log -1 --format=%cI 2>/dev/null)" \
