@@ -363,3 +363,31 @@ func TestDetailRefusedByUverbs(t *testing.T) {
 		t.Errorf("refused by the verbs layer, named as ib_uverbs: %q", d)
 	}
 }
+
+// -o wide is plain aligned columns, as kubectl and rdma print them: no
+// box, no border, each cell whole, the long text last.
+func TestWideIsPlainColumns(t *testing.T) {
+	var b bytes.Buffer
+	if err := PrintHooksWide(&b, realisticHooks()); err != nil {
+		t.Fatal(err)
+	}
+	w := NewTableWriter(&b)
+	for _, e := range sample() {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if strings.ContainsAny(b.String(), "│┌└─┼|+") {
+		t.Errorf("wide draws a box:\n%s", b.String())
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasPrefix(lines[0], "HOOK ") || !strings.HasSuffix(lines[0], "WHY") {
+		t.Errorf("hooks header %q: want WHY, the long text, last", lines[0])
+	}
+	for _, h := range realisticHooks() {
+		if !strings.Contains(b.String(), h.Reason+"\n") {
+			t.Errorf("the reason of %s is not whole at the end of its line", h.Name)
+		}
+	}
+}
