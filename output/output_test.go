@@ -182,7 +182,9 @@ func TestRunProbes(t *testing.T) {
 	if err := RunProbes(false, ProbesDeps{Check: func() error { return noRDMA }, Stdout: io.Discard}); !errors.Is(err, noRDMA) {
 		t.Errorf("probes without rdma: %v", err)
 	}
-	plan := func() ([]event.Hook, error) { return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil }
+	plan := func() ([]event.Hook, error) {
+		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
+	}
 	// -o json: one document with its version
 	var out bytes.Buffer
 	err := RunProbes(true, ProbesDeps{Plan: plan, Stdout: &out})
