@@ -3,9 +3,18 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The one version, the binary's (apmwatch version) and the packages': from
+# the nearest release tag (deploy/package/version.sh: v1.2.3 gives 1.2.3, N
+# commits after it 1.2.3+git<N>.<commit>, no tag 0.0.0+git<N>.<commit>),
+# worked out once. VERSION=... (or its old name PKG_VERSION=...) overrides it.
+ifneq ($(origin PKG_VERSION),undefined)
+VERSION := $(PKG_VERSION)
+endif
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell deploy/package/version.sh 2>/dev/null)
+endif
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X github.com/apmwatch/apmwatch/internal/version.Version=$(VERSION) \
+LDFLAGS   := -s -w -X github.com/apmwatch/apmwatch/internal/version.Version=$(or $(VERSION),dev) \
              -X github.com/apmwatch/apmwatch/internal/version.Commit=$(COMMIT)
 # Downloads (Debian packages, kernels) are cached here; git-ignored.
 CACHE     ?= $(CURDIR)/.cache
@@ -15,6 +24,10 @@ export CACHE BUILD
 .PHONY: help
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_.-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: version
+version: ## print the version the binary and the packages carry
+	@echo '$(or $(VERSION),dev)'
 
 .PHONY: build
 build: ## build the static binary bin/apmwatch (CGO_ENABLED=0, no clang needed)

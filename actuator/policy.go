@@ -173,7 +173,7 @@ func DefaultPolicy() Policy {
 func LoadPolicy(path string) (Policy, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Policy{}, err
+		return Policy{}, fmt.Errorf("reading policy: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxPolicy+1))

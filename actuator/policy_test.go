@@ -94,6 +94,15 @@ func TestExamplePolicy(t *testing.T) {
 	if !strings.Contains(string(doc), string(ex)) {
 		t.Error("docs/actuator.md does not show testdata/policy-example.json verbatim")
 	}
+	// the packages' example loads, and acts on nothing
+	p, err = LoadPolicy("../deploy/package/etc/apmwatch/policy.json.example")
+	if err != nil || p.Mode != ModeMonitor {
+		t.Errorf("the packaged example policy: %+v %v, want monitor mode", p, err)
+	}
+	// a missing file says what it is
+	if _, err := LoadPolicy("testdata/missing.json"); err == nil || !strings.HasPrefix(err.Error(), "reading policy: ") {
+		t.Errorf("a missing policy: %v", err)
+	}
 }
 
 // The --enforce flag is the one switch: "enforce" in the file alone stays

@@ -24,6 +24,17 @@ func (s Severity) String() string {
 	return fmt.Sprintf("severity(%d)", uint8(s))
 }
 
+// ParseSeverity reads a severity by its name (info, warning, error,
+// critical).
+func ParseSeverity(name string) (Severity, error) {
+	for i, n := range sevNames {
+		if n == name {
+			return Severity(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q: want info, warning, error or critical", name)
+}
+
 // MarshalText makes Severity a JSON string.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 

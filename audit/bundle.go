@@ -50,13 +50,20 @@ type bundle struct {
 
 // BundleQPsFile is the layout of qps.json.
 type BundleQPsFile struct {
+	Schema int         `json:"schema"`  // BundleSchema
 	Boot   uint64      `json:"boot_ns"` // CLOCK_BOOTTIME of the last reading
 	QPs    []rdmanl.QP `json:"qps"`     // rows of the QPs involved that existed then
 	Errors []string    `json:"errors,omitempty"`
 }
 
+// BundleSchema is the version of a bundle's JSON files (qps.json,
+// bundle.json), their "schema": a version only adds fields; one that
+// removes or changes a field is a new number.
+const BundleSchema = 1
+
 // BundleInfoFile is the layout of bundle.json.
 type BundleInfoFile struct {
+	Schema   int      `json:"schema"` // BundleSchema
 	Host     string   `json:"host"`
 	Created  string   `json:"created"`
 	Findings []uint64 `json:"findings"`
@@ -142,10 +149,10 @@ func writeBundle(ctx context.Context, b *bundle) (err error) {
 	if len(b.lines) > 0 {
 		boot = b.lines[len(b.lines)-1].Last
 	}
-	if err := writeJSON(filepath.Join(tmp, BundleQPs), BundleQPsFile{Boot: boot, QPs: b.qps, Errors: b.errs}); err != nil {
+	if err := writeJSON(filepath.Join(tmp, BundleQPs), BundleQPsFile{Schema: BundleSchema, Boot: boot, QPs: append([]rdmanl.QP{}, b.qps...), Errors: b.errs}); err != nil {
 		return err
 	}
-	info := BundleInfoFile{Host: b.host, Created: time.Now().UTC().Format(time.RFC3339Nano), Findings: ids,
+	info := BundleInfoFile{Schema: BundleSchema, Host: b.host, Created: time.Now().UTC().Format(time.RFC3339Nano), Findings: ids,
 		Events: events, FromBoot: b.from, Warnings: warns,
 		Replay: "apmwatch postmortem " + filepath.Join(b.dir, BundleEvents)}
 	if err := writeJSON(filepath.Join(tmp, BundleInfo), info); err != nil {

@@ -63,12 +63,12 @@ func TestBundleSliceAndFiles(t *testing.T) {
 	}
 	var info BundleInfoFile
 	raw, _ := os.ReadFile(filepath.Join(bd.dir, BundleInfo))
-	if err := json.Unmarshal(raw, &info); err != nil || info.Events != 6 || len(info.Findings) != 1 || len(info.Warnings) != 0 {
+	if err := json.Unmarshal(raw, &info); err != nil || info.Schema != BundleSchema || info.Events != 6 || len(info.Findings) != 1 || len(info.Warnings) != 0 {
 		t.Fatalf("bundle.json: %+v %v (want the 6 events of the slice only)", info, err)
 	}
 	var qps BundleQPsFile
 	raw, _ = os.ReadFile(filepath.Join(bd.dir, BundleQPs))
-	if err := json.Unmarshal(raw, &qps); err != nil || len(qps.QPs) != 1 || qps.QPs[0].LQPN != 17 {
+	if err := json.Unmarshal(raw, &qps); err != nil || qps.Schema != BundleSchema || len(qps.QPs) != 1 || qps.QPs[0].LQPN != 17 {
 		t.Fatalf("qps.json: %+v %v", qps, err)
 	}
 	if _, err := os.Stat(bd.dir + ".tmp"); !os.IsNotExist(err) {

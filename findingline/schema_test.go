@@ -2,6 +2,7 @@ package findingline_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -56,7 +57,6 @@ func TestSchemaRefuses(t *testing.T) {
 		"schema 2":          func(m map[string]any) { m["schema"] = 2 },
 		"unknown kind":      func(m map[string]any) { m["finding"], m["kind"] = "made-up", "made-up" },
 		"kind not aliasing": func(m map[string]any) { m["kind"] = "flapping" },
-		"unknown field":     func(m map[string]any) { m["extra"] = 1 },
 		"qp flat only":      func(m map[string]any) { delete(m, "qp"); m["qpn"] = 5 },
 		"null evidence":     func(m map[string]any) { m["evidence"] = nil },
 		"resolved finding":  func(m map[string]any) { m["resolved"] = true },
@@ -78,4 +78,72 @@ func TestSchemaRefuses(t *testing.T) {
 			t.Errorf("%s: an empty error", name)
 		}
 	}
+}
+
+// Within a version fields are only added: a line with fields this schema
+// does not know, at any level, still validates (a reader of version 1
+// ignores them).
+func TestSchemaAllowsAddedFields(t *testing.T) {
+	f := apm.Finding{ID: 1, Kind: apm.MissedRearm, Severity: apm.SevError, QP: apm.Key{Device: "ibsim0", QPN: 5},
+		Evidence: []apm.Evidence{{Seq: 1, Boot: 2, What: "PATH_MIG"}}}
+	good, err := json.Marshal(findingline.New(f, "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(m map[string]any){
+		"a line's":      func(m map[string]any) { m["added_later"] = map[string]any{"x": 1} },
+		"a qp's":        func(m map[string]any) { m["qp"].(map[string]any)["port"] = 1 },
+		"an evidence's": func(m map[string]any) { m["evidence"].([]any)[0].(map[string]any)["cpu"] = 3 },
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		b, _ := json.Marshal(m)
+		if err := findinglinetest.Check(b); err != nil {
+			t.Errorf("%s added field: %v\n%s", name, err, b)
+		}
+	}
+}
+
+// Every field a Line can carry is in the schema's properties: what the
+// schema allows without naming it is for later versions, never for ours.
+func TestEveryFieldInTheSchema(t *testing.T) {
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(findingline.JSONSchema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range jsonFields(reflect.TypeFor[findingline.Line]()) {
+		if _, ok := doc.Properties[name]; !ok {
+			t.Errorf("field %q of a line is not in the schema", name)
+		}
+	}
+}
+
+// jsonFields lists the JSON names of a struct's fields, embedded structs'
+// inline.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
 }

@@ -6,11 +6,10 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // The points, in the order they are driven.
@@ -109,19 +108,14 @@ func (r *Report) write(w io.Writer, asJSON, wide bool) error {
 		return err
 	}
 	if wide {
-		widths := tw.NewMapper[int, int]()
-		widths.Set(3, 24) // EVENTS
-		widths.Set(4, 72) // DETAIL
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off),
-			tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}), tablewriter.WithRowAutoWrap(tw.WrapNormal))
-		t.Header([]string{"POINT", "ANSWER", "ERRNO", "EVENTS", "DETAIL"})
+		// plain aligned columns, each cell whole (the long detail last)
+		t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(t, "POINT\tANSWER\tERRNO\tEVENTS\tDETAIL")
 		for _, p := range r.Points {
-			if err := t.Append([]string{p.Point, escape.Text(p.Answer), escape.Text(p.Errno),
-				escape.Text(p.Event), escape.Text(p.Detail)}); err != nil {
-				return err
-			}
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", p.Point, dash(escape.Text(p.Answer)), dash(escape.Text(p.Errno)),
+				dash(escape.Text(p.Event)), escape.Text(p.Detail))
 		}
-		if err := t.Render(); err != nil {
+		if err := t.Flush(); err != nil {
 			return err
 		}
 	} else if err := r.writeLines(w); err != nil {
@@ -148,4 +142,13 @@ func (r *Report) write(w io.Writer, asJSON, wide bool) error {
 		}
 	}
 	return nil
+}
+
+// dash stands for an empty cell in plain columns, so the columns stay
+// readable.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

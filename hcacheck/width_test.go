@@ -40,7 +40,17 @@ func TestReportWidth(t *testing.T) {
 	if err := r.WriteWide(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "A:COMM_EST B:COMM_EST") || !strings.Contains(b.String(), "lab knobs:") {
+	if !strings.Contains(b.String(), "A:COMM_EST B:COMM_EST A:COMM_EST B:COMM_EST A:PATH_MIG B:PATH_MIG") || !strings.Contains(b.String(), "lab knobs:") ||
+		!strings.Contains(b.String(), strings.Repeat("again and again, ", 8)) {
 		t.Errorf("wide:\n%s", b.String())
+	}
+	// plain aligned columns, no boxes: the header's columns start where
+	// the rows' do
+	if strings.ContainsAny(b.String(), "│┌─┼|+") {
+		t.Errorf("wide draws a box:\n%s", b.String())
+	}
+	lines := strings.Split(b.String(), "\n")
+	if h, r := lines[1], lines[2]; strings.Index(h, "ANSWER") != strings.Index(r, "refuse") {
+		t.Errorf("wide columns not aligned:\n%s\n%s", h, r)
 	}
 }

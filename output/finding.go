@@ -85,5 +85,5 @@ func (tw *TableWriter) WriteFinding(f *apm.Finding) error {
 	if err := tw.start(); err != nil {
 		return err
 	}
-	return tw.t.Append(FindingRow(f))
+	return tw.row(FindingRow(f))
 }

@@ -182,13 +182,31 @@ func TestRunProbes(t *testing.T) {
 	if err := RunProbes(false, ProbesDeps{Check: func() error { return noRDMA }, Stdout: io.Discard}); !errors.Is(err, noRDMA) {
 		t.Errorf("probes without rdma: %v", err)
 	}
-	var out bytes.Buffer
-	err := RunProbes(true, ProbesDeps{Plan: func() ([]event.Hook, error) {
+	plan := func() ([]event.Hook, error) {
 		return []event.Hook{{Name: "ib_modify_qp", Method: event.HookFentry}}, nil
-	}, Stdout: &out})
+	}
+	// -o json: one document with its version
+	var out bytes.Buffer
+	err := RunProbes(true, ProbesDeps{Plan: plan, Stdout: &out})
+	var doc struct {
+		Schema *int         `json:"schema"`
+		Hooks  []event.Hook `json:"hooks"`
+	}
+	if err != nil || json.Unmarshal(out.Bytes(), &doc) != nil || doc.Schema == nil || *doc.Schema != ProbesSchema || len(doc.Hooks) != 1 {
+		t.Errorf("probes -o json: %v\n%s", err, out.String())
+	}
+	// the deprecated --json: the bare array it always printed
+	out.Reset()
+	err = RunProbes(true, ProbesDeps{Plan: plan, Stdout: &out, Array: true})
 	var hooks []event.Hook
 	if err != nil || json.Unmarshal(out.Bytes(), &hooks) != nil || len(hooks) != 1 {
 		t.Errorf("probes --json: %v\n%s", err, out.String())
+	}
+	// no hook planned: [], never null
+	out.Reset()
+	err = RunProbes(true, ProbesDeps{Plan: func() ([]event.Hook, error) { return nil, nil }, Stdout: &out})
+	if err != nil || !strings.Contains(out.String(), `"hooks": []`) {
+		t.Errorf("probes -o json, no hook: %v\n%s", err, out.String())
 	}
 }
 
@@ -345,5 +363,33 @@ func TestDetailRefusedByUverbs(t *testing.T) {
 	e.Modify.Hook = "ib_modify_qp_with_udata"
 	if d := Detail(e); strings.Contains(d, "ib_uverbs") {
 		t.Errorf("refused by the verbs layer, named as ib_uverbs: %q", d)
+	}
+}
+
+// -o wide is plain aligned columns, as kubectl and rdma print them: no
+// box, no border, each cell whole, the long text last.
+func TestWideIsPlainColumns(t *testing.T) {
+	var b bytes.Buffer
+	if err := PrintHooksWide(&b, realisticHooks()); err != nil {
+		t.Fatal(err)
+	}
+	w := NewTableWriter(&b)
+	for _, e := range sample() {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if strings.ContainsAny(b.String(), "│┌└─┼|+") {
+		t.Errorf("wide draws a box:\n%s", b.String())
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasPrefix(lines[0], "HOOK ") || !strings.HasSuffix(lines[0], "WHY") {
+		t.Errorf("hooks header %q: want WHY, the long text, last", lines[0])
+	}
+	for _, h := range realisticHooks() {
+		if !strings.Contains(b.String(), h.Reason+"\n") {
+			t.Errorf("the reason of %s is not whole at the end of its line", h.Name)
+		}
 	}
 }

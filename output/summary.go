@@ -9,7 +9,7 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/columns"
 	"github.com/apmwatch/apmwatch/internal/escape"
-	"github.com/olekukonko/tablewriter"
+	"text/tabwriter"
 )
 
 // Counts are the events a trace saw, by kind (before filtering) and shown,
@@ -151,19 +151,21 @@ func PrintHooks(w io.Writer, hooks []event.Hook) error {
 // PrintHooksWide writes the hook table in full (-o wide): whether each
 // hook is present, and the signal it carries.
 func PrintHooksWide(w io.Writer, hooks []event.Hook) error {
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(0))
-	t.Header([]string{"HOOK", "MODULE", "PRESENT", "METHOD", "WHY", "SIGNAL"})
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(t, "HOOK\tMODULE\tPRESENT\tMETHOD\tSIGNAL\tWHY")
 	for _, h := range hooks {
 		present := "yes"
 		if h.Method == event.HookMissing {
 			present = "no"
 		}
-		if err := t.Append([]string{escape.Text(h.Name), escape.Text(h.Module), present, escape.Text(string(h.Method)),
-			escape.Text(h.Reason), escape.Text(h.Signal)}); err != nil {
-			return err
+		sig := h.Signal
+		if sig == "" {
+			sig = "-"
 		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\n", escape.Text(h.Name), escape.Text(h.Module), present,
+			escape.Text(string(h.Method)), escape.Text(sig), escape.Text(h.Reason))
 	}
-	if err := t.Render(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w, HooksLine(hooks))

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/escape"
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Writer renders a stream of events and the findings judged on them.
@@ -19,55 +18,60 @@ type Writer interface {
 	Close() error
 }
 
-// TableWriter streams events as table rows.
+// TableWriter streams events as table rows in plain aligned columns (-o
+// wide): no borders, each cell whole; a cell wider than its column pushes
+// the rest of its row right, the last column is never cut or wrapped.
 type TableWriter struct {
-	t       *tablewriter.Table
+	w       io.Writer
 	started bool
 }
 
 var tableHeader = []string{"TIME", "KIND", "COMM:PID", "DEVICE", "QPN", "WHAT"}
 
+// tableWidths are the columns' widths but the last's: what most cells
+// take.
+var tableWidths = []int{15, 12, 20, 8, 7}
+
 // NewTableWriter writes a streaming table to w.
-func NewTableWriter(w io.Writer) *TableWriter {
-	widths := tw.NewMapper[int, int]()
-	for i, n := range []int{17, 12, 22, 8, 7, 92} {
-		widths.Set(i, n)
-	}
-	t := tablewriter.NewTable(w,
-		tablewriter.WithStreaming(tw.StreamConfig{Enable: true}),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: widths}),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-	)
-	return &TableWriter{t: t}
-}
+func NewTableWriter(w io.Writer) *TableWriter { return &TableWriter{w: w} }
 
 func (tw *TableWriter) Write(e *event.Event) error {
 	if err := tw.start(); err != nil {
 		return err
 	}
-	return tw.t.Append(Row(e))
+	return tw.row(Row(e))
 }
 
 func (tw *TableWriter) start() error {
 	if tw.started {
 		return nil
 	}
-	if err := tw.t.Start(); err != nil {
-		return fmt.Errorf("starting the table: %w", err)
-	}
-	tw.t.Header(tableHeader)
 	tw.started = true
-	return nil
+	return tw.row(tableHeader)
+}
+
+// row writes one row: each cell but the last padded to its column's
+// width, two spaces between columns.
+func (tw *TableWriter) row(cells []string) error {
+	var b strings.Builder
+	for i, c := range cells {
+		if i == len(cells)-1 {
+			b.WriteString(c)
+			break
+		}
+		b.WriteString(c)
+		if pad := tableWidths[i] - utf8.RuneCountInString(c); pad > 0 {
+			b.WriteString(strings.Repeat(" ", pad))
+		}
+		b.WriteString("  ")
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(tw.w, b.String())
+	return err
 }
 
 // Close ends the table.
-func (tw *TableWriter) Close() error {
-	if !tw.started {
-		return nil
-	}
-	return tw.t.Close()
-}
+func (tw *TableWriter) Close() error { return nil }
 
 // Row is the table row of an event. Host strings (comm, device, hook
 // names) are escaped: they are data, never terminal control.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 )
 
@@ -15,6 +16,35 @@ type Output struct {
 	Format string // "text" (80 columns), "wide" (the timelines in full) or "json", on Stdout
 	HTML   string // also write the HTML page to this file
 	Stdout io.Writer
+	// FailOn, when set, makes Main return a *FailError once the report is
+	// written if a finding shown is of this severity or worse (--fail-on).
+	FailOn *apm.Severity
+}
+
+// FailError says the report shows findings at or above --fail-on's
+// severity: the report is complete, the exit status tells automation.
+type FailError struct {
+	N  int          // the findings shown at or above At
+	At apm.Severity // --fail-on
+}
+
+func (e *FailError) Error() string {
+	return fmt.Sprintf("%d finding(s) of severity %s or worse (--fail-on %s)", e.N, e.At, e.At)
+}
+
+// failOn counts the findings shown at or above at; a resolved finding
+// counts too (the QP was unprotected while it lasted).
+func failOn(r *Report, at apm.Severity) error {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity >= at {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return &FailError{N: n, At: at}
 }
 
 // CheckFormat validates an --output value.
@@ -41,11 +71,16 @@ func Main(ctx context.Context, paths []string, o Options, out Output) error {
 	}
 	switch out.Format {
 	case "json":
-		return WriteJSON(out.Stdout, rep)
+		err = WriteJSON(out.Stdout, rep)
 	case "wide":
-		return WriteTextWide(out.Stdout, rep)
+		err = WriteTextWide(out.Stdout, rep)
+	default:
+		err = WriteText(out.Stdout, rep)
 	}
-	return WriteText(out.Stdout, rep)
+	if err != nil || out.FailOn == nil {
+		return err
+	}
+	return failOn(rep, *out.FailOn)
 }
 
 // writeHTMLFile renders the page into path.tmp as it goes (a large report

@@ -31,9 +31,15 @@ type Options struct {
 	Progress   io.Writer    // a terminal: draw a progress bar on it
 }
 
+// ReportSchema is the version of the report's JSON shape (-o json), its
+// "schema": a version only adds fields; one that removes or changes a
+// field is a new number.
+const ReportSchema = 1
+
 // Report is the result of a postmortem. Times are aligned wall-clock times
 // (see Clock); JSON field names are an interface.
 type Report struct {
+	Schema     int         `json:"schema"` // ReportSchema
 	Recordings []Recording `json:"recordings"`
 	Summary    Summary     `json:"summary"`
 	Clocks     []Clock     `json:"clocks"`
@@ -153,6 +159,9 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = 2000
 	}
+	if err := checkWindow(o.Since, o.Until); err != nil {
+		return nil, err
+	}
 	ss, err := group(paths, o.As)
 	if err != nil {
 		return nil, err
@@ -183,12 +192,20 @@ func Run(ctx context.Context, paths []string, o Options) (*Report, error) {
 		p.finished(s)
 	}
 	p.done()
+	if since, until := window(ss, o); !since.IsZero() && !until.IsZero() && until.Before(since) {
+		return nil, invertedError(since, until)
+	}
 	clocks := boundClocks(ss)
 	pairs, unpaired, nUnpaired := pairUp(ss)
 	osr := oneSided(pairs, o.Config.RearmDeadline, ids)
 	rep := build(ss, clocks, pairs, osr, o)
 	rep.Unpaired, rep.Summary.Unpaired = append([]Unpaired{}, unpaired...), nUnpaired
 	rep.Summary.Warnings = len(seen)
+	if o.Warn != nil {
+		for _, w := range unmatched(ss, rep, o) {
+			o.Warn("warning: " + w)
+		}
+	}
 	if b.DroppedWarnings > 0 && o.Warn != nil {
 		o.Warn(fmt.Sprintf("warning: %d more warnings not shown", b.DroppedWarnings))
 	}
@@ -212,20 +229,9 @@ func (h *hist) interesting() bool {
 // build turns the replayed streams into the report, applying the filters
 // to findings, QPs and pairs (not to the summary).
 func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Options) *Report {
-	rep := &Report{Clocks: clocks, Summary: Summary{Recordings: len(ss), Findings: map[string]int{}}}
-	var first time.Time
-	for _, s := range ss {
-		if s.res.Events > 0 {
-			if t := s.wall(s.firstBoot()); first.IsZero() || t.Before(first) {
-				first = t
-			}
-		}
-	}
-	now := o.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	since, until := o.Since.Time(first, now), o.Until.Time(first, now)
+	rep := &Report{Schema: ReportSchema, Summary: Summary{Recordings: len(ss), Findings: map[string]int{}},
+		Clocks: append([]Clock{}, clocks...), Findings: []Finding{}, QPs: []QP{}, Pairs: []Pair{}, Unpaired: []Unpaired{}}
+	since, until := window(ss, o)
 	inWindow := func(a, b time.Time) bool {
 		return (since.IsZero() || !b.Before(since)) && (until.IsZero() || !a.After(until))
 	}
@@ -296,11 +302,9 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 		for _, h := range s.h.all {
 			rep.Summary.QPs++
 			rep.Summary.Migrations += h.nMig
-			show := matchQP(&o, h) && (o.All || len(o.QPNs) > 0 || len(o.Devices) > 0 || h.interesting())
-			if show && (!since.IsZero() || !until.IsZero()) {
-				show = inWindow(s.wall(h.first), s.wall(h.last))
-			}
-			if show || h.peer != nil && matchQP(&o, h.peer) && (o.All || h.peer.interesting()) {
+			inWin := func(h *hist) bool { return inWindow(h.s.wall(h.first), h.s.wall(h.last)) }
+			show := matchQP(&o, h) && (o.All || len(o.QPNs) > 0 || len(o.Devices) > 0 || h.interesting()) && inWin(h)
+			if show || h.peer != nil && matchQP(&o, h.peer) && (o.All || h.peer.interesting()) && inWin(h.peer) {
 				shownQP[h] = true
 			}
 		}

@@ -25,6 +25,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
 	ew := &errWriter{w: bw}
 	ew.f("{\n")
+	jsonValue(ew, "schema", r.Schema)
 	jsonList(ew, "recordings", r.Recordings)
 	jsonValue(ew, "summary", r.Summary)
 	jsonList(ew, "clocks", r.Clocks)
@@ -50,9 +51,7 @@ func jsonValue(w *errWriter, name string, v any) {
 func jsonList[T any](w *errWriter, name string, list []T) {
 	jsonName(w, name)
 	switch {
-	case list == nil:
-		w.f("null")
-	case len(list) == 0:
+	case len(list) == 0: // an empty list is [], never null: jq '.findings[]' works
 		w.f("[]")
 	default:
 		w.f("[")
@@ -68,7 +67,7 @@ func jsonList[T any](w *errWriter, name string, list []T) {
 }
 
 func jsonName(w *errWriter, name string) {
-	if name != "recordings" { // the first field
+	if name != "schema" { // the first field
 		w.f(",\n")
 	}
 	w.f("  %q: ", name)

@@ -20,13 +20,26 @@ type Conn struct {
 	buf []byte
 }
 
+// ErrNoNetlink is rdma netlink missing: the kernel knows no NETLINK_RDMA
+// until ib_core is loaded.
+var ErrNoNetlink = errors.New("this host has no rdma netlink: ib_core is not loaded (modprobe ib_core)")
+
+// socketError says why the socket could not be opened, in the tool's words
+// where the cause is known.
+func socketError(err error) error {
+	if errors.Is(err, unix.EPROTONOSUPPORT) {
+		return ErrNoNetlink
+	}
+	return fmt.Errorf("opening rdma netlink socket: %w", err)
+}
+
 // Dial opens an rdma netlink socket. Reading the QP table needs no
 // privilege; a process sees the QPs of its own pid namespace (kernel QPs
 // only from the initial one).
 func Dial() (*Conn, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_RDMA)
 	if err != nil {
-		return nil, fmt.Errorf("opening rdma netlink socket: %w", err)
+		return nil, socketError(err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)

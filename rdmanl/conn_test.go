@@ -1,7 +1,11 @@
 package rdmanl
 
 import (
+	"errors"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // On a host without RDMA the socket may not exist; where it does, listing
@@ -25,5 +29,17 @@ func TestReadHost(t *testing.T) {
 	}
 	if snap.Boot == 0 {
 		t.Error("no boot time on the snapshot")
+	}
+}
+
+// A kernel without ib_core has no NETLINK_RDMA: the error says so in the
+// tool's words, not the socket's.
+func TestNoNetlinkSaysWhy(t *testing.T) {
+	err := socketError(unix.EPROTONOSUPPORT)
+	if !errors.Is(err, ErrNoNetlink) || !strings.Contains(err.Error(), "ib_core is not loaded") || strings.Contains(err.Error(), "protocol not supported") {
+		t.Errorf("EPROTONOSUPPORT: %v", err)
+	}
+	if err := socketError(unix.EMFILE); errors.Is(err, ErrNoNetlink) || !strings.Contains(err.Error(), "opening rdma netlink socket") {
+		t.Errorf("EMFILE: %v", err)
 	}
 }

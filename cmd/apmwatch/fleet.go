@@ -127,7 +127,7 @@ func newFleetStatusCmd() *cobra.Command {
 			switch f {
 			case formatJSON:
 				e := json.NewEncoder(cmd.OutOrStdout())
-				return e.Encode(escape.Value(s))
+				return e.Encode(fleetStatusDoc(s))
 			case formatWide:
 				return fleet.WriteStatusTable(cmd.OutOrStdout(), s)
 			}
@@ -139,4 +139,28 @@ func newFleetStatusCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&silentAfter, "silent-after", fleet.DefaultSilentAfter, "a host whose latest heartbeat is older than this is silent: its ends' connections are unknown")
 	addNATSFlags(cmd.Flags(), &o)
 	return cmd
+}
+
+// fleetStatusSchema is the version of `fleet status -o json`, its
+// "schema": a version only adds fields; one that removes or changes a
+// field is a new number.
+const fleetStatusSchema = 1
+
+// fleetStatusDoc is `fleet status -o json`: the status with its version,
+// host strings escaped, its lists [] when empty.
+func fleetStatusDoc(s *fleet.Status) any {
+	e := escape.Value(*s)
+	if e.Rows == nil {
+		e.Rows = []fleet.StatusRow{}
+	}
+	if e.Hosts == nil {
+		e.Hosts = []fleet.HostClock{}
+	}
+	if e.ByState == nil {
+		e.ByState = map[string]int{}
+	}
+	return struct {
+		Schema int `json:"schema"`
+		fleet.Status
+	}{fleetStatusSchema, e}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -134,5 +135,22 @@ func TestPublishQueueDefaultsToTheStateDirectory(t *testing.T) {
 	stateDir = func() (string, error) { return "", errors.New("no home") }
 	if _, err := p.start(audit.Config{Host: "node17"}, io.Discard); err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "--publish-queue") {
 		t.Fatalf("no state directory: %v", err)
+	}
+}
+
+// fleet status -o json carries its version; an empty fabric's lists are
+// [], never null; host strings are escaped.
+func TestFleetStatusDoc(t *testing.T) {
+	b, err := json.Marshal(fleetStatusDoc(&fleet.Status{Errors: map[string]string{"h\x1b": "x"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if string(doc["schema"]) != "1" || string(doc["unprotected"]) != "[]" || string(doc["hosts"]) != "[]" ||
+		string(doc["connections"]) != "{}" || strings.Contains(string(b), "\x1b") || !strings.Contains(string(doc["ends"]), "0") {
+		t.Errorf("fleet status -o json: %s", b)
 	}
 }

@@ -109,15 +109,16 @@ var manSignals = map[string][]string{
 }
 
 // manExit are the failures a command reports with exit status 1, beyond
-// the usual.
+// the usual, and its own statuses.
 var manExit = map[string]string{
-	"apmwatch trace":      "It is also 1 when a hook that carries an APM signal is in the kernel but cannot attach (the line names it): a trace blind to that signal is an error.",
-	"apmwatch record":     "It is also 1 when a hook that carries an APM signal is in the kernel but cannot attach (the line names it): a recording blind to that signal is an error.",
-	"apmwatch audit":      "A probe that cannot attach does not stop the daemon: it runs on (`apmwatch_probes_up` 0) and attaches again every 30 s.",
-	"apmwatch postmortem": "1 for a file that is missing, not a recording, empty or a directory; damage inside a recording is a warning (`warning: FILE: offset N: ...`), not an error.",
-	"apmwatch hca-check":  "1 for a device that is missing or refused (not InfiniBand, a port not ACTIVE or without a LID, a driver that needs its userspace provider), a verb that fails or a pair that does not arm, and an interrupt; the report of the points done so far is printed first.",
-	"apmwatch actuate":    "1 when the operation fails or its check does: the line starts with the error's class (`no permission:`, `qp gone:`, `wrong state:`, ...; docs/actuator.md).",
-	"apmwatch btf gen":    "1 when the BTF of a module could not be written; its line says exactly what is missing.",
+	"apmwatch trace":  "It is also 1 when a hook that carries an APM signal is in the kernel but cannot attach (the line names it): a trace blind to that signal is an error.",
+	"apmwatch record": "It is also 1 when a hook that carries an APM signal is in the kernel but cannot attach (the line names it): a recording blind to that signal is an error.",
+	"apmwatch audit":  "A probe that cannot attach does not stop the daemon: it runs on (`apmwatch_probes_up` 0) and attaches again every 30 s.",
+	"apmwatch postmortem": "1 for a file that is missing, not a recording, empty or a directory; damage inside a recording is a warning (`warning: FILE: offset N: ...`), not an error.\n\n" +
+		"**3**: with `--fail-on SEVERITY`, the report is written and a finding shown is of that severity or worse (the line counts them).",
+	"apmwatch hca-check": "1 for a device that is missing or refused (not InfiniBand, a port not ACTIVE or without a LID, a driver that needs its userspace provider), a verb that fails or a pair that does not arm, and an interrupt; the report of the points done so far is printed first.",
+	"apmwatch actuate":   "1 when the operation fails or its check does: the line starts with the error's class (`no permission:`, `qp gone:`, `wrong state:`, ...; docs/actuator.md).",
+	"apmwatch btf gen":   "1 when the BTF of a module could not be written; its line says exactly what is missing.",
 }
 
 // manSections returns the sections c's page adds.

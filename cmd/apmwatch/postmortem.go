@@ -19,7 +19,7 @@ func newPostmortemCmd() *cobra.Command {
 	var out postmortem.Output
 	var format string
 	var filters filterFlags
-	var since, until string
+	var since, until, failOn string
 	var fromNATS fleet.NATSOptions
 	cmd := &cobra.Command{
 		Use:   "postmortem FILE... | --nats URL --since T",
@@ -36,6 +36,7 @@ func newPostmortemCmd() *cobra.Command {
 			"  apmwatch postmortem apm.rec.0000*\n" +
 			"  apmwatch postmortem --qpn 17 --since +30s --until +2m apm.rec\n" +
 			"  apmwatch postmortem --html report.html hostA.rec hostB.rec\n" +
+			"  apmwatch postmortem --fail-on error apm.rec\n" +
 			"  apmwatch postmortem --nats nats://fleet:4222 --since -1h",
 		Args: func(_ *cobra.Command, args []string) error {
 			if fromNATS.URL != "" && len(args) > 0 {
@@ -47,6 +48,16 @@ func newPostmortemCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if failOn != "" {
+				sev, err := apm.ParseSeverity(failOn)
+				if err != nil {
+					return usageError{fmt.Errorf("bad --fail-on: %w", err)}
+				}
+				if fromNATS.URL != "" {
+					return usageError{errors.New("--fail-on judges recording files, not --nats")}
+				}
+				out.FailOn = &sev
+			}
 			if fromNATS.URL != "" {
 				return postmortemNATS(cmd, fromNATS, since, until, format, o.Config.RearmDeadline)
 			}
@@ -78,7 +89,7 @@ func newPostmortemCmd() *cobra.Command {
 				o.Progress = stderr
 			}
 			out.Stdout = cmd.OutOrStdout()
-			return postmortem.Main(cmd.Context(), args, o, out)
+			return postmortemExit(postmortem.Main(cmd.Context(), args, o, out))
 		},
 	}
 	fl := cmd.Flags()
@@ -88,6 +99,8 @@ func newPostmortemCmd() *cobra.Command {
 	completeFilterFlags(cmd, false, true)
 	fl.StringVar(&since, "since", "", "show from this time: RFC 3339, +DURATION after the first event (+30s), -DURATION before now (-1h)")
 	fl.StringVar(&until, "until", "", "show up to this time (as --since)")
+	fl.StringVar(&failOn, "fail-on", "", "exit with status 3, once the report is written, when a finding shown is of this severity or worse: info, warning, error or critical")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"info", "warning", "error", "critical"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringToStringVar(&o.As, "as", nil, "FILE=NAME: name the side a file was recorded on (default: its host name)")
 	fl.BoolVar(&o.All, "all", false, "timelines of every QP, not only those with APM activity")
 	fl.IntVar(&o.MaxEntries, "max-entries", 2000, "timeline events kept per QP")
@@ -95,6 +108,19 @@ func newPostmortemCmd() *cobra.Command {
 	fl.StringVar(&fromNATS.URL, "nats", "", "read the fleet streams (connection records, finding lines) of --since..--until from this NATS instead of files")
 	addNATSFlags(fl, &fromNATS)
 	return cmd
+}
+
+// postmortemExit gives postmortem's errors their exit status: findings at
+// or above --fail-on 3, an inverted window a usage error.
+func postmortemExit(err error) error {
+	var f *postmortem.FailError
+	switch {
+	case errors.As(err, &f):
+		return findingsError{err}
+	case errors.Is(err, postmortem.ErrEmptyWindow):
+		return usageError{err}
+	}
+	return err
 }
 
 // postmortemNATS replays a time range of the fleet streams. Its --since
@@ -130,6 +156,9 @@ func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, forma
 	}
 	if h.Until.IsZero() {
 		h.Until = now
+	}
+	if h.Until.Before(h.Since) {
+		return usageError{fmt.Errorf("%w (since %s, until %s)", postmortem.ErrEmptyWindow, h.Since.Format(time.RFC3339Nano), h.Until.Format(time.RFC3339Nano))}
 	}
 	h.NATS, h.Deadline = o, deadline
 	hist, err := fleet.ReadHistory(cmd.Context(), h)

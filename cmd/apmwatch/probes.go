@@ -20,7 +20,7 @@ func newProbesCmd() *cobra.Command {
 			"tracepoint) or why it is missing or skipped. As root the planned programs are loaded to verify\n" +
 			"them (nothing is attached); without the privileges the plan is printed and said to be unverified.\n" +
 			"-o table fits 80 columns, -o wide adds whether each hook is present and the signal it carries,\n" +
-			"-o json is one array.",
+			"-o json is one document, {\"schema\":1,\"hooks\":[...]} (the deprecated --json: the bare array).",
 		Example: "  apmwatch probes\n" +
 			"  apmwatch probes -o wide\n" +
 			"  apmwatch probes --event-hook mymodule:my_qp_event_handler -o json",
@@ -32,6 +32,7 @@ func newProbesCmd() *cobra.Command {
 			}
 			return apmoutput.RunProbes(asJSON || format == formatJSON, apmoutput.ProbesDeps{
 				Wide:         format == formatWide,
+				Array:        asJSON && format != formatJSON,
 				Plan:         func() ([]event.Hook, error) { return collector.Plan(opts) },
 				Verify:       func() ([]event.Hook, error) { return collector.Verify(opts) },
 				Unprivileged: func(err error) bool { return errors.Is(err, collector.ErrNoPrivilege) },
@@ -41,7 +42,7 @@ func newProbesCmd() *cobra.Command {
 			})
 		},
 	}
-	addWideOutputFlag(cmd, &output, " (a JSON array)")
+	addWideOutputFlag(cmd, &output, " (one document)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as a JSON array")
 	deprecatedAlias(cmd, "json", "use -o json")
 	addAttachFlags(cmd.Flags(), &opts)

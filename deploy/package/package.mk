@@ -4,19 +4,20 @@
 PKG_BUILD   := $(BUILD)/pkg
 PKG_STAGE   := $(PKG_BUILD)/stage
 PKG_MAINTAINER := $(shell sed -n 's/^maintainer: //p' deploy/package/nfpm.yaml)
-# From the nearest release tag (deploy/package/version.sh): v1.2.3 gives
-# 1.2.3, N commits after it 1.2.3+git<N>.<commit>. Worked out once, when
-# first used: a commit landing during the build does not change it.
-PKG_VERSION ?= $(eval PKG_VERSION := $$(shell deploy/package/version.sh))$(PKG_VERSION)
+# The Makefile's VERSION (deploy/package/version.sh, worked out once: a
+# commit landing during the build does not change it): the packages carry
+# the version the binary says.
+PKG_VERSION := $(VERSION)
 PKG_NFPM     = APMWATCH_PKG_VERSION='$(PKG_VERSION)' APMWATCH_PKG_STAGE=$(PKG_STAGE) $(GO) tool nfpm package --target $(PKG_BUILD)/
 
 .PHONY: package package-test release
 
-package: ## build $(BUILD)/pkg/*.deb, *.rpm and SHA256SUMS: binary, systemd units and drop-ins, default configs, man pages, completions, licences, changelog
+package: ## build $(BUILD)/pkg/*.deb, *.rpm and SHA256SUMS: binary, systemd units and drop-ins, maintainer scripts, default configs, example policy, logrotate, man pages, completions, licences, changelog
 	@[ -n '$(PKG_VERSION)' ] || { echo "package: no version: deploy/package/version.sh failed (or give PKG_VERSION)" >&2; exit 1; }
 	@rm -rf $(PKG_BUILD) && mkdir -p $(PKG_STAGE)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PKG_STAGE)/apmwatch ./cmd/apmwatch
 	$(GO) run -tags gendocs ./cmd/apmwatch gen-docs $(PKG_STAGE)
+	$(GO) run ./deploy/package/gen unit -bin /usr/bin/apmwatch -o $(PKG_STAGE)/systemd deploy/apmwatch-audit.service deploy/apmwatch-fleet.service
 	gzip -9n $(PKG_STAGE)/man1/*.1
 	$(GO) run ./deploy/package/gen notices -o $(PKG_STAGE)/NOTICES $(PKG_STAGE)/apmwatch
 	$(GO) run ./deploy/package/gen changelog -version '$(PKG_VERSION)' -date "$$(git log -1 --format=%cI 2>/dev/null)" \

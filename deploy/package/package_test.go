@@ -51,6 +51,7 @@ var wantFiles = []string{
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/enforce.conf",
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/publish.conf",
 	"/usr/share/apmwatch/systemd/apmwatch-audit.service.d/metrics.conf",
+	"/usr/share/apmwatch/finding.schema.json",
 	"/etc/default/apmwatch",
 	"/etc/default/apmwatch-fleet",
 	"/usr/share/man/man1/apmwatch.1.gz",
@@ -58,17 +59,29 @@ var wantFiles = []string{
 	"/usr/share/man/man1/apmwatch-audit.1.gz",
 	"/usr/share/man/man1/apmwatch-qp-list.1.gz",
 	"/usr/share/bash-completion/completions/apmwatch",
-	"/usr/share/zsh/vendor-completions/_apmwatch",
 	"/usr/share/fish/vendor_completions.d/apmwatch.fish",
+	"/etc/apmwatch/policy.json.example",
+	"/etc/apmwatch/README",
+	"/etc/logrotate.d/apmwatch",
 	"/usr/share/doc/apmwatch/audit.md",
 	"/usr/share/doc/apmwatch/examples/apmwatch-rules.yaml",
 	"/usr/share/doc/apmwatch/examples/apmwatch-dashboard.json",
 	"/usr/share/doc/apmwatch/NOTICES",
 }
 
+// Each packager's own: zsh completions where each distribution's zsh
+// looks.
+var (
+	debFiles = []string{"/usr/share/zsh/vendor-completions/_apmwatch"}
+	rpmFiles = []string{"/usr/share/zsh/site-functions/_apmwatch"}
+)
+
 // The defaults files: config files kept across upgrades, root:root 0640
 // (they may hold the daemons' flags with credentials).
 var configFiles = []string{"/etc/default/apmwatch", "/etc/default/apmwatch-fleet"}
+
+// The other config files, kept across upgrades too, readable.
+var publicConfigFiles = []string{"/etc/apmwatch/policy.json.example", "/etc/apmwatch/README", "/etc/logrotate.d/apmwatch"}
 
 func TestPackages(t *testing.T) {
 	dir, version := os.Getenv("APMWATCH_PKG_DIR"), os.Getenv("APMWATCH_PKG_VERSION")
@@ -86,13 +99,30 @@ func TestPackages(t *testing.T) {
 	checkRPMMeta(t, rpm, version)
 
 	// The .rpm's file list.
-	rpmFiles := strings.Fields(run(t, nil, "rpm", "-qpl", rpm))
-	for _, f := range wantFiles {
-		if !slices.Contains(rpmFiles, f) {
+	inRPM := strings.Fields(run(t, nil, "rpm", "-qpl", rpm))
+	for _, f := range append(slices.Clone(wantFiles), rpmFiles...) {
+		if !slices.Contains(inRPM, f) {
 			t.Errorf("%s: no %s", filepath.Base(rpm), f)
 		}
 	}
+	for _, f := range debFiles {
+		if slices.Contains(inRPM, f) {
+			t.Errorf("%s: holds the .deb's %s", filepath.Base(rpm), f)
+		}
+	}
+	// The maintainer scripts, as %post, %preun and %postun.
+	scripts := run(t, nil, "rpm", "-qp", "--scripts", rpm)
+	for _, want := range []string{"postinstall scriptlet", "preuninstall scriptlet", "postuninstall scriptlet", "try-restart", "systemctl stop"} {
+		if !strings.Contains(scripts, want) {
+			t.Errorf("%s: no %q in its scripts:\n%s", filepath.Base(rpm), want, scripts)
+		}
+	}
 	cf := strings.Fields(run(t, nil, "rpm", "-qpc", rpm))
+	for _, f := range publicConfigFiles {
+		if !slices.Contains(cf, f) {
+			t.Errorf("%s: %s is not a config file: %q", filepath.Base(rpm), f, cf)
+		}
+	}
 	modes := run(t, nil, "rpm", "-qp", "--queryformat", "[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILENAMES}\n]", rpm)
 	for _, f := range configFiles {
 		if !slices.Contains(cf, f) {
@@ -115,15 +145,39 @@ func TestPackages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run(t, nil, "dpkg", "--root="+root, "--log=/dev/null", "-i", deb)
+	// The maintainer scripts run outside the root (it has no shell), told
+	// where it is by DPKG_ROOT; without a systemd running there they do
+	// nothing.
+	run(t, nil, "dpkg", "--root="+root, "--log=/dev/null", "--force-script-chrootless", "-i", deb)
 	st := run(t, nil, "dpkg", "--root="+root, "-s", "apmwatch")
 	if !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "\nVersion: "+version+"\n") {
 		t.Fatalf("dpkg -s apmwatch, want version %s:\n%s", version, st)
 	}
-	for _, f := range wantFiles {
+	for _, f := range append(slices.Clone(wantFiles), debFiles...) {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("installed: %v", err)
 		}
+	}
+	for _, f := range append(slices.Clone(configFiles), publicConfigFiles...) {
+		if !strings.Contains(st, "\n "+f+" ") {
+			t.Errorf("dpkg: %s is not a conffile:\n%s", f, st)
+		}
+	}
+	for _, f := range []string{"postinst", "prerm", "postrm"} {
+		if _, err := os.Stat(filepath.Join(root, "var/lib/dpkg/info/apmwatch."+f)); err != nil {
+			t.Errorf("the .deb's %s: %v", f, err)
+		}
+	}
+	// The packaged units run the packaged binary, drop-in or not.
+	for _, u := range []string{"apmwatch-audit.service", "apmwatch-fleet.service"} {
+		b, err := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system", u))
+		if err != nil || !strings.Contains(string(b), "\nExecStart=/usr/bin/apmwatch ") || strings.Contains(string(b), "\nExecStart=/usr/local/") {
+			t.Errorf("installed %s does not run /usr/bin/apmwatch: %v", u, err)
+		}
+	}
+	// The example policy checks, in monitor mode.
+	if out := run(t, nil, filepath.Join(root, "usr/bin/apmwatch"), "actuate", "policy-check", filepath.Join(root, "etc/apmwatch/policy.json.example")); !strings.Contains(out, "ok: mode monitor") {
+		t.Errorf("policy-check of the example policy: %q", out)
 	}
 	for _, f := range configFiles {
 		if !strings.Contains(st, "\n "+f+" ") {
@@ -138,8 +192,9 @@ func TestPackages(t *testing.T) {
 	checkCopyright(t, root)
 	checkNotices(t, root)
 	checkChangelogs(t, root, rpm, version)
-	if v := run(t, nil, filepath.Join(root, "usr/bin/apmwatch"), "version"); !strings.HasPrefix(v, "apmwatch ") {
-		t.Errorf("installed apmwatch version: %q", v)
+	// One version: the binary says the package's.
+	if v := run(t, nil, filepath.Join(root, "usr/bin/apmwatch"), "version"); !strings.HasPrefix(v, "apmwatch "+version+" (commit ") {
+		t.Errorf("installed apmwatch version: %q, want the package's %s", v, version)
 	}
 
 	// systemd-analyze verify in the root: the host's own units (targets the

@@ -173,3 +173,36 @@ func TestVersionsOrder(t *testing.T) {
 		}
 	}
 }
+
+// One version everywhere: make's VERSION is version.sh's, the binary make
+// build links carries it and make package names the packages after it;
+// VERSION=... or the old PKG_VERSION=... overrides all of them alike.
+func TestOneVersion(t *testing.T) {
+	want, msg, err := script(t, ".", "version.sh")
+	if err != nil {
+		t.Fatalf("version.sh: %v %s", err, msg)
+	}
+	mk := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("make", append([]string{"-s", "--no-print-directory", "-C", "../.."}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("make %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{nil, want}, {[]string{"VERSION=1.2.3"}, "1.2.3"}, {[]string{"PKG_VERSION=1.2.4"}, "1.2.4"}} {
+		if got := strings.TrimSpace(mk(append([]string{"version"}, c.args...)...)); got != c.want {
+			t.Errorf("make version %v: %q, want %q", c.args, got, c.want)
+		}
+		if build := mk(append([]string{"-n", "build"}, c.args...)...); !strings.Contains(build, "internal/version.Version="+c.want+" ") {
+			t.Errorf("make build %v does not link version %s:\n%s", c.args, c.want, build)
+		}
+		if pkg := mk(append([]string{"-n", "package"}, c.args...)...); !strings.Contains(pkg, "internal/version.Version="+c.want+" ") ||
+			!strings.Contains(pkg, "APMWATCH_PKG_VERSION='"+c.want+"'") {
+			t.Errorf("make package %v: the binary's and the packages' versions are not %s:\n%s", c.args, c.want, pkg)
+		}
+	}
+}

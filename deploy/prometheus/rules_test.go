@@ -135,8 +135,8 @@ func TestRulesContent(t *testing.T) {
 				continue
 			}
 			alerts++
-			if s := rule.Labels["severity"]; s != "critical" && s != "warning" {
-				t.Errorf("%s: severity %q, want critical or warning", rule.Alert, s)
+			if s := rule.Labels["severity"]; s != "critical" && s != "error" && s != "warning" {
+				t.Errorf("%s: severity %q, want critical, error or warning (a finding's)", rule.Alert, s)
 			}
 			for _, a := range []string{"summary", "description", "runbook"} {
 				if len(rule.Annotations[a]) < 20 {
@@ -317,8 +317,8 @@ func TestEveryKindHasAnAlert(t *testing.T) {
 						continue
 					}
 					covered = true
-					if k.Severity == apm.SevCritical && rule.Labels["severity"] != "critical" {
-						t.Errorf("%s (critical): %s has severity %q", k.Kind, rule.Alert, rule.Labels["severity"])
+					if rule.Labels["severity"] != k.Severity.String() {
+						t.Errorf("%s (%s): %s has severity %q, want the finding's", k.Kind, k.Severity, rule.Alert, rule.Labels["severity"])
 					}
 					if !fires[rule.Alert][string(k.Kind)] {
 						t.Errorf("%s: no unit test in %s shows %s firing on a series of kind %s", k.Kind, rulesTest, rule.Alert, k.Kind)

@@ -210,10 +210,11 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll("/var/lib/apmwatch/btf") })
 	out, err = exec.Command("apmwatch", "probes", "-o", "json").Output()
-	var hooks []event.Hook
+	var doc struct{ Hooks []event.Hook }
 	if err == nil {
-		err = json.Unmarshal(out, &hooks)
+		err = json.Unmarshal(out, &doc)
 	}
+	hooks := doc.Hooks
 	if err != nil {
 		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 	}
