@@ -35,23 +35,6 @@ type ProbesDeps struct {
 	Stdout       io.Writer
 	Stderr       io.Writer // the "planned, not verified" note (nil: Stdout)
 	Wide         bool      // the table in full (-o wide), not cut to 80 columns
-	// Array writes the JSON as the bare array of hooks (the deprecated
-	// --json), not the versioned document (-o json).
-	Array bool
-}
-
-// ProbesSchema is the version of `probes -o json`, its "schema": a
-// version only adds fields; one that removes or changes a field is a new
-// number.
-const ProbesSchema = 1
-
-// ProbesDoc is `probes -o json`: the hooks with the document's version.
-type ProbesDoc struct {
-	Schema int          `json:"schema"` // ProbesSchema
-	Hooks  []event.Hook `json:"hooks"`
-	// Note says the plan is not verified (no privileges to load), as the
-	// table's note on stderr does.
-	Note string `json:"note,omitempty"`
 }
 
 // RunProbes prints every hook, whether this kernel has it and how it would
@@ -83,11 +66,9 @@ func RunProbes(asJSON bool, d ProbesDeps) error {
 	if asJSON {
 		enc := json.NewEncoder(d.Stdout)
 		enc.SetIndent("", "  ")
-		var doc any = ProbesDoc{Schema: ProbesSchema, Hooks: append([]event.Hook{}, hooks...), Note: note}
-		if d.Array {
-			doc = append([]event.Hook{}, hooks...)
-		}
-		if err := enc.Encode(escape.Value(doc)); err != nil { // --event-hook names come from the command line
+		// A bare array, as it always was: checks outside apmwatch read
+		// it so. Empty is [], never null.
+		if err := enc.Encode(escape.Value(append([]event.Hook{}, hooks...))); err != nil { // --event-hook names come from the command line
 			return err
 		}
 	} else {

@@ -32,7 +32,6 @@ func newProbesCmd() *cobra.Command {
 			}
 			return apmoutput.RunProbes(asJSON || format == formatJSON, apmoutput.ProbesDeps{
 				Wide:         format == formatWide,
-				Array:        asJSON && format != formatJSON,
 				Plan:         func() ([]event.Hook, error) { return collector.Plan(opts) },
 				Verify:       func() ([]event.Hook, error) { return collector.Verify(opts) },
 				Unprivileged: func(err error) bool { return errors.Is(err, collector.ErrNoPrivilege) },

@@ -210,11 +210,10 @@ func TestBTFDirSeesWithoutModuleBTF(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll("/var/lib/apmwatch/btf") })
 	out, err = exec.Command("apmwatch", "probes", "-o", "json").Output()
-	var doc struct{ Hooks []event.Hook }
+	var hooks []event.Hook
 	if err == nil {
-		err = json.Unmarshal(out, &doc)
+		err = json.Unmarshal(out, &hooks)
 	}
-	hooks := doc.Hooks
 	if err != nil {
 		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 	}

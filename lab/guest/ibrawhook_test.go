@@ -30,11 +30,10 @@ func TestIBRawDriverHook(t *testing.T) {
 		if err != nil {
 			t.Fatalf("apmwatch probes --raw-event-hook: %v", err)
 		}
-		var doc struct{ Hooks []event.Hook }
-		if err := json.Unmarshal(out, &doc); err != nil {
+		var hooks []event.Hook
+		if err := json.Unmarshal(out, &hooks); err != nil {
 			t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 		}
-		hooks := doc.Hooks
 		i := slices.IndexFunc(hooks, func(h event.Hook) bool { return h.Name == "ibsim_mlx5_qp_event" })
 		if i < 0 || hooks[i].Method != event.HookSkipped || hooks[i].Module != "ibsim" {
 			t.Errorf("with __ib_qp_event_handler: %+v, want ibsim_mlx5_qp_event planned, skipped, in ibsim", hooks)

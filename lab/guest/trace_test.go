@@ -324,11 +324,10 @@ func TestProbesCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("apmwatch probes: %v", err)
 	}
-	var doc struct{ Hooks []event.Hook }
-	if err := json.Unmarshal(out, &doc); err != nil {
+	var hooks []event.Hook
+	if err := json.Unmarshal(out, &hooks); err != nil {
 		t.Fatalf("apmwatch probes -o json: %v\n%s", err, out)
 	}
-	hooks := doc.Hooks
 	got := map[string]event.Hook{}
 	for _, h := range hooks {
 		got[h.Name] = h
