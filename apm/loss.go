@@ -106,19 +106,31 @@ func (m *Model) rearmedUnseen(q *qp, ep *episode, p *pendingMismatch, loss strin
 
 // LossWatch tells a model of the losses a live source's counters show:
 // give it each Stats snapshot; a Lost counter that grew is a loss between
-// the previous snapshot and this one.
-type LossWatch struct{ lost, at uint64 }
+// the previous snapshot and this one, a Missed counter that grew one
+// between the previous reading of it and this one (MissedAt).
+type LossWatch struct{ ring, missed lossCounter }
+
+type lossCounter struct{ n, at uint64 }
 
 // Check compares s with the previous snapshot.
 func (w *LossWatch) Check(m *Model, s event.Stats) {
-	if s.Lost < w.lost { // a new source: its counters start afresh
-		w.lost = 0
+	w.ring.check(m, s.Lost, s.At)
+	at := s.MissedAt
+	if at == 0 {
+		at = s.At
 	}
-	if s.Lost > w.lost && m != nil {
-		m.Lost(w.at, s.At, s.Lost-w.lost, 0)
+	w.missed.check(m, s.Missed, at)
+}
+
+func (c *lossCounter) check(m *Model, n, at uint64) {
+	if n < c.n { // a new source: its counters start afresh
+		c.n = 0
 	}
-	w.lost = s.Lost
-	if s.At != 0 {
-		w.at = s.At
+	if n > c.n && m != nil {
+		m.Lost(c.at, at, n-c.n, 0)
+	}
+	c.n = n
+	if at != 0 {
+		c.at = at
 	}
 }

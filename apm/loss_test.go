@@ -151,3 +151,23 @@ func TestFindingsUnderLoss(t *testing.T) {
 		})
 	}
 }
+
+// Probes the kernel skipped (Stats.Missed) are lost events as the ring's
+// are: the model is told of a loss when either counter grows.
+func TestLossWatchCountsMissed(t *testing.T) {
+	m, err := apm.New(apm.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w apm.LossWatch
+	w.Check(m, event.Stats{At: 100})
+	w.Check(m, event.Stats{Missed: 2, At: 200})
+	if got := m.Stats().LossSpans; got != 1 {
+		t.Fatalf("after 2 missed: %d loss spans, want 1", got)
+	}
+	w.Check(m, event.Stats{Missed: 2, At: 300})
+	w.Check(m, event.Stats{Missed: 2, Lost: 1, At: 400})
+	if got := m.Stats().LossSpans; got != 2 {
+		t.Fatalf("after 1 more lost: %d loss spans, want 2", got)
+	}
+}

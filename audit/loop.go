@@ -252,7 +252,7 @@ func (d *daemon) tick() {
 // added (d.counts).
 func (d *daemon) lossTo(s event.Stats) {
 	d.losses.Check(d.model, s)
-	if lt, ok := d.cfg.Actor.(LossTaker); ok && s.Lost > d.counts.lost {
+	if lt, ok := d.cfg.Actor.(LossTaker); ok && s.Dropped() > d.counts.lost {
 		lt.Lost(s.At)
 	}
 }

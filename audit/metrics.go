@@ -67,7 +67,7 @@ func newMetrics() *metrics {
 		Help:    "Time from a migration to the late rearm that resolved a missed-rearm.",
 		Buckets: []float64{1, 2, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400}})
 	m.lost = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lost_events_total",
-		Help: "Events the probes could not deliver (ring buffer full), over every attach."})
+		Help: "Events the probes could not deliver (ring buffer full, or a probe run the kernel skipped), over every attach."})
 	m.decodeErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "decode_errors_total",
 		Help: "Probe records that did not decode."})
 	m.hooks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "hooks",
@@ -181,9 +181,9 @@ func (m *metrics) reading(snap rdmanl.Snapshot, err error) {
 type counted struct{ lost, decode uint64 }
 
 func (m *metrics) addStats(prev *counted, s event.Stats) {
-	if s.Lost > prev.lost {
-		m.lost.Add(float64(s.Lost - prev.lost))
-		prev.lost = s.Lost
+	if s.Dropped() > prev.lost {
+		m.lost.Add(float64(s.Dropped() - prev.lost))
+		prev.lost = s.Dropped()
 	}
 	if s.DecodeErrs > prev.decode {
 		m.decodeErrors.Add(float64(s.DecodeErrs - prev.decode))

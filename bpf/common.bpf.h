@@ -120,10 +120,9 @@ static __always_inline __u64 kretprobe_ip(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Zero a record and fill in the common header. */
-static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 ip)
+/* Fill in the common header of a zeroed record. */
+static __always_inline void fill_header_fields(struct apm_record *r, __u8 kind, __u64 ip)
 {
-	__builtin_memset(r, 0, sizeof(*r));
 	__u64 id = bpf_get_current_pid_tgid();
 	r->boot_ns = bpf_ktime_get_boot_ns();
 	r->func_ip = ip;
@@ -132,6 +131,13 @@ static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 i
 	r->tid = (__u32)id;
 	r->kind = kind;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* Zero a record and fill in the common header. */
+static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 ip)
+{
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_header_fields(r, kind, ip);
 }
 
 /* The header for BTF programs (fentry, fexit, tp_btf): pid, tid, comm and
@@ -262,6 +268,22 @@ static __always_inline struct apm_record *reserve_short_btf(__u8 kind, __u64 ip)
 	}
 	__builtin_memset(r, 0, APM_RECORD_SHORT);
 	fill_header_btf(r, kind, ip);
+	return r;
+}
+
+/* A zeroed short record (no paths) reserved in the ring buffer, its header
+ * filled with helpers (any program type, any context: nothing is shared
+ * with another program); 0 (counted as lost) when the ring is full. The
+ * caller submits it. */
+static __always_inline struct apm_record *reserve_short(__u8 kind, __u64 ip)
+{
+	struct apm_record *r = bpf_ringbuf_reserve(&events, APM_RECORD_SHORT, 0);
+	if (!r) {
+		count(APM_CNT_LOST);
+		return 0;
+	}
+	__builtin_memset(r, 0, APM_RECORD_SHORT);
+	fill_header_fields(r, kind, ip);
 	return r;
 }
 

@@ -199,13 +199,30 @@ struct ib_mad_send_wr_private {
 	struct ib_ud_wr send_wr;
 } __core;
 
-/* drivers */
+/* drivers: the raw event's argument and the QP it belongs to, as the
+ * drivers find it (mlx5: to_mibqp() is container_of(mqp, struct
+ * mlx5_ib_qp_base, mqp)->container_mibqp, for trans and raw packet QPs
+ * alike; mlx4: container_of(mqp, struct mlx4_ib_qp, mqp)). */
 struct mlx5_core_qp {
 	int qpn;
 } __core;
 
+struct mlx5_ib_qp {
+	struct ib_qp ibqp;
+} __core;
+
+struct mlx5_ib_qp_base {
+	struct mlx5_ib_qp *container_mibqp;
+	struct mlx5_core_qp mqp;
+} __core;
+
 struct mlx4_qp {
 	int qpn;
+} __core;
+
+struct mlx4_ib_qp {
+	struct ib_qp ibqp;
+	struct mlx4_qp mqp;
 } __core;
 
 #endif

@@ -110,6 +110,7 @@ type Collector struct {
 	once      sync.Once
 	closing   atomic.Bool   // set once the probes are detached
 	want      atomic.Uint64 // Boot a watermark is asked past (WantMark), 0: none
+	missed    missedReader  // the kernel's skipped probe runs (missed.go)
 	flushing  atomic.Bool   // WantMark woke the reader, which has not seen it yet
 	marking   atomic.Bool   // a reader takes marks (NextMark, WantMark)
 	waitUntil atomic.Int64  // unix ns the reader's current wait ends
@@ -341,7 +342,9 @@ func (c *Collector) Stats() event.Stats {
 		s.Events, s.DecodeErrs = c.seq.Load(), c.decErrs.Load()
 		return s
 	}
-	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load(), At: boottime.Now()}
+	s := event.Stats{Events: c.seq.Load(), DecodeErrs: c.decErrs.Load()}
+	s.Missed, s.MissedAt = c.missed.read(c.loader, false)
+	s.At = boottime.Now()
 	m := c.loader.shared["counters"]
 	var lost, unjoined []uint64
 	if m.Lookup(uint32(apmApmCounterAPM_CNT_LOST), &lost) == nil {
@@ -363,6 +366,8 @@ func (c *Collector) Stats() event.Stats {
 // more than once.
 func (c *Collector) Close() error {
 	c.once.Do(func() {
+		c.missed.read(c.loader, true)
+		c.missed.linksClosing(c.loader)
 		closeLinks(c.loader.links) // no new records from here on
 		c.loader.links = nil
 		c.closing.Store(true)

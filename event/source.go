@@ -76,10 +76,23 @@ type Stats struct {
 	LostPerCPU []uint64 `json:"lost_per_cpu"` // index = CPU
 	DecodeErrs uint64   `json:"decode_errors"`
 	Unjoined   uint64   `json:"unjoined"` // exits whose entry was never seen
+	// Missed: probe runs the kernel skipped, so their events were never
+	// recorded: a program that was already running on the CPU (fentry's
+	// per-program recursion guard, 5.12+; a kprobe's BPF program while
+	// another ran, 6.7+), a kprobe hit inside another kprobe, a kretprobe
+	// with no free instance (6.7+). Lost events like Lost.
+	Missed uint64 `json:"missed,omitempty"`
+	// MissedAt is when Missed was read (CLOCK_BOOTTIME ns; 0: with At):
+	// the kernel's counters are read less often than the ring's.
+	MissedAt uint64 `json:"missed_at_boot_ns,omitempty"`
 	// At is when the counters were read (CLOCK_BOOTTIME ns; 0: unknown),
 	// so that a loss can be placed in time.
 	At uint64 `json:"at_boot_ns,omitempty"`
 }
+
+// Dropped is every event the probes lost: the ring buffer was full (Lost)
+// or the kernel skipped the probe (Missed).
+func (s Stats) Dropped() uint64 { return s.Lost + s.Missed }
 
 // Source is the one stream API: the live collector and a recording reader both
 // implement it.

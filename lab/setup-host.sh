@@ -258,10 +258,10 @@ for k in $KERNELS; do
 done
 
 # A kernel whose modules carry no BTF (5.10): the debug files of the RDMA
-# modules apmwatch hooks (and mlx5_core, whose types the lab's raw driver
-# hook reads), from linux-image-<ver>-dbg (about 800 MB, read once; only
-# these files are kept).
-dbg_modules="ib_core ib_cm ib_uverbs ib_umad mlx5_core"
+# modules apmwatch hooks (and mlx5_core and mlx5_ib, whose types the lab's
+# raw driver hook reads), from linux-image-<ver>-dbg (about 800 MB, read
+# once; only these files are kept, made again when the list changes).
+dbg_modules="ib_core ib_cm ib_uverbs ib_umad mlx5_core mlx5_ib"
 for k in $KERNELS; do
 	v=${ver[$k]}
 	dir="$CACHE/kernels/$k"
@@ -270,7 +270,7 @@ for k in $KERNELS; do
 		rm -rf "$dir/dbg"
 		continue
 	fi
-	[ -e "$dir/dbg/kver" ] && [ "$(cat "$dir/dbg/kver")" = "$v" ] && continue
+	[ -e "$dir/dbg/kver" ] && [ "$(cat "$dir/dbg/kver")" = "$v $dbg_modules" ] && continue
 	say "fetching linux-image-$v-dbg for the debug info of $dbg_modules (its modules carry no BTF)"
 	tmp=$(mktemp -d "$CACHE/kernels/.dbg-$k.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
@@ -288,7 +288,7 @@ for k in $KERNELS; do
 		[ -n "$f" ] || die "$deb has no debug file for $m"
 		mv "$f" "$tmp/dbg/"
 	done
-	echo "$v" >"$tmp/dbg/kver"
+	echo "$v $dbg_modules" >"$tmp/dbg/kver"
 	rm -rf "$dir/dbg"
 	mv "$tmp/dbg" "$dir/dbg"
 	rm -rf "$tmp"

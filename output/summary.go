@@ -75,7 +75,10 @@ func PrintSummary(w io.Writer, c Counts, s event.Stats, hooks []event.Hook) erro
 	if s.Lost > 0 {
 		perCPU = fmt.Sprintf(" (per cpu %v)", s.LostPerCPU)
 	}
-	fmt.Fprintf(w, "lost: %d%s, decode errors: %d, unjoined exits: %d\n", s.Lost, perCPU, s.DecodeErrs, s.Unjoined)
+	// lost: the ring buffer was full; missed: the kernel skipped a probe
+	// (another BPF program running on the CPU, a kprobe inside a kprobe,
+	// no free kretprobe instance): both are events never recorded.
+	fmt.Fprintf(w, "lost: %d%s, missed: %d, decode errors: %d, unjoined exits: %d\n", s.Lost, perCPU, s.Missed, s.DecodeErrs, s.Unjoined)
 	printFindings(w, c)
 	if line := ModelLine(c.Model); line != "" {
 		fmt.Fprintln(w, line)

@@ -298,7 +298,7 @@ func build(ss []*stream, clocks []Clock, pairs []*pairing, osr []finding, o Opti
 	for _, s := range ss {
 		rep.Recordings = append(rep.Recordings, s.recording())
 		rep.Summary.Events += s.res.Events
-		rep.Summary.Lost += s.res.Stats.Lost
+		rep.Summary.Lost += s.res.Stats.Dropped()
 		for _, h := range s.h.all {
 			rep.Summary.QPs++
 			rep.Summary.Migrations += h.nMig

@@ -167,7 +167,7 @@ func writeSummary(w *errWriter, r *Report) {
 		if !rec.Start.IsZero() {
 			w.f(", %s to %s", rec.Start.Format(time.RFC3339Nano), rec.End.Format(stamp))
 		}
-		w.f("\n    lost %d, decode errors %d, unjoined %d", rec.Stats.Lost, rec.Stats.DecodeErrs, rec.Stats.Unjoined)
+		w.f("\n    lost %d, missed %d, decode errors %d, unjoined %d", rec.Stats.Lost, rec.Stats.Missed, rec.Stats.DecodeErrs, rec.Stats.Unjoined)
 		if len(rec.MissingHooks) > 0 {
 			w.f("; hooks missing: %s", strings.Join(rec.MissingHooks, ", "))
 		}

@@ -383,7 +383,9 @@ func appendStats(b []byte, s *event.Stats) []byte {
 	for _, n := range s.LostPerCPU {
 		b = binary.AppendUvarint(b, n)
 	}
-	b = binary.AppendUvarint(b, s.At) // appended: older readers stop before it
+	b = binary.AppendUvarint(b, s.At)     // appended: older readers stop before it
+	b = binary.AppendUvarint(b, s.Missed) // likewise
+	b = binary.AppendUvarint(b, s.MissedAt)
 	return endLen(b, at)
 }
 
@@ -409,6 +411,12 @@ func decodeStats(body []byte) (event.Stats, error) {
 	}
 	if d.err == nil && len(d.b) > 0 {
 		s.At = d.uvarint()
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.Missed = d.uvarint()
+	}
+	if d.err == nil && len(d.b) > 0 {
+		s.MissedAt = d.uvarint()
 	}
 	return s, d.err
 }

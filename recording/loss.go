@@ -30,6 +30,9 @@ type lossTrack struct {
 	lastBoot uint64 // Boot of the last event read
 	prevAt   uint64 // when the previous stats record's counters were read (or the last event before it)
 	prevLost uint64
+	// the kernel's skipped probe runs (Stats.Missed), read on their own
+	// schedule (Stats.MissedAt)
+	prevMissedAt, prevMissed uint64
 	damage   *Loss // open: ends at the next event read
 	on       func(Loss)
 }
@@ -57,14 +60,26 @@ func (t *lossTrack) damaged() {
 
 // stats notes a stats record of the current session.
 func (t *lossTrack) stats(s event.Stats) {
+	to := s.At
+	if to == 0 {
+		to = t.lastBoot + lossSlack
+	}
 	if s.Lost > t.prevLost {
-		to := s.At
-		if to == 0 {
-			to = t.lastBoot + lossSlack
-		}
 		t.add(Loss{From: t.prevAt, To: max(to, t.prevAt), Lost: s.Lost - t.prevLost})
 	}
 	t.prevLost = s.Lost
+	mto := s.MissedAt
+	if mto == 0 {
+		mto = to
+	}
+	if s.Missed > t.prevMissed {
+		from := t.prevMissedAt
+		if from == 0 {
+			from = t.prevAt
+		}
+		t.add(Loss{From: from, To: max(mto, from), Lost: s.Missed - t.prevMissed})
+	}
+	t.prevMissed, t.prevMissedAt = s.Missed, mto
 	t.prevAt = s.At
 	if t.prevAt == 0 {
 		t.prevAt = t.lastBoot
@@ -75,6 +90,7 @@ func (t *lossTrack) stats(s event.Stats) {
 func (t *lossTrack) session() {
 	t.end()
 	t.prevLost, t.prevAt = 0, 0
+	t.prevMissed, t.prevMissedAt = 0, 0
 }
 
 // end closes an open damaged stretch at the end of the input.

@@ -259,6 +259,8 @@ func (r *Reader) Stats() event.Stats {
 	s := event.Stats{
 		Events:     r.base.Events + r.now.Events,
 		Lost:       r.base.Lost + r.now.Lost,
+		Missed:     r.base.Missed + r.now.Missed,
+		MissedAt:   r.now.MissedAt,
 		DecodeErrs: r.base.DecodeErrs + r.now.DecodeErrs + r.replayErr,
 		Unjoined:   r.base.Unjoined + r.now.Unjoined,
 		At:         r.now.At,
@@ -380,6 +382,7 @@ func (r *Reader) start(in *input) error {
 	if r.started && in.hdr.Session != r.session {
 		r.base.Events += r.now.Events
 		r.base.Lost += r.now.Lost
+		r.base.Missed += r.now.Missed
 		r.base.DecodeErrs += r.now.DecodeErrs
 		r.base.Unjoined += r.now.Unjoined
 		r.base.LostPerCPU = addPerCPU(r.base.LostPerCPU, r.now.LostPerCPU)

@@ -256,7 +256,7 @@ func TestStatsFollowThePosition(t *testing.T) {
 		if err := w.Write(g.next()); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.WriteStats(event.Stats{Events: uint64(i), Lost: uint64(10 * i), LostPerCPU: []uint64{uint64(i), 0, uint64(9 * i)}}); err != nil {
+		if err := w.WriteStats(event.Stats{Events: uint64(i), Lost: uint64(10 * i), LostPerCPU: []uint64{uint64(i), 0, uint64(9 * i)}, Missed: uint64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -272,8 +272,17 @@ func TestStatsFollowThePosition(t *testing.T) {
 		}
 		r.Next(context.Background())
 	}
-	if got := r.Stats(); got.Events != 3 || got.Lost != 30 || !reflect.DeepEqual(got.LostPerCPU, []uint64{3, 0, 27}) {
+	if got := r.Stats(); got.Events != 3 || got.Lost != 30 || got.Missed != 3 || !reflect.DeepEqual(got.LostPerCPU, []uint64{3, 0, 27}) {
 		t.Errorf("final stats %+v", got)
+	}
+	// Probes the kernel skipped are losses of the replay too, placed in
+	// time like the ring's: 30 + 3 in all.
+	var lost uint64
+	for _, l := range r.Losses() {
+		lost += l.Lost
+	}
+	if lost != 33 {
+		t.Errorf("losses %+v: %d lost in all, want 33 (the ring's 30 and the kernel's 3 missed)", r.Losses(), lost)
 	}
 }
 

@@ -138,6 +138,6 @@ func (c *copier) finish(s event.Stats) error {
 }
 
 func printResult(w io.Writer, r Result) {
-	fmt.Fprintf(w, "recorded %d of %d events to %v; lost %d, decode errors %d\n",
-		r.Kept, r.Seen, r.Files, r.Stats.Lost, r.Stats.DecodeErrs)
+	fmt.Fprintf(w, "recorded %d of %d events to %v; lost %d, missed %d, decode errors %d\n",
+		r.Kept, r.Seen, r.Files, r.Stats.Lost, r.Stats.Missed, r.Stats.DecodeErrs)
 }

@@ -16,13 +16,17 @@ import (
 )
 
 // The raw driver hook's path end to end: ibsim raises every QP event first
-// through ibsim_mlx5_qp_event, shaped like mlx5_ib_qp_event (QPN only,
-// atomic context, before the typed copy is queued). Where ib_core has no
+// through ibsim_mlx5_qp_event, shaped like mlx5_ib_qp_event (the struct
+// mlx5_core_qp and the EQE number, atomic context, before the typed copy is
+// queued), its argument kept as mlx5_ib keeps it. Where ib_core has no
 // __ib_qp_event_handler (6.1), apmwatch attaches it as a raw hook: a kernel
-// ULP's QPs are seen only through it (attributed by QPN, no device), a user
-// QP's through it and ib_uverbs' typed copy (one kept, the other counted as
-// a duplicate), and each QP's missed rearm is found once. Where ib_core has
-// __ib_qp_event_handler the raw hook is not needed and not attached.
+// ULP's QPs are seen only through it, a user QP's through it and ib_uverbs'
+// typed copy (one kept, the other counted as a duplicate), and each QP's
+// missed rearm is found once. The raw copy names its device (found from
+// the argument as the driver finds its QP): the two HCAs number their QPs
+// alike, as several ConnectX of one host do, and each event is pinned on
+// the QP of its own device. Where ib_core has __ib_qp_event_handler the
+// raw hook is not needed and not attached.
 func TestIBRawDriverHook(t *testing.T) {
 	const spec = "ibsim:ibsim_mlx5_qp_event"
 	if hasQPEventHandler(t) {
@@ -56,6 +60,9 @@ func TestIBRawDriverHook(t *testing.T) {
 	p, ready := startIBPair(t, 1, "never-rearm")
 	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 	k0, k1 := startIBULP(t, "no-rearm")
+	if u0 != u1 || k0 != k1 {
+		t.Errorf("QPNs %d/%d (user) and %d/%d (kernel): want each pair's QPN the same on both HCAs (ibsim numbers QPs per device)", u0, u1, k0, k1)
+	}
 	waitIB(t, "ibsim0", k0, "ARMED", Match("path_mig_state", "ARMED"))
 	waitIB(t, "ibsim1", k1, "ARMED", Match("path_mig_state", "ARMED"))
 	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
@@ -66,9 +73,9 @@ func TestIBRawDriverHook(t *testing.T) {
 		}
 	}
 	for who, q := range qps {
-		for _, n := range q {
-			raw := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ibsim_mlx5_qp_event", "qpn", n, "device", ""))
-			typed := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ib_uverbs_qp_event_handler", "qpn", n))
+		for dev, n := range pair(q[0], q[1]) {
+			raw := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ibsim_mlx5_qp_event", "qpn", n, "device", dev))
+			typed := Filter(tr.Lines(), Match("kind", "qp-event", "event", "PATH_MIG", "hook", "ib_uverbs_qp_event_handler", "qpn", n, "device", dev))
 			if len(raw) != 1 || (who == "user") != (len(typed) == 1) || (who == "kernel" && len(typed) != 0) {
 				t.Errorf("%s QP %d: %d raw PATH_MIG, %d from ib_uverbs; want one raw, and one typed copy for a user QP", who, n, len(raw), len(typed))
 			}

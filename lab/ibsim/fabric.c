@@ -180,7 +180,7 @@ static const struct {
  */
 noinline void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type)
 {
-	struct ibsim_qp *qp = container_of(mqp, struct ibsim_qp, mqp);
+	struct ibsim_qp *qp = container_of(mqp, struct ibsim_qp, base.mqp)->base.container_mibqp;
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(raw_types); i++) {
@@ -201,7 +201,7 @@ void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type)
 	for (i = 0; i < ARRAY_SIZE(raw_types); i++) {
 		if (raw_types[i].ib == type) {
 			local_irq_save(flags);	/* the EQ interrupt */
-			ibsim_mlx5_qp_event(&qp->mqp, raw_types[i].raw);
+			ibsim_mlx5_qp_event(&qp->base.mqp, raw_types[i].raw);
 			local_irq_restore(flags);
 			return;
 		}

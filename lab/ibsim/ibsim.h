@@ -145,7 +145,18 @@ struct ibsim_qp {
 	struct ibsim_dev *dev;
 	struct ibsim_cq *scq, *rcq;
 	u32 port;			/* GSI/SMI: the port it serves */
-	struct mlx5_core_qp mqp;	/* the raw event's argument (fabric.c) */
+	/*
+	 * The raw event's argument (fabric.c), kept as mlx5_ib keeps it
+	 * (drivers/infiniband/hw/mlx5/mlx5_ib.h): struct mlx5_ib_qp_base
+	 * holds a pointer back to the QP (container_mibqp) before the
+	 * struct mlx5_core_qp, and the QP starts with its struct ib_qp, so
+	 * mlx5's to_mibqp() and apmwatch's raw hook find the ib_qp here as
+	 * on a ConnectX.
+	 */
+	struct {
+		struct ibsim_qp *container_mibqp;
+		struct mlx5_core_qp mqp;
+	} base;
 
 	spinlock_t rq_lock;
 	struct ibsim_wqe *rq;

@@ -92,7 +92,8 @@ int ibsim_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mutex_lock(&ibsim_mutex);
 	ibqp->qp_num = init->qp_type == IB_QPT_GSI ? 1 : d->next_qpn++;
-	qp->mqp.qpn = ibqp->qp_num;
+	qp->base.container_mibqp = qp;
+	qp->base.mqp.qpn = ibqp->qp_num;
 	list_add_tail(&qp->list, &ibsim_qps);
 	mutex_unlock(&ibsim_mutex);
 	return 0;

@@ -13,11 +13,13 @@ import (
 var RDMAModules = []string{
 	"configfs", "crc32_generic", "udp_tunnel", "ip6_udp_tunnel", "veth",
 	"ib_core", "ib_uverbs", "ib_umad", "ib_cm", "iw_cm", "rdma_cm", "rdma_ucm", "rdma_rxe",
-	// No device binds to it; its BTF has struct mlx5_core_qp, which the
-	// raw driver hook's program reads through CO-RE. ibsim's raw event
-	// function has mlx5_ib_qp_event's shape but the lab's modules carry
-	// no BTF of their own, so its kprobe relocates against this one.
-	"mlx5_core",
+	// No device binds to them; their BTF has struct mlx5_core_qp and
+	// mlx5_ib's struct mlx5_ib_qp_base and mlx5_ib_qp, which the raw
+	// driver hook's program reads through CO-RE (the QPN, and the QP it
+	// belongs to). ibsim's raw event function has mlx5_ib_qp_event's
+	// shape, and keeps its argument as mlx5_ib does; the lab's modules
+	// carry no BTF of their own, so its hook relocates against these.
+	"mlx5_core", "mlx5_ib",
 }
 
 // OptionalModules may be missing from a kernel: newer kernels have no
