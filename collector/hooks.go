@@ -19,9 +19,10 @@ const (
 type role uint8
 
 const (
-	roleAlways   role = iota
-	rolePrimary       // __ib_qp_event_handler
-	roleFallback      // driver, uverbs and kernel ULP handlers
+	roleAlways    role = iota
+	rolePrimary        // __ib_qp_event_handler
+	roleFallback       // driver, uverbs and kernel ULP handlers
+	roleCompanion      // attached only with the primary: what it does not see (XRC target QPs)
 )
 
 // hookDef is one probe target and the programs (names in the collection
@@ -38,6 +39,9 @@ type hookDef struct {
 	// Carries: the APM signal the model cannot do without that this hook
 	// carries (event.Blind); "" for the others.
 	Carries string
+	// Instead: the hook this one stands in for, attached only when that
+	// one is not in the kernel (an older ib_core's name for a function).
+	Instead string
 	// Function hooks: BTF programs, then kprobe programs; an entry and an
 	// exit program of one kind are joined in the kernel (join map).
 	Fentry, Fexit, Kprobe, Kretprobe string
@@ -108,6 +112,12 @@ func defaultHooks() []hookDef {
 			Signal: "qp modify refused by ib_uverbs: the QP of its handle", Kind: hookFunc,
 			Fexit: "fexit_uverbs_lookup", Kretprobe: "kretprobe_uverbs_lookup"},
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
+		// An XRC target QP's events go to __ib_shared_qp_event_handler,
+		// which replaces __ib_qp_event_handler as its handler and calls
+		// each process's opened QP's own (verbs.c): beside the primary,
+		// whose fallbacks are skipped, this is where they are seen. Below
+		// 6.11 the uverbs and ULP handlers it calls are hooked anyway.
+		qpEventHook("__ib_shared_qp_event_handler", "ib_core", "qp async events, XRC target QPs (>= 6.11)", roleCompanion),
 		qpEventHook("ib_uverbs_qp_event_handler", "ib_uverbs", "qp async events, user QPs", roleFallback),
 		mlx5Hook("mlx5_ib_qp_event", "mlx5_ib", "qp async events, mlx5 (raw, qpn only)"),
 		{Name: "mlx4_ib_qp_event", Module: "mlx4_ib", Signal: "qp async events, mlx4 (raw, qpn only)", Kind: hookFunc, Carries: carriesQPEvents,
@@ -121,6 +131,12 @@ func defaultHooks() []hookDef {
 		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
 		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
 			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
+		// MLNX_OFED 4.9 (the last for ConnectX-3) and older kernels have
+		// no ib_dispatch_event_clients: ib_dispatch_event calls the
+		// clients' handlers itself. Where both exist, ib_dispatch_event
+		// only queues the work that calls ib_dispatch_event_clients.
+		{Name: "ib_dispatch_event", Module: "ib_core", Signal: "port and device events (without ib_dispatch_event_clients)", Kind: hookFunc,
+			Instead: "ib_dispatch_event_clients", Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
 		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc, Carries: carriesCMNotify,
 			Fentry: "fentry_notify", Fexit: "fexit_notify", Kprobe: "kprobe_notify", Kretprobe: "kretprobe_notify"},
 		handlerHook("cm_lap_handler", "LAP received by the CM, and its result"),

@@ -88,6 +88,14 @@ func plan(k kernelView, defs []hookDef, opts planOptions) []target {
 	})
 	for i := range out {
 		t := &out[i]
+		if t.def.Instead != "" && t.method != event.HookMissing && slices.ContainsFunc(out, func(o target) bool {
+			return o.def.Name == t.def.Instead && o.method != event.HookMissing
+		}) {
+			t.method, t.reason = event.HookSkipped, "not needed: "+t.def.Instead+" is in this kernel"
+		}
+		if t.def.Role == roleCompanion && !primary && t.method != event.HookMissing {
+			t.method, t.reason = event.HookSkipped, "not needed: without __ib_qp_event_handler the handlers it calls are hooked"
+		}
 		if t.def.Role == roleFallback && primary && t.method != event.HookMissing {
 			t.unneeded, t.unneededWhy = t.method, t.reason
 			t.method = event.HookSkipped

@@ -277,3 +277,44 @@ func TestPlanUverbsLookupMoved(t *testing.T) {
 		}
 	}
 }
+
+// Port events: where ib_core has no ib_dispatch_event_clients (MLNX_OFED
+// 4.9), ib_dispatch_event is hooked instead; where it has both, only the
+// first (ib_dispatch_event then only queues the work that calls it).
+func TestPlanPortEventsInstead(t *testing.T) {
+	withBoth := kallsyms612 + "ffffffffc0001310 T ib_dispatch_event	[ib_core]\n"
+	got := byName(plan(newFake(t, withBoth, append(btf612, "ib_core:ib_dispatch_event")...), defaultHooks(), planOptions{}))
+	if g := got["ib_dispatch_event"]; g.method != event.HookSkipped || !strings.Contains(g.reason, "ib_dispatch_event_clients is in this kernel") {
+		t.Errorf("with both: ib_dispatch_event %s %q, want skipped", g.method, g.reason)
+	}
+	if g := got["ib_dispatch_event_clients"]; g.method != event.HookFentry {
+		t.Errorf("with both: ib_dispatch_event_clients %s %q", g.method, g.reason)
+	}
+	ofed49 := strings.Replace(withBoth, "ffffffffc0001300 T ib_dispatch_event_clients	[ib_core]\n", "", 1)
+	got = byName(plan(newFake(t, ofed49), defaultHooks(), planOptions{}))
+	if g := got["ib_dispatch_event"]; g.method != event.HookKprobe {
+		t.Errorf("without ib_dispatch_event_clients: ib_dispatch_event %s %q, want attached (kprobe: no BTF)", g.method, g.reason)
+	}
+	if g := got["ib_dispatch_event_clients"]; g.method != event.HookMissing {
+		t.Errorf("without it: ib_dispatch_event_clients %s", g.method)
+	}
+}
+
+// XRC target QPs: on a kernel with __ib_qp_event_handler their events go
+// through __ib_shared_qp_event_handler, hooked beside it; below 6.11 the
+// handlers it calls are the fallbacks', and it is not needed.
+func TestPlanXRCTargetEvents(t *testing.T) {
+	shared := "ffffffffc0001210 t __ib_shared_qp_event_handler	[ib_core]\n"
+	got := byName(plan(newFake(t, kallsyms612+shared, append(btf612, "ib_core:__ib_shared_qp_event_handler")...), defaultHooks(), planOptions{}))
+	if g := got["__ib_shared_qp_event_handler"]; g.method != event.HookFentry {
+		t.Errorf("6.12: __ib_shared_qp_event_handler %s %q, want attached beside __ib_qp_event_handler", g.method, g.reason)
+	}
+	k61 := strings.Replace(kallsyms612, "ffffffffc0001200 t __ib_qp_event_handler	[ib_core]\n", "", 1) + shared
+	got = byName(plan(newFake(t, k61, "ib_core:__ib_shared_qp_event_handler"), defaultHooks(), planOptions{}))
+	if g := got["__ib_shared_qp_event_handler"]; g.method != event.HookSkipped {
+		t.Errorf("6.1: __ib_shared_qp_event_handler %s %q, want skipped", g.method, g.reason)
+	}
+	if g := got["ib_uverbs_qp_event_handler"]; g.method == event.HookSkipped || g.method == event.HookMissing {
+		t.Errorf("6.1: ib_uverbs_qp_event_handler %s", g.method)
+	}
+}
