@@ -21,6 +21,7 @@
  *
  * Datagrams (GSI, UD) are in dgram.c.
  */
+#include <linux/irq_work.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_mad.h>
@@ -192,19 +193,76 @@ noinline void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type)
 	pr_warn_ratelimited("ibsim: qp %d: unknown raw event %d\n", mqp->qpn, type);
 }
 
+/*
+ * The EQ interrupt. A ConnectX raises a QP's event as an EQE; the async
+ * EQ's interrupt handler (mlx5_eq_async_int) hands each to the raw event
+ * function in hardirq context, in the order the EQ holds them. Here the
+ * raw events wait in one FIFO (the EQ) and an irq_work, which runs in
+ * hardirq context (a self-IPI), hands them on in order: so the raw
+ * function, and any probe on it, runs in interrupt context and may
+ * interrupt whatever else runs on that CPU, a BPF program included.
+ */
+struct ibsim_eqe {
+	struct list_head list;
+	struct ibsim_qp *qp;
+	int raw;
+};
+
+static LIST_HEAD(eq_list);
+static DEFINE_SPINLOCK(eq_lock);
+static struct irq_work eq_irq;
+
+static void eq_irq_fn(struct irq_work *w)
+{
+	struct ibsim_eqe *e;
+
+	for (;;) {
+		spin_lock(&eq_lock);
+		e = list_first_entry_or_null(&eq_list, struct ibsim_eqe, list);
+		if (e)
+			list_del(&e->list);
+		spin_unlock(&eq_lock);
+		if (!e)
+			break;
+		ibsim_mlx5_qp_event(&e->qp->base.mqp, e->raw);
+		if (atomic_dec_and_test(&e->qp->raw_pending))
+			wake_up_var(&e->qp->raw_pending);
+		kfree(e);
+	}
+	/* mlx5_ib_qp_event queues the typed copy's work item itself */
+	ibsim_kick_events();
+}
+
+/* Waits until the EQ holds nothing more for qp (it is being destroyed). */
+void ibsim_drain_eq(struct ibsim_qp *qp)
+{
+	wait_var_event(&qp->raw_pending, !atomic_read(&qp->raw_pending));
+}
+
 /* A QP event from the fabric goes through the raw event path, as on mlx5. */
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type)
 {
+	struct ibsim_eqe *e;
 	unsigned long flags;
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(raw_types); i++) {
-		if (raw_types[i].ib == type) {
-			local_irq_save(flags);	/* the EQ interrupt */
-			ibsim_mlx5_qp_event(&qp->base.mqp, raw_types[i].raw);
-			local_irq_restore(flags);
+		if (raw_types[i].ib != type)
+			continue;
+		e = kzalloc(sizeof(*e), GFP_ATOMIC);
+		if (!e) {
+			pr_warn_ratelimited("ibsim: event %s lost (no memory)\n",
+					    event_name(type));
 			return;
 		}
+		e->qp = qp;
+		e->raw = raw_types[i].raw;
+		atomic_inc(&qp->raw_pending);
+		spin_lock_irqsave(&eq_lock, flags);
+		list_add_tail(&e->list, &eq_list);
+		spin_unlock_irqrestore(&eq_lock, flags);
+		irq_work_queue(&eq_irq);
+		return;
 	}
 	queue_ev(qp, qp->dev, 0, type);
 }
@@ -568,6 +626,7 @@ void ibsim_kick_sends(void)
 /* Runs the queued events before a control write returns. */
 void ibsim_settle(void)
 {
+	irq_work_sync(&eq_irq);
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
 }
@@ -745,6 +804,7 @@ void ibsim_events_show(struct seq_file *m)
 
 int ibsim_fabric_init(void)
 {
+	init_irq_work(&eq_irq, eq_irq_fn);
 	INIT_WORK(&ev_work, ev_fn);
 	INIT_WORK(&sends_work, sends_fn);
 	INIT_DELAYED_WORK(&ev_later_work, ev_later_fn);
@@ -759,5 +819,6 @@ void ibsim_fabric_exit(void)
 	WRITE_ONCE(stopping, true);
 	cancel_delayed_work_sync(&tick_work);
 	cancel_delayed_work_sync(&ev_later_work);
+	irq_work_sync(&eq_irq);
 	flush_workqueue(ibsim_wq);
 }

@@ -157,6 +157,7 @@ struct ibsim_qp {
 		struct ibsim_qp *container_mibqp;
 		struct mlx5_core_qp mqp;
 	} base;
+	atomic_t raw_pending;		/* raw events queued for the EQ interrupt */
 
 	spinlock_t rq_lock;
 	struct ibsim_wqe *rq;
@@ -304,6 +305,7 @@ bool ibsim_lid_alive(u32 lid);
 void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
 void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type);
+void ibsim_drain_eq(struct ibsim_qp *qp);
 void ibsim_kick_events_later(void);
 void ibsim_queue_qp_event_later(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_release_later(void);

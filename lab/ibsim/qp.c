@@ -112,6 +112,7 @@ int ibsim_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	list_del(&qp->list);
 	ibsim_forget_qp(qp);
 	mutex_unlock(&ibsim_mutex);
+	ibsim_drain_eq(qp);	/* its raw events, then their typed copies */
 	ibsim_release_later();
 	ibsim_kick_events();
 	flush_workqueue(ibsim_wq);
