@@ -16,6 +16,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The embedded server speaks TLS: a client that trusts its CA stores its
@@ -40,7 +41,7 @@ func TestEmbeddedServesTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
-		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1 })
 		p.Close(time.Second)
 	}
 	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
@@ -282,10 +283,10 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, c.host))
 		if c.ok {
-			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1 })
 		} else {
 			time.Sleep(2 * time.Second)
-			if sent(p) != 0 {
+			if published(t, p, "apmwatch_published_total") != 0 {
 				t.Errorf("%s sent with a wrong password", c.host)
 			}
 		}
@@ -359,4 +360,28 @@ func TestAuthFileTakesUsersOnly(t *testing.T) {
 	if err := Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{}); err == nil || !strings.Contains(err.Error(), "jetstream: enabled") {
 		t.Errorf("an APMWATCH account without jetstream: %v", err)
 	}
+}
+
+// published reads one of a publisher's metrics (a counter or a gauge
+// without labels) through its prometheus.Collector.
+func published(t *testing.T, p *Publisher, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(p)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		if m := mf.GetMetric()[0]; m.GetCounter() != nil {
+			return m.GetCounter().GetValue()
+		} else if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("the publisher has no metric %s", name)
+	return 0
 }
