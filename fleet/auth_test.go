@@ -383,7 +383,9 @@ func TestSeedsDeniedDoNotHoldThePublisher(t *testing.T) {
 	}
 	defer p.Close(time.Second)
 	p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "node17"))
-	waitFor(t, 20*time.Second, "the line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+	waitFor(t, 20*time.Second, "the line stored", func() bool {
+		return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+	})
 	if d := time.Since(start); d > 10*time.Second || !strings.Contains(log.text(), "cannot read this host's earlier records") ||
 		!strings.Contains(log.text(), "denies") {
 		t.Fatalf("stored after %v; log:\n%s", d, log.text())
