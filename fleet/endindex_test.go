@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -14,7 +15,7 @@ func TestEndIndexAgreesWithAMap(t *testing.T) {
 	want := map[EndKey]uint32{}
 	r := rand.New(rand.NewPCG(1, 2))
 	key := func() EndKey {
-		k := EndKey{n: uint32(1 + r.IntN(3000))}
+		k := testKey(uint32(1 + r.IntN(3000)))
 		k.Addr[0] = byte(r.IntN(3))
 		return k
 	}
@@ -52,7 +53,7 @@ func TestEndIndexAgreesWithAMap(t *testing.T) {
 		if seen != len(want) {
 			t.Fatalf("step %d: each gave %d slots, want %d", step, seen, len(want))
 		}
-		if _, ok := x.get(EndKey{n: 5000}, &slab); ok {
+		if _, ok := x.get(testKey(5000), &slab); ok {
 			t.Fatalf("step %d: a key never put is found", step)
 		}
 	}
@@ -67,7 +68,7 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 		x := newEndIndex()
 		var keys []EndKey
 		for i := range 48 { // 64 cells: grows past 48
-			k := EndKey{n: uint32(i + 1 + seed*100)}
+			k := testKey(uint32(i + 1 + seed*100))
 			s := slab.alloc()
 			slab.at(s).key = k
 			x.put(k, s, &slab)
@@ -89,4 +90,11 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testKey is a distinct key for each n (the index hashes the whole key).
+func testKey(n uint32) EndKey {
+	var k EndKey
+	binary.BigEndian.PutUint32(k.Addr[12:], n)
+	return k
 }
