@@ -41,7 +41,9 @@ func TestEmbeddedServesTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
-		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1 })
+		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool {
+			return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+		})
 		p.Close(time.Second)
 	}
 	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
@@ -283,7 +285,9 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, c.host))
 		if c.ok {
-			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1 })
+			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool {
+				return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+			})
 		} else {
 			time.Sleep(2 * time.Second)
 			if published(t, p, "apmwatch_published_total") != 0 {
