@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // TestEndIndexAgreesWithAMap puts, finds and removes keys at random
@@ -12,9 +14,9 @@ import (
 func TestEndIndexAgreesWithAMap(t *testing.T) {
 	var slab endSlab
 	x := newEndIndex()
-	want := map[EndKey]uint32{}
+	want := map[wire.EndKey]uint32{}
 	r := rand.New(rand.NewPCG(1, 2))
-	key := func() EndKey {
+	key := func() wire.EndKey {
 		k := testKey(uint32(1 + r.IntN(3000)))
 		k.Addr[0] = byte(r.IntN(3))
 		return k
@@ -66,7 +68,7 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 	for seed := range 20 {
 		var slab endSlab
 		x := newEndIndex()
-		var keys []EndKey
+		var keys []wire.EndKey
 		for i := range 48 { // 64 cells: grows past 48
 			k := testKey(uint32(i + 1 + seed*100))
 			s := slab.alloc()
@@ -93,8 +95,8 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 }
 
 // testKey is a distinct key for each n (the index hashes the whole key).
-func testKey(n uint32) EndKey {
-	var k EndKey
+func testKey(n uint32) wire.EndKey {
+	var k wire.EndKey
 	binary.BigEndian.PutUint32(k.Addr[12:], n)
 	return k
 }
