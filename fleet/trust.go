@@ -19,7 +19,7 @@ import (
 type refuseReason uint8
 
 const (
-	refusedTooLarge    refuseReason = iota // above maxRecordBytes
+	refusedTooLarge    refuseReason = iota // above wire.MaxRecordBytes
 	refusedBadSubject                      // not a connection subject as publishers write them
 	refusedUndecodable                     // not a record
 	refusedMismatch                        // host, device, QPN or partition not the subject's
@@ -39,7 +39,7 @@ func (r refuseReason) String() string { return refusalNames[r] }
 const DefaultMaxSkew = 5 * time.Minute
 
 // DefaultMaxEndsPerHost bounds the ends one host holds in an engine
-// (the publisher tracks at most maxTracked QPs).
+// (the publisher tracks at most wire.MaxTracked QPs).
 const DefaultMaxEndsPerHost = wire.MaxTracked
 
 // Received is a connection record as the stream delivers it.

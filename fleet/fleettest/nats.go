@@ -125,7 +125,7 @@ func NATS(t *testing.T) string {
 	return url
 }
 
-// NATSBare is testNATS without streams: for a test that makes its own.
+// NATSBare is NATS without streams: for a test that makes its own.
 func NATSBare(t *testing.T) string {
 	t.Helper()
 	if !OnCluster() {

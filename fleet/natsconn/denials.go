@@ -17,7 +17,7 @@ import (
 // asynchronously (-ERR 'Permissions Violation ...') and leaves the
 // request unanswered: a JetStream API call the account does not allow
 // would wait for its whole timeout. denials routes those errors to the
-// calls in flight on the connection (guard), so that they fail at once,
+// calls in flight on the connection (Guard), so that they fail at once,
 // saying what was denied.
 
 // DeniedError is a publish or subscription the server refused.

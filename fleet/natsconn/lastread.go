@@ -162,7 +162,7 @@ func ReadLastOf(ctx context.Context, js jetstream.JetStream, filters []string, m
 	return n, nil
 }
 
-// ReadLastSingly is readLastOf through consumers of one filter each (a
+// ReadLastSingly is ReadLastOf through consumers of one filter each (a
 // host's permissions name the filter, which is part of the API subject of
 // a consumer of one filter): merged, which must match what filters do,
 // when one stream holds them all, else each filter apart.

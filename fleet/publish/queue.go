@@ -38,7 +38,7 @@ type Msg struct {
 // opens (recoverLocked). Safe for concurrent use.
 type Queue struct {
 	dir     string
-	host    string // the subjects it holds are this host's (ownSubject)
+	host    string // the subjects it holds are this host's (wire.OwnSubject)
 	max     int64
 	mu      sync.Mutex
 	segs    []*segment // oldest first; the last one takes appends
@@ -101,7 +101,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // host named host, bounded to max bytes, recovering what a crash left
 // (recoverLocked). What the queue holds is sent in the host's name: dir
 // must be this user's and writable by no one else (outfile.OwnDir), and
-// only the host's own subjects go in or come out (ownSubject).
+// only the host's own subjects go in or come out (wire.OwnSubject).
 func OpenQueue(dir, host string, max int64) (*Queue, error) {
 	if max < MinQueueMax {
 		return nil, fmt.Errorf("publish queue bound must be at least %d bytes: %d", MinQueueMax, max)
