@@ -36,10 +36,6 @@ func (s *side) arm() {
 		MigState: event.MigRearm, Alt: &event.Path{Port: 1, DLID: 9}}})
 }
 
-func (s *side) pathMig() {
-	s.ev(&event.Event{Kind: event.KindQPEvent, QP: &event.QPEvent{Type: event.EvPathMig, QPType: event.QPTypeRC}})
-}
-
 // testHeartbeat is the tests' publishers' heartbeat period.
 const testHeartbeat = 100 * time.Millisecond
 
