@@ -65,7 +65,7 @@ func TestPublisherSeedsThroughItsHostsPermissions(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	fleettest.WaitFor(t, 30*time.Second, "the record", func() bool {
-		n, err := natsconn.ReadAll(context.Background(), js, wire.ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.ConnPrefix + "*.node17.>"}}, func(jetstream.Msg) {})
+		n, err := natsconn.ReadAll(context.Background(), js, wire.ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.ConnPrefix + "*.node17.ibsim0.100"}}, func(jetstream.Msg) {})
 		return err == nil && n == 1
 	})
 	a.Close(time.Second)
