@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,6 +14,11 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -37,7 +41,7 @@ func runFleet(t *testing.T, cfg Config) (r *running, stderr *syncBuffer) {
 		}
 	}
 	t.Cleanup(r.stop)
-	waitFor(t, 20*time.Second, "the ready file", func() bool {
+	fleettest.WaitFor(t, 20*time.Second, "the ready file", func() bool {
 		select {
 		case err := <-r.done:
 			t.Fatalf("fleet ended: %v", err)
@@ -67,15 +71,15 @@ func embeddedConfig(t *testing.T) Config {
 
 // pairOver starts two publishers (hosts a and b, over a fake sysfs) with
 // their own NATS options, logging to the buffers returned.
-func pairOver(t *testing.T, oa, ob NATSOptions, a, b string) (pa, pb *Publisher, logs []*syncBuffer) {
+func pairOver(t *testing.T, oa, ob natsconn.NATSOptions, a, b string) (pa, pb *publish.Publisher, logs []*syncBuffer) {
 	t.Helper()
 	sys := t.TempDir()
-	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
-	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
-	start := func(o NATSOptions, host string) *Publisher {
+	fleettest.FakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
+	fleettest.FakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	start := func(o natsconn.NATSOptions, host string) *publish.Publisher {
 		log := &syncBuffer{}
 		logs = append(logs, log)
-		p, err := NewPublisher(PublishConfig{NATS: o, Host: host, QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sys,
+		p, err := publish.NewPublisher(publish.PublishConfig{NATS: o, Host: host, QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sys,
 			Log: slogTo(log)})
 		if err != nil {
 			t.Fatal(err)
@@ -87,9 +91,9 @@ func pairOver(t *testing.T, oa, ob NATSOptions, a, b string) (pa, pb *Publisher,
 }
 
 // dial connects as o says, registered for denials (guard).
-func dial(t *testing.T, o NATSOptions) (*nats.Conn, jetstream.JetStream) {
+func dial(t *testing.T, o natsconn.NATSOptions) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := o.connect(false)
+	nc, err := o.Connect(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +111,11 @@ func mustDeny(t *testing.T, nc *nats.Conn, what string, call func(ctx context.Co
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	gctx, done := guard(ctx, nc)
+	gctx, done := natsconn.Guard(ctx, nc)
 	defer done()
 	start := time.Now()
-	err := denied(gctx, call(gctx))
-	var d *DeniedError
+	err := natsconn.Denied(gctx, call(gctx))
+	var d *natsconn.DeniedError
 	if !errors.As(err, &d) || time.Since(start) > 3*time.Second {
 		t.Errorf("%s: %v after %v, want the server's denial at once", what, err, time.Since(start))
 	}
@@ -125,17 +129,17 @@ func mustDeny(t *testing.T, nc *nats.Conn, what string, call func(ctx context.Co
 func TestEmbeddedWithoutUsersLetsLocalClientsPublishButNotAdminister(t *testing.T) {
 	f, _ := runFleet(t, embeddedConfig(t))
 	url := f.readyInfo(t).NATS
-	a, b, _ := pairOver(t, NATSOptions{URL: url}, NATSOptions{URL: url}, "hostA", "hostB")
+	a, b, _ := pairOver(t, natsconn.NATSOptions{URL: url}, natsconn.NATSOptions{URL: url}, "hostA", "hostB")
 	oneSided(a, b, 1)
-	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+	fleettest.WaitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
+	st, err := ReadStatus(context.Background(), natsconn.NATSOptions{URL: url})
 	if err != nil || len(st.Rows) != 1 {
 		t.Fatalf("fleet status without credentials: %v, %+v", err, st)
 	}
-	nc, js := dial(t, NATSOptions{URL: url})
-	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, ConnStream) })
+	nc, js := dial(t, natsconn.NATSOptions{URL: url})
+	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, wire.ConnStream) })
 	mustDeny(t, nc, "purging a stream", func(ctx context.Context) error {
-		s, err := js.Stream(ctx, ConnStream)
+		s, err := js.Stream(ctx, wire.ConnStream)
 		if err != nil {
 			return err
 		}
@@ -145,7 +149,7 @@ func TestEmbeddedWithoutUsersLetsLocalClientsPublishButNotAdminister(t *testing.
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOG", Subjects: []string{"hog.>"}, Storage: jetstream.MemoryStorage})
 		return err
 	})
-	if n := len(streamMsgs(t, url, ConnStream, connPrefix+">")); n != 4 {
+	if n := len(fleettest.StreamMsgs(t, url, wire.ConnStream, wire.ConnPrefix+">")); n != 4 {
 		t.Fatalf("%d records left in the stream, want 4", n)
 	}
 }
@@ -159,7 +163,7 @@ func TestListenBeyondLoopbackNeedsAuth(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--auth") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("--listen %s without --auth: %v", l, err)
 		}
-		if _, err := StartServer(cfg.server()); err == nil {
+		if _, err := natsserver.StartServer(cfg.server()); err == nil {
 			t.Errorf("--listen %s without --auth: served", l)
 		}
 		cfg.Auth = "/etc/apmwatch/fleet-auth.conf"
@@ -176,78 +180,6 @@ func TestListenBeyondLoopbackNeedsAuth(t *testing.T) {
 	}
 }
 
-// addUsers authorizes node17, node18 (hosts) and fleet in a new file.
-func addUsers(t *testing.T, dir string) (authPath string) {
-	t.Helper()
-	authPath = filepath.Join(dir, "auth.conf")
-	for _, u := range []struct {
-		name  string
-		fleet bool
-	}{{"node17", false}, {"node18", false}, {"fleet", true}} {
-		nu, err := AddUser(authPath, filepath.Join(dir, u.name+".nk"), u.name, u.fleet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(nu.PublicKey, "U") || nu.Created != (u.name == "node17") {
-			t.Fatalf("%s: %+v", u.name, nu)
-		}
-	}
-	return authPath
-}
-
-// hostOpts are a host's client options for a file from addUsers.
-func hostOpts(url, dir, host string) NATSOptions {
-	return NATSOptions{URL: url, NKeyFile: filepath.Join(dir, host+".nk"), InboxPrefix: HostInboxPrefix(host)}
-}
-
-// add-host's file: a new file and the seeds are 0600; a host already in
-// it, a seed file that exists, and a file without the marker line are
-// refused, leaving the file as it was.
-func TestAddUserWritesTheSeedAndTheAuthorization(t *testing.T) {
-	dir := t.TempDir()
-	authPath := addUsers(t, dir)
-	for _, f := range []string{authPath, filepath.Join(dir, "node17.nk"), filepath.Join(dir, "fleet.nk")} {
-		fi, err := os.Stat(f)
-		if err != nil || fi.Mode().Perm() != 0o600 {
-			t.Fatalf("%s: %v %v, want mode 0600", f, err, fi.Mode())
-		}
-	}
-	seed, _ := os.ReadFile(filepath.Join(dir, "node17.nk"))
-	before, _ := os.ReadFile(authPath)
-	if !bytes.HasPrefix(seed, []byte("SU")) || bytes.Contains(before, bytes.TrimSpace(seed)) {
-		t.Fatalf("seed %q, or the seed in the authorization file", seed)
-	}
-	if _, err := loadAuth(authPath); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		seed, name, want string
-	}{
-		{"again.nk", "node17", "already in"},
-		{"node17.nk", "node19", "exists"},
-	} {
-		_, err := AddUser(authPath, filepath.Join(dir, tc.seed), tc.name, false)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s into %s: %v, want %q", tc.name, tc.seed, err, tc.want)
-		}
-		if after, _ := os.ReadFile(authPath); !bytes.Equal(after, before) {
-			t.Errorf("%s: the file changed", tc.name)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "again.nk")); err == nil {
-		t.Error("a seed was written for a host refused")
-	}
-	bare := filepath.Join(dir, "bare.conf")
-	os.WriteFile(bare, []byte("authorization { users: [ {user: a, password: b} ] }\n"), 0o600)
-	if _, err := AddUser(bare, filepath.Join(dir, "n.nk"), "n", false); err == nil || !strings.Contains(err.Error(), "by hand") {
-		t.Errorf("a file without the marker: %v", err)
-	}
-	os.Chmod(authPath, 0o644)
-	if _, err := loadAuth(authPath); err == nil || !strings.Contains(err.Error(), "chmod") {
-		t.Errorf("an authorization file everyone may read: %v", err)
-	}
-}
-
 // Through the users add-host makes, the embedded server takes no client
 // without credentials; the hosts publish, the fleet judges their pair,
 // fleet status reads as the fleet user; a host can publish nothing in
@@ -256,13 +188,13 @@ func TestAddUserWritesTheSeedAndTheAuthorization(t *testing.T) {
 func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 	dir := t.TempDir()
 	cfg := embeddedConfig(t)
-	cfg.Auth = addUsers(t, dir)
+	cfg.Auth = fleettest.AddUsers(t, dir)
 	f, _ := runFleet(t, cfg)
 	url := f.readyInfo(t).NATS
-	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
+	if _, err := (natsconn.NATSOptions{URL: url}).Connect(false); err == nil {
 		t.Fatal("a client without credentials connected")
 	}
-	a, b, logs := pairOver(t, hostOpts(url, dir, "node17"), hostOpts(url, dir, "node18"), "node17", "node18")
+	a, b, logs := pairOver(t, fleettest.HostOpts(url, dir, "node17"), fleettest.HostOpts(url, dir, "node18"), "node17", "node18")
 	defer func() {
 		if t.Failed() {
 			for _, l := range logs {
@@ -273,7 +205,7 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "node17"))
 	oneSided(a, b, 1)
 	// the first message waits for the host's reading of its earlier records
-	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
+	fleettest.WaitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
 	if l := f.out.lines(t)[0]; l.Kind != apm.OneSidedRearm || !slices.Equal(l.Hosts, []string{"node17", "node18"}) {
 		t.Fatalf("finding: %+v", l)
 	}
@@ -283,33 +215,33 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 			t.Errorf("publisher %d did not read its earlier records:\n%s", i, l.text())
 		}
 	}
-	fleetUser := NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
+	fleetUser := natsconn.NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
 	st, err := ReadStatus(context.Background(), fleetUser)
 	if err != nil || len(st.Rows) != 1 {
 		t.Fatalf("fleet status as the fleet user: %v %+v", err, st)
 	}
 
-	nc, js := dial(t, hostOpts(url, dir, "node17"))
+	nc, js := dial(t, fleettest.HostOpts(url, dir, "node17"))
 	pub := func(subject string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			_, err := js.Publish(ctx, subject, []byte(`{"host":"node18"}`))
 			return err
 		}
 	}
-	mustDeny(t, nc, "node18's finding lines", pub(HostFindingSubject("node18")))
+	mustDeny(t, nc, "node18's finding lines", pub(wire.HostFindingSubject("node18")))
 	mustDeny(t, nc, "node18's records", pub("apmwatch.conn.3.node18.ibsim1.200"))
-	mustDeny(t, nc, "the fleet's findings", pub(fleetFindingSubject(3)))
-	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, ConnStream) })
+	mustDeny(t, nc, "the fleet's findings", pub(wire.FleetFindingSubject(3)))
+	mustDeny(t, nc, "deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, wire.ConnStream) })
 	mustDeny(t, nc, "creating a stream", func(ctx context.Context) error {
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOG", Subjects: []string{"hog.>"}})
 		return err
 	})
 	mustDeny(t, nc, "reading node18's records", func(ctx context.Context) error {
-		_, err := js.CreateConsumer(ctx, ConnStream, jetstream.ConsumerConfig{FilterSubject: connPrefix + "*.node18.>", AckPolicy: jetstream.AckNonePolicy})
+		_, err := js.CreateConsumer(ctx, wire.ConnStream, jetstream.ConsumerConfig{FilterSubject: wire.ConnPrefix + "*.node18.>", AckPolicy: jetstream.AckNonePolicy})
 		return err
 	})
 	mustDeny(t, nc, "reading every record", func(ctx context.Context) error {
-		_, err := js.CreateConsumer(ctx, ConnStream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy})
+		_, err := js.CreateConsumer(ctx, wire.ConnStream, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy})
 		return err
 	})
 	mustDeny(t, nc, "others' replies", func(ctx context.Context) error {
@@ -321,13 +253,13 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 		return ctx.Err()
 	})
 	// its own last records, through one filter (the seeds' reading)
-	nc2, js2 := dial(t, hostOpts(url, dir, "node17"))
+	nc2, js2 := dial(t, fleettest.HostOpts(url, dir, "node17"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var own []string
-	_, err = readAll(ctx, js2, ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{connPrefix + "*.node17.>"},
+	_, err = natsconn.ReadAll(ctx, js2, wire.ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.ConnPrefix + "*.node17.>"},
 		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}, func(m jetstream.Msg) {
-		if !isHeartbeat(m.Subject()) { // its heartbeats are on a subject of its own too
+		if !wire.IsHeartbeat(m.Subject()) { // its heartbeats are on a subject of its own too
 			own = append(own, m.Subject())
 		}
 	})
@@ -340,15 +272,15 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 	nf, jf := dial(t, fleetUser)
 	_ = nf
 	var lines []string
-	if _, err := readAll(ctx, jf, FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"apmwatch.finding.>"}},
+	if _, err := natsconn.ReadAll(ctx, jf, wire.FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"apmwatch.finding.>"}},
 		func(m jetstream.Msg) { lines = append(lines, m.Subject()) }); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(lines, HostFindingSubject("node18")) || !slices.Contains(lines, HostFindingSubject("node17")) {
+	if slices.Contains(lines, wire.HostFindingSubject("node18")) || !slices.Contains(lines, wire.HostFindingSubject("node17")) {
 		t.Fatalf("finding subjects stored: %q", lines)
 	}
 	var recs []string
-	if _, err := readAll(ctx, jf, ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{connPrefix + ">"}},
+	if _, err := natsconn.ReadAll(ctx, jf, wire.ConnStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.ConnPrefix + ">"}},
 		func(m jetstream.Msg) { recs = append(recs, string(m.Data())) }); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +296,7 @@ func TestAddedHostsPublishOnlyTheirOwnSubjects(t *testing.T) {
 // server's denial, and its line is stored at once.
 func TestSeedsDeniedDoNotHoldThePublisher(t *testing.T) {
 	dir := t.TempDir()
-	authPath := addUsers(t, dir)
+	authPath := fleettest.AddUsers(t, dir)
 	b, _ := os.ReadFile(authPath)
 	narrowed := strings.Replace(string(b), `"$JS.API.CONSUMER.CREATE.*.*.apmwatch.conn.*.node17.>",`, "", 1)
 	if narrowed == string(b) {
@@ -376,14 +308,16 @@ func TestSeedsDeniedDoNotHoldThePublisher(t *testing.T) {
 	f, _ := runFleet(t, cfg)
 	log := &syncBuffer{}
 	start := time.Now()
-	p, err := NewPublisher(PublishConfig{NATS: hostOpts(f.readyInfo(t).NATS, dir, "node17"), Host: "node17",
+	p, err := publish.NewPublisher(publish.PublishConfig{NATS: fleettest.HostOpts(f.readyInfo(t).NATS, dir, "node17"), Host: "node17",
 		QueueDir: filepath.Join(t.TempDir(), "q"), Log: slogTo(log)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(time.Second)
 	p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "node17"))
-	waitFor(t, 20*time.Second, "the line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+	fleettest.WaitFor(t, 20*time.Second, "the line stored", func() bool {
+		return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+	})
 	if d := time.Since(start); d > 10*time.Second || !strings.Contains(log.text(), "cannot read this host's earlier records") ||
 		!strings.Contains(log.text(), "denies") {
 		t.Fatalf("stored after %v; log:\n%s", d, log.text())

@@ -7,11 +7,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // synth writes the record of one end of connection i into c: 1000 hosts
 // with one GID each, LID-routed pairs in subnet fe80::, QPNs from i.
-func synth(c *Conn, i int, side int, at time.Time) {
+func synth(c *wire.Conn, i int, side int, at time.Time) {
 	ha, hb := i%1000, (i/1000+i+1)%1000
 	if ha == hb {
 		hb = (hb + 1) % 1000
@@ -21,8 +24,8 @@ func synth(c *Conn, i int, side int, at time.Time) {
 	if side == 1 {
 		ha, hb, qa, qb, la, lb = hb, ha, qb, qa, lb, la
 	}
-	*c = Conn{Host: hostNames[ha], Device: "mlx5_0", Port: 1, Type: "RC", Local: Addr{GID: gids[ha], LID: la, QPN: qa},
-		Remote: Addr{LID: lb, QPN: qb}, APM: true, Armed: true, Mig: "ARMED", MigRead: at, Changed: at, At: at, Rev: uint64(at.UnixNano())}
+	*c = wire.Conn{Host: hostNames[ha], Device: "mlx5_0", Port: 1, Type: "RC", Local: wire.Addr{GID: gids[ha], LID: la, QPN: qa},
+		Remote: wire.Addr{LID: lb, QPN: qb}, APM: true, Armed: true, Mig: "ARMED", MigRead: at, Changed: at, At: at, Rev: uint64(at.UnixNano())}
 }
 
 var hostNames, gids = func() ([]string, []string) {
@@ -36,7 +39,7 @@ var hostNames, gids = func() ([]string, []string) {
 
 // fillEngine applies both ends of n connections.
 func fillEngine(g *Engine, n int, at time.Time) {
-	var c Conn
+	var c wire.Conn
 	for i := range n {
 		for side := range 2 {
 			synth(&c, i, side, at)
@@ -54,7 +57,7 @@ func BenchmarkEngineMemory1M(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
-		fillEngine(g, n, t0)
+		fillEngine(g, n, fleettest.T0)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		if st := g.Stats(); st.ByState[StateArmed] != n || st.Unpaired != 0 {
@@ -71,12 +74,12 @@ func BenchmarkEngineMemory1M(b *testing.B) {
 func BenchmarkEngineApply(b *testing.B) {
 	const n = 1_000_000
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
-	fillEngine(g, n, t0)
-	recs := make([]Conn, 4096)
+	fillEngine(g, n, fleettest.T0)
+	recs := make([]wire.Conn, 4096)
 	for i := range recs {
-		synth(&recs[i], i*241%n, i%2, t0)
+		synth(&recs[i], i*241%n, i%2, fleettest.T0)
 	}
-	at := t0
+	at := fleettest.T0
 	b.ResetTimer()
 	i := 0
 	cpu0 := cpuTime()
@@ -85,7 +88,7 @@ func BenchmarkEngineApply(b *testing.B) {
 		at = at.Add(time.Microsecond)
 		c.At, c.Rev = at, c.Rev+1
 		if c.Armed {
-			c.Armed, c.Changed, c.Episode = false, at, Episode{N: c.Episode.N + 1, Migrations: c.Episode.Migrations[:0]}
+			c.Armed, c.Changed, c.Episode = false, at, wire.Episode{N: c.Episode.N + 1, Migrations: c.Episode.Migrations[:0]}
 		} else {
 			c.Armed, c.Changed = true, at
 		}
@@ -111,9 +114,9 @@ func cpuTime() time.Duration {
 // JSON of one record, by the decoder the engine uses (decodeJSON) and by
 // encoding/json, side by side.
 func BenchmarkRecordDecode(b *testing.B) {
-	var c Conn
-	synth(&c, 12345, 0, t0)
-	c.Episode = Episode{N: 2, Migrations: []time.Time{t0}, Rearm: t0}
+	var c wire.Conn
+	synth(&c, 12345, 0, fleettest.T0)
+	c.Episode = wire.Episode{N: 2, Migrations: []time.Time{fleettest.T0}, Rearm: fleettest.T0}
 	data, _ := json.Marshal(&c)
 	for _, d := range []struct {
 		name   string
@@ -123,7 +126,7 @@ func BenchmarkRecordDecode(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			cpu0 := cpuTime()
 			for b.Loop() {
-				var x Conn
+				var x wire.Conn
 				if err := d.decode(data, &x); err != nil {
 					b.Fatal(err)
 				}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"container/heap"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // The engine has one clock, the stream's: when JetStream stored each
@@ -30,12 +32,12 @@ type hostClock struct {
 	beatAt int64 // the heartbeat's own time (the host's clock)
 	// unheardAt is the engine's unheard at its latest heartbeat
 	unheardAt int64
-	offset    int64            // host time minus stream time, of its latest heartbeat
-	run       string           // the run of its latest heartbeat
-	silent    bool             // unheard past SilentAfter (silent.go)
-	open      uint64           // the open host-silent finding
-	waiting   dueHeap          // pairs due whose judgement waits for this host's watermark
-	parked    map[EndKey]int64 // the pairs in waiting, by end, and their due time: each once
+	offset    int64                 // host time minus stream time, of its latest heartbeat
+	run       string                // the run of its latest heartbeat
+	silent    bool                  // unheard past SilentAfter (silent.go)
+	open      uint64                // the open host-silent finding
+	waiting   dueHeap               // pairs due whose judgement waits for this host's watermark
+	parked    map[wire.EndKey]int64 // the pairs in waiting, by end, and their due time: each once
 }
 
 // maxHosts bounds the hosts the engine follows (hostile input: names).
@@ -131,7 +133,7 @@ func (g *Engine) wait(e *end, d dueAt) {
 		return
 	}
 	if h.parked == nil {
-		h.parked = map[EndKey]int64{}
+		h.parked = map[wire.EndKey]int64{}
 	}
 	h.parked[d.key] = d.at
 	heap.Push(&h.waiting, d)

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -19,9 +22,9 @@ import (
 // the stream's clock (not 5 s later), its hosts' times kept as evidence;
 // each host's clock offset is exported and shown by fleet status.
 func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const deadline = 3 * time.Second
-	addr := freePort(t)
+	addr := fleettest.FreePort(t)
 	f := startFleetWith(t, url, 0, 1, func(c *Config) { c.Engine.Deadline, c.MetricsAddr = deadline, addr })
 	defer f.stop()
 	a := newFakeHost(t, url, "hostA", 1, -5*time.Second)
@@ -33,7 +36,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 	b1.Changed = b.now().Add(-time.Minute) // armed a minute ago: hostA's change is the pair's latest
 	for _, x := range []struct {
 		h *fakeHost
-		c *Conn
+		c *wire.Conn
 	}{{a, a1}, {b, b1}, {a, a2}, {b, b2}} {
 		x.h.publish(x.c)
 	}
@@ -51,7 +54,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 	}
 	want = want.Add(deadline)
 
-	waitFor(t, 30*time.Second, "the one-sided rearm", func() bool { return len(f.out.lines(t)) > 0 })
+	fleettest.WaitFor(t, 30*time.Second, "the one-sided rearm", func() bool { return len(f.out.lines(t)) > 0 })
 	ls := f.out.lines(t)
 	l := ls[0]
 	if len(ls) != 1 || l.Kind != apm.OneSidedRearm || l.Host != "hostB" || l.QP.QPN != 201 || l.Peer.QPN != 101 {
@@ -70,7 +73,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 			t.Fatalf("%s's clock offset %v (%v), want about %v", host, v, ok, skew)
 		}
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+	st, err := ReadStatus(context.Background(), natsconn.NATSOptions{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func TestFleetJudgesOnTheStreamClockWhateverTheHostsClocks(t *testing.T) {
 // after the instance caught up is judged after it (its deadline is later),
 // so the lines end there.
 func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const deadline = 2 * time.Second
 	var held sync.Mutex
 	f := startFleetWith(t, url, 0, 1, func(c *Config) {
@@ -105,7 +108,7 @@ func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
 	b.startBeats()
 
 	held.Lock()
-	var as, bs []*Conn
+	var as, bs []*wire.Conn
 	for i := range uint32(4) {
 		as, bs = append(as, a.end(100+i, b, 200+i)), append(bs, b.end(200+i, a, 100+i))
 		a.publish(as[i])
@@ -120,13 +123,13 @@ func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
 	a.rearm(as[1])
 	a.migrate(as[2]) // pair 2: hostA migrates and rearms
 	last := a.rearm(as[2])
-	waitFor(t, 30*time.Second, "the lag to pass the deadline", func() bool { return time.Since(last) > deadline+time.Second })
+	fleettest.WaitFor(t, 30*time.Second, "the lag to pass the deadline", func() bool { return time.Since(last) > deadline+time.Second })
 	held.Unlock()
 
 	a.migrate(as[3]) // pair 3, after the lag: one-sided
 	b.migrate(bs[3])
 	a.rearm(as[3])
-	waitFor(t, 30*time.Second, "pair 3's finding", func() bool {
+	fleettest.WaitFor(t, 30*time.Second, "pair 3's finding", func() bool {
 		for _, l := range f.out.lines(t) {
 			if l.QP.QPN == 203 {
 				return true
@@ -142,9 +145,9 @@ func TestFleetThatLagsJudgesOnlyWhatLastedPastTheDeadline(t *testing.T) {
 }
 
 // stored hands the engine a record as the stream stored it at at.
-func stored(t *testing.T, g *Engine, c Conn, at time.Time) {
+func stored(t *testing.T, g *Engine, c wire.Conn, at time.Time) {
 	t.Helper()
-	if why := take(t, g, c, ConnSubject(&c), at); why != "" {
+	if why := take(t, g, c, wire.ConnSubject(&c), at); why != "" {
 		t.Fatalf("refused: %s", why)
 	}
 }
@@ -152,8 +155,8 @@ func stored(t *testing.T, g *Engine, c Conn, at time.Time) {
 // beat hands the engine a heartbeat of host, sent at its at, stored at stored.
 func beat(t *testing.T, g *Engine, host string, at, stored time.Time, queued uint64) {
 	t.Helper()
-	b, _ := json.Marshal(Heartbeat{Host: host, Run: host + "-1", At: at, Queued: queued})
-	if why := g.TakeHeartbeat(Received{Subject: HeartbeatSubject(host), Stored: stored, Data: b}, stored); why != "" {
+	b, _ := json.Marshal(wire.Heartbeat{Host: host, Run: host + "-1", At: at, Queued: queued})
+	if why := g.TakeHeartbeat(Received{Subject: wire.HeartbeatSubject(host), Stored: stored, Data: b}, stored); why != "" {
 		t.Fatalf("refused: %s", why)
 	}
 }
@@ -165,18 +168,18 @@ func beat(t *testing.T, g *Engine, host string, at, stored time.Time, queued uin
 func TestEngineJudgesOnlyPastBothHostsWatermarks(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	s := t0
+	s := fleettest.T0
 	beat(t, g, "hostA", s, s, 0)
 	beat(t, g, "hostB", s, s, 0)
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
 	a.Run, b.Run = "hostA-1", "hostB-1"
 	stored(t, g, a, s)
 	stored(t, g, b, s)
 	m := s.Add(10 * time.Second)
-	a, b = migrated(a, m), migrated(b, m)
+	a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m)
 	stored(t, g, a, m)
 	stored(t, g, b, m)
-	a = rearmed(a, m.Add(100*time.Millisecond))
+	a = fleettest.Rearmed(a, m.Add(100*time.Millisecond))
 	stored(t, g, a, m.Add(100*time.Millisecond))
 	due := m.Add(2100 * time.Millisecond)
 	beat(t, g, "hostA", m.Add(5*time.Second), m.Add(5*time.Second), 0)
@@ -202,29 +205,29 @@ func TestEngineJudgesOnlyPastBothHostsWatermarks(t *testing.T) {
 // all there was.
 func TestStreamClockStandsWhileTheInstanceLags(t *testing.T) {
 	c := newStreamClock()
-	wall := t0.Add(time.Hour) // the instance's clock: not the stream's
+	wall := fleettest.T0.Add(time.Hour) // the instance's clock: not the stream's
 	if !c.at(wall, true).IsZero() {
 		t.Fatal("a clock with nothing consumed reads a time")
 	}
 	c.pending["S"] = 10
-	c.consumed("S", t0, 5, wall)
-	if got := c.at(wall.Add(time.Minute), true); !got.Equal(t0) {
-		t.Fatalf("lagging: %v, want %v", got, t0)
+	c.consumed("S", fleettest.T0, 5, wall)
+	if got := c.at(wall.Add(time.Minute), true); !got.Equal(fleettest.T0) {
+		t.Fatalf("lagging: %v, want %v", got, fleettest.T0)
 	}
-	c.consumed("S", t0.Add(time.Second), 0, wall.Add(2*time.Minute))
-	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(t0.Add(time.Second + time.Minute)) {
+	c.consumed("S", fleettest.T0.Add(time.Second), 0, wall.Add(2*time.Minute))
+	if got := c.at(wall.Add(3*time.Minute), true); !got.Equal(fleettest.T0.Add(time.Second + time.Minute)) {
 		t.Fatalf("caught up: %v", got)
 	}
 	// not current for half a minute: the clock stands, and that time
 	// never counts once it is current again
-	if got := c.at(wall.Add(3*time.Minute+30*time.Second), false); !got.Equal(t0.Add(time.Second + time.Minute)) {
+	if got := c.at(wall.Add(3*time.Minute+30*time.Second), false); !got.Equal(fleettest.T0.Add(time.Second + time.Minute)) {
 		t.Fatalf("not current: %v", got)
 	}
-	if got := c.at(wall.Add(3*time.Minute+31*time.Second), true); !got.Equal(t0.Add(time.Second + time.Minute + time.Second)) {
+	if got := c.at(wall.Add(3*time.Minute+31*time.Second), true); !got.Equal(fleettest.T0.Add(time.Second + time.Minute + time.Second)) {
 		t.Fatalf("current again: %v, want the clock where it stood plus a second", got)
 	}
-	c.consumed("T", t0, 1, wall) // another stream still behind
-	if got := c.at(wall.Add(4*time.Minute), true); !got.Equal(t0.Add(time.Second)) {
+	c.consumed("T", fleettest.T0, 1, wall) // another stream still behind
+	if got := c.at(wall.Add(4*time.Minute), true); !got.Equal(fleettest.T0.Add(time.Second)) {
 		t.Fatalf("one stream behind: %v", got)
 	}
 }
@@ -234,13 +237,13 @@ func TestStreamClockStandsWhileTheInstanceLags(t *testing.T) {
 func TestEngineGivesHostSilentOnlyForTheHostsItOwns(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{SilentAfter: time.Second, OwnsHost: func(h string) bool { return h == "hostA" }}, collect(&got))
-	beat(t, g, "hostA", t0, t0, 0)
-	beat(t, g, "hostB", t0, t0, 0)
-	g.Advance(t0.Add(2 * time.Second))
+	beat(t, g, "hostA", fleettest.T0, fleettest.T0, 0)
+	beat(t, g, "hostB", fleettest.T0, fleettest.T0, 0)
+	g.Advance(fleettest.T0.Add(2 * time.Second))
 	if len(got) != 1 || got[0].Host != "hostA" || got[0].Partition != HostPartition("hostA") || !g.Silent("hostA") || !g.Silent("hostB") {
 		t.Fatalf("lines %+v", got)
 	}
-	beat(t, g, "hostB", t0.Add(3*time.Second), t0.Add(3*time.Second), 0)
+	beat(t, g, "hostB", fleettest.T0.Add(3*time.Second), fleettest.T0.Add(3*time.Second), 0)
 	if len(got) != 1 || g.Silent("hostB") {
 		t.Fatalf("hostB heard again: %+v", got)
 	}
@@ -252,7 +255,7 @@ func TestEngineGivesHostSilentOnlyForTheHostsItOwns(t *testing.T) {
 // or by a publisher that does not say, does.
 func TestEngineWatermarkMovesOnlyOnARecordSentWithNothingInFlight(t *testing.T) {
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
-	beat(t, g, "hostA", t0, t0, 0)
+	beat(t, g, "hostA", fleettest.T0, fleettest.T0, 0)
 	wm := func() time.Time {
 		for _, h := range g.HostClocks() {
 			if h.Host == "hostA" {
@@ -264,24 +267,24 @@ func TestEngineWatermarkMovesOnlyOnARecordSentWithNothingInFlight(t *testing.T) 
 	}
 	send := func(qpn uint32, at time.Time, behind int) {
 		t.Helper()
-		c := conn("hostA", 1, qpn, 2, qpn+100)
+		c := fleettest.Conn("hostA", 1, qpn, 2, qpn+100)
 		b, _ := json.Marshal(&c)
-		if _, why := g.Take(Received{Subject: ConnSubject(&c), Stored: at, Data: b, Behind: behind}, at); why != "" {
+		if _, why := g.Take(Received{Subject: wire.ConnSubject(&c), Stored: at, Data: b, Behind: behind}, at); why != "" {
 			t.Fatalf("refused: %s", why)
 		}
 	}
-	send(17, t0.Add(time.Second), 1)
-	if !wm().Equal(t0) {
-		t.Fatalf("watermark %v after a record sent behind another, want %v", wm(), t0)
+	send(17, fleettest.T0.Add(time.Second), 1)
+	if !wm().Equal(fleettest.T0) {
+		t.Fatalf("watermark %v after a record sent behind another, want %v", wm(), fleettest.T0)
 	}
-	send(16, t0.Add(2*time.Second), 0)
-	if !wm().Equal(t0.Add(2 * time.Second)) {
+	send(16, fleettest.T0.Add(2*time.Second), 0)
+	if !wm().Equal(fleettest.T0.Add(2 * time.Second)) {
 		t.Fatalf("watermark %v after a record sent with nothing in flight", wm())
 	}
-	if n := behind(nats.Header{BehindHeader: []string{"x"}}); n != 0 {
+	if n := behind(nats.Header{wire.BehindHeader: []string{"x"}}); n != 0 {
 		t.Fatalf("a header that is no count reads %d", n)
 	}
-	if n := behind(nats.Header{BehindHeader: []string{"3"}}); n != 3 {
+	if n := behind(nats.Header{wire.BehindHeader: []string{"3"}}); n != 3 {
 		t.Fatalf("header 3 reads %d", n)
 	}
 }
@@ -297,9 +300,9 @@ func TestEngineCountsNoSilenceWhileNothingWasStored(t *testing.T) {
 	g.Live()
 	hosts := []string{"hostA", "hostB", "hostC"}
 	for _, h := range hosts {
-		beat(t, g, h, t0, t0, 0)
+		beat(t, g, h, fleettest.T0, fleettest.T0, 0)
 	}
-	after := t0.Add(43 * time.Second)
+	after := fleettest.T0.Add(43 * time.Second)
 	for i, h := range hosts[:2] { // hostC is not heard after the stall
 		at := after.Add(time.Duration(i) * time.Millisecond)
 		beat(t, g, h, at, at, 0)

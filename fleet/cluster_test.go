@@ -5,6 +5,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // The long versions (make fleet-faults) kill every node in turn and kill
@@ -16,8 +20,8 @@ func longFaults() bool { return os.Getenv("APMWATCH_FLEET_FAULTS") == "long" }
 // between faults, and the hostB QPNs every round expects.
 type clusterRun struct {
 	t    *testing.T
-	cl   *natsCluster
-	a, b *Publisher
+	cl   *fleettest.NATSCluster
+	a, b *publish.Publisher
 	fs   []*running // every instance started, dead ones included
 	next uint32
 	want []uint32
@@ -43,7 +47,7 @@ func (r *clusterRun) round(what string, n int, live ...*running) {
 	}
 	start := time.Now()
 	said := false
-	waitFor(r.t, 90*time.Second, what, func() bool {
+	fleettest.WaitFor(r.t, 90*time.Second, what, func() bool {
 		if len(r.written()) >= len(r.want) {
 			return true
 		}
@@ -85,10 +89,10 @@ func (r *clusterRun) check() {
 // connLeader is the node that leads the connection stream now.
 func (r *clusterRun) connLeader() int {
 	r.t.Helper()
-	js := testJetStream(r.t, r.cl.URL())
+	js := fleettest.JetStream(r.t, r.cl.URL())
 	var leader string
-	waitFor(r.t, 30*time.Second, "the connection stream's leader", func() bool {
-		s, err := js.Stream(r.t.Context(), ConnStream)
+	fleettest.WaitFor(r.t, 30*time.Second, "the connection stream's leader", func() bool {
+		s, err := js.Stream(r.t.Context(), wire.ConnStream)
 		if err != nil {
 			return false
 		}
@@ -99,7 +103,7 @@ func (r *clusterRun) connLeader() int {
 		leader = info.Cluster.Leader
 		return leader != ""
 	})
-	return r.cl.index(leader)
+	return r.cl.Index(leader)
 }
 
 // On a real 3-node cluster (nats-server processes, R3 streams and
@@ -108,7 +112,7 @@ func (r *clusterRun) connLeader() int {
 // written exactly once, by one instance, and no other line is written
 // (no host-silent while a leader is elected, no false finding).
 func TestFleetOnAThreeNodeClusterThroughFaults(t *testing.T) {
-	cl := startCluster(t, 3)
+	cl := fleettest.StartCluster(t, 3)
 	url := cl.URL()
 	r := &clusterRun{t: t, cl: cl}
 	f0 := clusterInstance(t, url, 0, false)
@@ -125,18 +129,18 @@ func TestFleetOnAThreeNodeClusterThroughFaults(t *testing.T) {
 	}
 	for _, k := range kills {
 		killed := time.Now()
-		cl.kill(k)
-		r.round("node "+cl.nodes[k].name+" down", n)
-		cl.start(k)
-		cl.waitJetStream()
-		cl.waitCurrent()
-		r.round("node "+cl.nodes[k].name+" back", n)
-		t.Logf("node %s down and back: %v", cl.nodes[k].name, time.Since(killed).Round(10*time.Millisecond))
+		cl.Kill(k)
+		r.round("node "+cl.Nodes[k].Name+" down", n)
+		cl.Start(k)
+		cl.WaitJetStream()
+		cl.WaitCurrent()
+		r.round("node "+cl.Nodes[k].Name+" back", n)
+		t.Logf("node %s down and back: %v", cl.Nodes[k].Name, time.Since(killed).Round(10*time.Millisecond))
 	}
 
 	// a lease renewal that failed while a node was down may have moved a
 	// share for a while: each back home before an instance is killed
-	waitFor(t, 60*time.Second, "each share at its home", func() bool {
+	fleettest.WaitFor(t, 60*time.Second, "each share at its home", func() bool {
 		return slices.Equal(f0.shares(), []int{0}) && slices.Equal(f1.shares(), []int{1})
 	})
 	cycles := 1
@@ -147,12 +151,12 @@ func TestFleetOnAThreeNodeClusterThroughFaults(t *testing.T) {
 	for range cycles {
 		home.stop()
 		died := time.Now()
-		waitFor(t, 60*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
+		fleettest.WaitFor(t, 60*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
 		t.Logf("share 1 adopted %v after its instance died (lease TTL %v)", time.Since(died).Round(10*time.Millisecond), clusterTTL)
 		r.round("instance 1 dead", n)
 		home = clusterInstance(t, url, 1, true)
 		r.fs = append(r.fs, home)
-		waitFor(t, 60*time.Second, "instance 0 to hand share 1 back", func() bool { return slices.Equal(f0.shares(), []int{0}) })
+		fleettest.WaitFor(t, 60*time.Second, "instance 0 to hand share 1 back", func() bool { return slices.Equal(f0.shares(), []int{0}) })
 		r.round("instance 1 back", n)
 	}
 	home.stop()

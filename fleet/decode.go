@@ -1,6 +1,8 @@
 package fleet
 
-import segjson "github.com/segmentio/encoding/json"
+import (
+	segjson "github.com/segmentio/encoding/json"
+)
 
 // decodeJSON decodes a record or a heartbeat as the engine takes them:
 // segmentio's encoding/json, a drop-in for the standard library's

@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // The engine's decoder takes a record or a heartbeat exactly as
 // encoding/json does, hostile ones included: the same value, or an
 // error from both.
 func FuzzDecodeJSONAsTheStandardLibrary(f *testing.F) {
-	var c Conn
-	synth(&c, 7, 1, t0)
+	var c wire.Conn
+	synth(&c, 7, 1, fleettest.T0)
 	good, _ := json.Marshal(&c)
 	for _, s := range []string{
 		string(good),
@@ -26,12 +29,12 @@ func FuzzDecodeJSONAsTheStandardLibrary(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var a, b Conn
+		var a, b wire.Conn
 		ea, eb := decodeJSON(data, &a), json.Unmarshal(data, &b)
 		if (ea == nil) != (eb == nil) || ea == nil && !reflect.DeepEqual(a, b) {
 			t.Fatalf("%q: the engine's decoder gave %+v (%v), encoding/json %+v (%v)", data, a, ea, b, eb)
 		}
-		var ha, hb Heartbeat
+		var ha, hb wire.Heartbeat
 		ea, eb = decodeJSON(data, &ha), json.Unmarshal(data, &hb)
 		if (ea == nil) != (eb == nil) || ea == nil && !reflect.DeepEqual(ha, hb) {
 			t.Fatalf("%q: heartbeat: the engine's decoder gave %+v (%v), encoding/json %+v (%v)", data, ha, ea, hb, eb)

@@ -13,6 +13,10 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
@@ -55,7 +59,7 @@ func documentedAuth(t *testing.T) string {
 			// a block in a list item is indented as the item's text
 			in, block, indent = true, nil, l[:strings.Index(l, "`")]
 		case in && strings.TrimSpace(l) == "```":
-			if b := strings.Join(block, "\n") + "\n"; strings.Contains(b, AddMarker) {
+			if b := strings.Join(block, "\n") + "\n"; strings.Contains(b, natsserver.AddMarker) {
 				return b
 			}
 			in = false
@@ -75,13 +79,13 @@ func documentedAuth(t *testing.T) string {
 // can publish nothing on another host's subjects.
 func TestDocumentedAuthorization(t *testing.T) {
 	doc := documentedAuth(t)
-	want := authSkeleton
+	want := natsserver.AuthSkeleton
 	dir := t.TempDir()
 	for _, u := range exampleUsers {
 		kp := exampleKey(t, u.name)
 		pub, _ := kp.PublicKey()
 		var err error
-		if want, err = insertUser(want, u.name, u.fleet, pub); err != nil {
+		if want, err = natsserver.InsertUser(want, u.name, u.fleet, pub); err != nil {
 			t.Fatal(err)
 		}
 		seed, _ := kp.Seed()
@@ -101,20 +105,20 @@ func TestDocumentedAuthorization(t *testing.T) {
 	since := time.Now().Add(-time.Second)
 	f, _ := runFleet(t, cfg)
 	url := f.readyInfo(t).NATS
-	a, b, _ := pairOver(t, hostOpts(url, dir, "node17"), hostOpts(url, dir, "node18"), "node17", "node18")
+	a, b, _ := pairOver(t, fleettest.HostOpts(url, dir, "node17"), fleettest.HostOpts(url, dir, "node18"), "node17", "node18")
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "node17"))
 	oneSided(a, b, 1)
-	waitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
+	fleettest.WaitFor(t, 60*time.Second, "a finding", func() bool { return len(f.out.lines(t)) == 1 })
 	if l := f.out.lines(t)[0]; l.Kind != apm.OneSidedRearm || l.Host != "node18" || !slices.Equal(l.Hosts, []string{"node17", "node18"}) {
 		t.Fatalf("finding: %+v", l)
 	}
 
-	fleetUser := NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
+	fleetUser := natsconn.NATSOptions{URL: url, NKeyFile: filepath.Join(dir, "fleet.nk")}
 	st, err := ReadStatus(context.Background(), fleetUser)
 	if err != nil || len(st.Rows) != 1 || st.Rows[0].State != "one-sided" {
 		t.Fatalf("fleet status as the fleet user: %v %+v", err, st)
 	}
-	waitFor(t, 20*time.Second, "the lines in the stream", func() bool {
+	fleettest.WaitFor(t, 20*time.Second, "the lines in the stream", func() bool {
 		h, err := ReadHistory(context.Background(), HistoryOptions{NATS: fleetUser, Since: since, Until: time.Now().Add(time.Minute)})
 		return err == nil && len(h.Lines) == 2 && len(h.Judged) == 1
 	})
@@ -122,19 +126,19 @@ func TestDocumentedAuthorization(t *testing.T) {
 	second.NATS, second.Instance, second.Instances = fleetUser, 1, 2
 	runFleet(t, second)
 
-	nc, js := dial(t, hostOpts(url, dir, "node17"))
-	for _, s := range []string{HostFindingSubject("node18"), "apmwatch.conn.3.node18.ibsim1.200", fleetFindingSubject(3)} {
+	nc, js := dial(t, fleettest.HostOpts(url, dir, "node17"))
+	for _, s := range []string{wire.HostFindingSubject("node18"), "apmwatch.conn.3.node18.ibsim1.200", wire.FleetFindingSubject(3)} {
 		mustDeny(t, nc, "node17 publishing on "+s, func(ctx context.Context) error {
 			_, err := js.Publish(ctx, s, []byte(`{}`))
 			return err
 		})
 	}
-	mustDeny(t, nc, "node17 deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, FindingsStream) })
+	mustDeny(t, nc, "node17 deleting a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, wire.FindingsStream) })
 	_, jf := dial(t, fleetUser)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n := 0
-	if _, err := readAll(ctx, jf, FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{HostFindingSubject("node18")}},
+	if _, err := natsconn.ReadAll(ctx, jf, wire.FindingsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{wire.HostFindingSubject("node18")}},
 		func(jetstream.Msg) { n++ }); err != nil || n != 0 {
 		t.Fatalf("node18's finding subject holds %d messages (%v), none of which node18 sent", n, err)
 	}

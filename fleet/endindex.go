@@ -1,6 +1,10 @@
 package fleet
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
+)
 
 // endIndex finds an end's slot by its key. The keys live in the slab
 // (each end holds its own), so the index holds only a slot and 32 bits
@@ -18,10 +22,10 @@ type endIndex struct {
 
 func newEndIndex() endIndex { return endIndex{seed: maphash.MakeSeed(), cells: make([]uint64, 64)} }
 
-func (x *endIndex) hash(k EndKey) uint32 { return uint32(maphash.Comparable(x.seed, k)) }
+func (x *endIndex) hash(k wire.EndKey) uint32 { return uint32(maphash.Comparable(x.seed, k)) }
 
 // find returns the cell of k, or of the empty cell where it would go.
-func (x *endIndex) find(k EndKey, s *endSlab) (cell int, found bool) {
+func (x *endIndex) find(k wire.EndKey, s *endSlab) (cell int, found bool) {
 	h := x.hash(k)
 	mask := len(x.cells) - 1
 	for i := int(h) & mask; ; i = (i + 1) & mask {
@@ -36,7 +40,7 @@ func (x *endIndex) find(k EndKey, s *endSlab) (cell int, found bool) {
 }
 
 // get returns k's slot.
-func (x *endIndex) get(k EndKey, s *endSlab) (uint32, bool) {
+func (x *endIndex) get(k wire.EndKey, s *endSlab) (uint32, bool) {
 	i, ok := x.find(k, s)
 	if !ok {
 		return 0, false
@@ -45,7 +49,7 @@ func (x *endIndex) get(k EndKey, s *endSlab) (uint32, bool) {
 }
 
 // put indexes slot under k, which it does not hold yet.
-func (x *endIndex) put(k EndKey, slot uint32, s *endSlab) {
+func (x *endIndex) put(k wire.EndKey, slot uint32, s *endSlab) {
 	if (x.n+1)*4 > len(x.cells)*3 {
 		x.grow()
 	}
@@ -56,7 +60,7 @@ func (x *endIndex) put(k EndKey, slot uint32, s *endSlab) {
 
 // del removes k: the cells of the probe run after it move back to where
 // a lookup finds them.
-func (x *endIndex) del(k EndKey, s *endSlab) {
+func (x *endIndex) del(k wire.EndKey, s *endSlab) {
 	i, ok := x.find(k, s)
 	if !ok {
 		return

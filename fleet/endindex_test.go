@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // TestEndIndexAgreesWithAMap puts, finds and removes keys at random
@@ -11,10 +14,10 @@ import (
 func TestEndIndexAgreesWithAMap(t *testing.T) {
 	var slab endSlab
 	x := newEndIndex()
-	want := map[EndKey]uint32{}
+	want := map[wire.EndKey]uint32{}
 	r := rand.New(rand.NewPCG(1, 2))
-	key := func() EndKey {
-		k := EndKey{n: uint32(1 + r.IntN(3000))}
+	key := func() wire.EndKey {
+		k := testKey(uint32(1 + r.IntN(3000)))
 		k.Addr[0] = byte(r.IntN(3))
 		return k
 	}
@@ -52,7 +55,7 @@ func TestEndIndexAgreesWithAMap(t *testing.T) {
 		if seen != len(want) {
 			t.Fatalf("step %d: each gave %d slots, want %d", step, seen, len(want))
 		}
-		if _, ok := x.get(EndKey{n: 5000}, &slab); ok {
+		if _, ok := x.get(testKey(5000), &slab); ok {
 			t.Fatalf("step %d: a key never put is found", step)
 		}
 	}
@@ -65,9 +68,9 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 	for seed := range 20 {
 		var slab endSlab
 		x := newEndIndex()
-		var keys []EndKey
+		var keys []wire.EndKey
 		for i := range 48 { // 64 cells: grows past 48
-			k := EndKey{n: uint32(i + 1 + seed*100)}
+			k := testKey(uint32(i + 1 + seed*100))
 			s := slab.alloc()
 			slab.at(s).key = k
 			x.put(k, s, &slab)
@@ -89,4 +92,11 @@ func TestEndIndexRemovesFromFullRuns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testKey is a distinct key for each n (the index hashes the whole key).
+func testKey(n uint32) wire.EndKey {
+	var k wire.EndKey
+	binary.BigEndian.PutUint32(k.Addr[12:], n)
+	return k
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // PairState is what a paired connection's two ends say together.
@@ -40,7 +42,7 @@ type EngineConfig struct {
 	// before it is judged (the model's rearm deadline).
 	Deadline time.Duration
 	// Partition is put in the findings (which partition judged them).
-	Partition func(l, r EndKey) int
+	Partition func(l, r wire.EndKey) int
 	// TombstoneTTL is how long a gone end's tombstone is kept
 	// (DefaultTombstoneTTL); MaxTombstones bounds them
 	// (DefaultMaxTombstones).
@@ -113,7 +115,7 @@ type Engine struct {
 // end is one end of a connection, as its last record says. It holds no
 // pointer (slab.go).
 type end struct {
-	key, remote EndKey
+	key, remote wire.EndKey
 	host, dev   uint32 // names
 	owner       uint32 // the name of the host's subject token: the host that claimed the key first
 	pid         uint32
@@ -149,7 +151,7 @@ func (e *end) openState() PairState { return PairState(e.open >> openStateShift)
 // emit.
 func NewEngine(cfg EngineConfig, emit func(Line)) *Engine {
 	if cfg.Partition == nil {
-		cfg.Partition = partitionOf
+		cfg.Partition = wire.PartitionOf
 	}
 	if cfg.TombstoneTTL <= 0 {
 		cfg.TombstoneTTL = DefaultTombstoneTTL
@@ -180,8 +182,8 @@ func (g *Engine) MarkJudged(id uint64) { g.judged[id] = true }
 // one run of a publisher its revisions order them (one sent again is
 // stale), across runs their arrival does (a host whose clock stepped
 // back at its restart is not frozen behind its earlier run's records).
-func (g *Engine) Apply(c *Conn, now time.Time) {
-	if why := g.apply(c, token(c.Host), now, now, true); why != nRefusals {
+func (g *Engine) Apply(c *wire.Conn, now time.Time) {
+	if why := g.apply(c, wire.Token(c.Host), now, now, true); why != nRefusals {
 		g.Refused[why]++
 	}
 }
@@ -191,14 +193,14 @@ func (g *Engine) Apply(c *Conn, now time.Time) {
 // not). clean says the host had nothing else in flight when it sent it:
 // all it queued before is stored before it, and the host's watermark
 // moves to it.
-func (g *Engine) apply(c *Conn, host string, receipt, now time.Time, clean bool) refuseReason {
+func (g *Engine) apply(c *wire.Conn, host string, receipt, now time.Time, clean bool) refuseReason {
 	g.receivedAt(receipt.UnixNano())
 	why := g.applyRecord(c, host, receipt, now)
 	g.heard(g.names.id(host), receipt.UnixNano(), clean) // after the record: the host's watermark covers it
 	return why
 }
 
-func (g *Engine) applyRecord(c *Conn, host string, receipt, now time.Time) refuseReason {
+func (g *Engine) applyRecord(c *wire.Conn, host string, receipt, now time.Time) refuseReason {
 	g.Records++
 	local, remote := c.Keys()
 	if !local.Valid() {
@@ -413,7 +415,7 @@ func (g *Engine) Stats() Stats {
 // dueAt is a pair to look at again at a time.
 type dueAt struct {
 	at  int64
-	key EndKey
+	key wire.EndKey
 }
 
 type dueHeap []dueAt

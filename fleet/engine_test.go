@@ -5,54 +5,34 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
-
-var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-
-// conn builds a record of one end: LID-routed in subnet fe80::, local
-// LID and QPN, remote LID and QPN.
-func conn(host string, lid uint16, qpn uint32, rlid uint16, rqpn uint32) Conn {
-	return Conn{Host: host, Device: "ibsim0", Port: 1, Type: "RC", Local: Addr{GID: "fe80::1", LID: lid, QPN: qpn},
-		Remote: Addr{LID: rlid, QPN: rqpn}, APM: true, Armed: true, Changed: t0, At: t0, Rev: 1}
-}
-
-func migrated(c Conn, at time.Time) Conn {
-	c.Armed, c.Changed, c.At, c.Rev = false, at, at, c.Rev+1
-	c.Episode = Episode{N: c.Episode.N + 1, Migrations: []time.Time{at}}
-	c.Mig = "MIGRATED"
-	return c
-}
-
-func rearmed(c Conn, at time.Time) Conn {
-	c.Armed, c.Changed, c.At, c.Rev = true, at, at, c.Rev+1
-	c.Episode.Rearm = at
-	return c
-}
 
 func collect(out *[]Line) func(Line) { return func(l Line) { *out = append(*out, l) } }
 
 func TestEnginePairsEndsByAddressAndQPN(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	other := conn("hostC", 3, 17, 2, 99) // same QPN as a, another LID: not a's peer
-	g.Apply(&a, t0)
-	g.Apply(&other, t0)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	other := fleettest.Conn("hostC", 3, 17, 2, 99) // same QPN as a, another LID: not a's peer
+	g.Apply(&a, fleettest.T0)
+	g.Apply(&other, fleettest.T0)
 	if st := g.Stats(); st.Unpaired != 2 {
 		t.Fatalf("before the peer: %+v", st)
 	}
-	g.Apply(&b, t0)
+	g.Apply(&b, fleettest.T0)
 	st := g.Stats()
 	if st.Unpaired != 1 || st.ByState[StateArmed] != 1 || st.Ends != 3 {
 		t.Fatalf("after the peer: %+v", st)
 	}
-	g.Advance(t0.Add(time.Minute))
+	g.Advance(fleettest.T0.Add(time.Minute))
 	if len(got) != 0 {
 		t.Fatalf("an armed pair judged: %+v", got)
 	}
 	gone := b
-	gone.Gone, gone.At, gone.Rev = true, t0.Add(time.Second), 2
-	g.Apply(&gone, t0.Add(time.Second))
+	gone.Gone, gone.At, gone.Rev = true, fleettest.T0.Add(time.Second), 2
+	g.Apply(&gone, fleettest.T0.Add(time.Second))
 	if st := g.Stats(); st.Unpaired != 2 || st.Ends != 2 || st.ByState[StateArmed] != 0 {
 		t.Fatalf("after the peer went: %+v", st)
 	}
@@ -61,14 +41,14 @@ func TestEnginePairsEndsByAddressAndQPN(t *testing.T) {
 func TestEngineOneSidedRearmOnceAfterTheDeadline(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	g.Apply(&a, t0)
-	g.Apply(&b, t0)
-	m := t0.Add(10 * time.Second)
-	a, b = migrated(a, m), migrated(b, m.Add(time.Millisecond))
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	g.Apply(&a, fleettest.T0)
+	g.Apply(&b, fleettest.T0)
+	m := fleettest.T0.Add(10 * time.Second)
+	a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m.Add(time.Millisecond))
 	g.Apply(&a, m)
 	g.Apply(&b, m)
-	a = rearmed(a, m.Add(100*time.Millisecond))
+	a = fleettest.Rearmed(a, m.Add(100*time.Millisecond))
 	g.Apply(&a, m.Add(100*time.Millisecond))
 	g.Advance(m.Add(time.Second))
 	if len(got) != 0 {
@@ -92,7 +72,7 @@ func TestEngineOneSidedRearmOnceAfterTheDeadline(t *testing.T) {
 		t.Fatalf("judged twice: %+v", got[1:])
 	}
 	// the peer rearms: resolved
-	b = rearmed(b, m.Add(20*time.Second))
+	b = fleettest.Rearmed(b, m.Add(20*time.Second))
 	g.Apply(&b, b.At)
 	if len(got) != 2 || !got[1].Resolved || got[1].Resolves != f.ID {
 		t.Fatalf("resolution: %+v", got[1:])
@@ -105,11 +85,11 @@ func TestEngineOneSidedRearmOnceAfterTheDeadline(t *testing.T) {
 func TestEngineUnprotectedWhenNeitherEndRearms(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	g.Apply(&a, t0)
-	g.Apply(&b, t0)
-	m := t0.Add(10 * time.Second)
-	a, b = migrated(a, m), migrated(b, m)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	g.Apply(&a, fleettest.T0)
+	g.Apply(&b, fleettest.T0)
+	m := fleettest.T0.Add(10 * time.Second)
+	a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m)
 	g.Apply(&a, m)
 	g.Apply(&b, m)
 	g.Advance(m.Add(3 * time.Second))
@@ -124,11 +104,11 @@ func TestEngineUnprotectedWhenNeitherEndRearms(t *testing.T) {
 func TestEngineNeverJudgesConnectionsWithoutAPM(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
 	a.APM, a.Armed, b.APM, b.Armed = false, false, false, false
-	g.Apply(&a, t0)
-	g.Apply(&b, t0)
-	g.Advance(t0.Add(time.Hour))
+	g.Apply(&a, fleettest.T0)
+	g.Apply(&b, fleettest.T0)
+	g.Advance(fleettest.T0.Add(time.Hour))
 	if len(got) != 0 || g.Stats().ByState[StateNoAPM] != 1 {
 		t.Fatalf("findings %+v, stats %+v", got, g.Stats())
 	}
@@ -137,9 +117,9 @@ func TestEngineNeverJudgesConnectionsWithoutAPM(t *testing.T) {
 func TestEngineRebuiltFromLastRecordsJudgesNothingTwice(t *testing.T) {
 	var first []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&first))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	m := t0.Add(10 * time.Second)
-	a, b = rearmed(migrated(a, m), m.Add(time.Millisecond)), migrated(b, m)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	m := fleettest.T0.Add(10 * time.Second)
+	a, b = fleettest.Rearmed(fleettest.Migrated(a, m), m.Add(time.Millisecond)), fleettest.Migrated(b, m)
 	g.Apply(&a, m)
 	g.Apply(&b, m)
 	g.Advance(m.Add(3 * time.Second))
@@ -168,11 +148,11 @@ func TestEngineRebuiltFromLastRecordsJudgesNothingTwice(t *testing.T) {
 func TestEngineIgnoresStaleRecords(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a := conn("hostA", 1, 17, 2, 18)
+	a := fleettest.Conn("hostA", 1, 17, 2, 18)
 	a.Run = "hostA-1"
-	newer := migrated(a, t0.Add(time.Second))
-	g.Apply(&newer, t0)
-	g.Apply(&a, t0)
+	newer := fleettest.Migrated(a, fleettest.T0.Add(time.Second))
+	g.Apply(&newer, fleettest.T0)
+	g.Apply(&a, fleettest.T0)
 	if g.Stale != 1 {
 		t.Fatalf("stale: %d", g.Stale)
 	}
@@ -181,16 +161,16 @@ func TestEngineIgnoresStaleRecords(t *testing.T) {
 func TestEngineOrdersARunByRevisionEvenWhenItsClockStepsBack(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a := conn("hostA", 1, 17, 2, 18)
+	a := fleettest.Conn("hostA", 1, 17, 2, 18)
 	a.Run = "hostA-1"
-	g.Apply(&a, t0)
-	back := migrated(a, t0.Add(-time.Minute)) // the host's clock stepped back a minute
-	g.Apply(&back, t0)
-	if g.Stale != 0 || g.lookup(func() EndKey { k, _ := a.Keys(); return k }()).armed {
+	g.Apply(&a, fleettest.T0)
+	back := fleettest.Migrated(a, fleettest.T0.Add(-time.Minute)) // the host's clock stepped back a minute
+	g.Apply(&back, fleettest.T0)
+	if g.Stale != 0 || g.lookup(func() wire.EndKey { k, _ := a.Keys(); return k }()).armed {
 		t.Fatalf("a later revision of the same run was taken as stale (%d)", g.Stale)
 	}
 	old := a // an earlier revision, delivered late
-	g.Apply(&old, t0)
+	g.Apply(&old, fleettest.T0)
 	if g.Stale != 1 {
 		t.Fatalf("an earlier revision was applied")
 	}

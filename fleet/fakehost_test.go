@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -49,15 +51,15 @@ func newFakeHost(t *testing.T, url, name string, lid uint16, skew time.Duration)
 func (h *fakeHost) now() time.Time { return time.Now().Add(h.skew).UTC() }
 
 // end is this host's armed end of a connection to the peer's LID and QPN.
-func (h *fakeHost) end(qpn uint32, peer *fakeHost, rqpn uint32) *Conn {
-	c := conn(h.name, h.lid, qpn, peer.lid, rqpn)
+func (h *fakeHost) end(qpn uint32, peer *fakeHost, rqpn uint32) *wire.Conn {
+	c := fleettest.Conn(h.name, h.lid, qpn, peer.lid, rqpn)
 	c.Changed = h.now()
 	return &c
 }
 
 // publish stores the end's next revision now (its at) and returns when
 // the stream stored it.
-func (h *fakeHost) publish(c *Conn) time.Time {
+func (h *fakeHost) publish(c *wire.Conn) time.Time {
 	h.t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -66,7 +68,7 @@ func (h *fakeHost) publish(c *Conn) time.Time {
 	b, _ := json.Marshal(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ack, err := h.js.Publish(ctx, ConnSubject(c), b)
+	ack, err := h.js.Publish(ctx, wire.ConnSubject(c), b)
 	if err != nil {
 		h.t.Fatalf("%s: publishing: %v", h.name, err)
 	}
@@ -82,14 +84,14 @@ func (h *fakeHost) publish(c *Conn) time.Time {
 }
 
 // migrate and rearm change the end at this host's now.
-func (h *fakeHost) migrate(c *Conn) time.Time {
+func (h *fakeHost) migrate(c *wire.Conn) time.Time {
 	at := h.now()
 	c.Armed, c.Changed = false, at
-	c.Episode = Episode{N: c.Episode.N + 1, Migrations: []time.Time{at}}
+	c.Episode = wire.Episode{N: c.Episode.N + 1, Migrations: []time.Time{at}}
 	return h.publish(c)
 }
 
-func (h *fakeHost) rearm(c *Conn) time.Time {
+func (h *fakeHost) rearm(c *wire.Conn) time.Time {
 	at := h.now()
 	c.Armed, c.Changed, c.Episode.Rearm = true, at, at
 	return h.publish(c)
@@ -98,10 +100,10 @@ func (h *fakeHost) rearm(c *Conn) time.Time {
 func (h *fakeHost) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	b, _ := json.Marshal(Heartbeat{Host: h.name, Run: h.run, At: h.now(), Every: testHeartbeat.Seconds()})
+	b, _ := json.Marshal(wire.Heartbeat{Host: h.name, Run: h.run, At: h.now(), Every: testHeartbeat.Seconds()})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h.js.Publish(ctx, HeartbeatSubject(h.name), b)
+	h.js.Publish(ctx, wire.HeartbeatSubject(h.name), b)
 }
 
 // startBeats sends a heartbeat now and every testHeartbeat.
@@ -157,7 +159,7 @@ func metric(t *testing.T, addr, series string) (float64, bool) {
 // migratedPair is two heartbeating hosts, hostA (LID 1) and hostB (LID
 // 2), and the ends of their connection (QPs 100 and 200), published armed
 // and then migrated on both sides.
-func migratedPair(t *testing.T, url string) (a, b *fakeHost, ea, eb *Conn) {
+func migratedPair(t *testing.T, url string) (a, b *fakeHost, ea, eb *wire.Conn) {
 	t.Helper()
 	a = newFakeHost(t, url, "hostA", 1, 0)
 	b = newFakeHost(t, url, "hostB", 2, 0)

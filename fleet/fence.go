@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -64,7 +65,7 @@ func (f *fence) emit(ctx context.Context, l Line) {
 		return
 	}
 	f.m.findings.WithLabelValues(string(l.Kind), l.Type).Inc()
-	msg := &nats.Msg{Subject: fleetFindingSubject(l.Partition), Data: b,
+	msg := &nats.Msg{Subject: wire.FleetFindingSubject(l.Partition), Data: b,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", l.ID)}}}
 	ack, err := f.js.PublishMsgAsync(msg)
 	if err != nil {

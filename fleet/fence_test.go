@@ -9,6 +9,9 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -17,7 +20,7 @@ import (
 // testFence is a fence on its own connection, writing to out.
 func testFence(t *testing.T, url string, out io.Writer) (*fence, *fleetMetrics) {
 	t.Helper()
-	js := testJetStream(t, url)
+	js := fleettest.JetStream(t, url)
 	m := newFleetMetrics()
 	f := newFence(js, []io.Writer{out}, m, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { f.close(time.Second) })
@@ -32,11 +35,11 @@ func fenceLine(id uint64, partition int) Line {
 // each line is written once, by the instance whose publish the stream
 // took first, and each instance writes its lines in the order judged.
 func TestFenceWritesEachLineOnce(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	nc, _ := nats.Connect(url)
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+	if err := natsconn.EnsureStreams(context.Background(), js, natsconn.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 	var out0, out1 syncBuffer
@@ -46,12 +49,12 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := range n {
-			f1.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
+			f1.emit(context.Background(), fenceLine(uint64(1000+i), i%wire.Partitions))
 		}
 		close(done)
 	}()
 	for i := range n {
-		f0.emit(context.Background(), fenceLine(uint64(1000+i), i%Partitions))
+		f0.emit(context.Background(), fenceLine(uint64(1000+i), i%wire.Partitions))
 	}
 	<-done
 	// the bound only ends a hung test (R3 on a cluster is slower to acknowledge)
@@ -78,7 +81,7 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 			t.Fatalf("line %d written %d times", id, k)
 		}
 	}
-	if got := len(streamMsgs(t, url, FindingsStream, fleetFindingPfx+">")); got != n {
+	if got := len(fleettest.StreamMsgs(t, url, wire.FindingsStream, wire.FleetFindingPfx+">")); got != n {
 		t.Fatalf("%d lines in the stream, want %d", got, n)
 	}
 }
@@ -86,21 +89,21 @@ func TestFenceWritesEachLineOnce(t *testing.T) {
 // A line no stream acknowledges is not written; once the stream is there
 // it is sent again and written, once.
 func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
-	url := testNATSBare(t) // no stream until the test makes it
+	url := fleettest.NATSBare(t) // no stream until the test makes it
 	var out syncBuffer
 	f, m := testFence(t, url, &out)
 	f.emit(context.Background(), fenceLine(7, 3))
-	waitFor(t, 20*time.Second, "a failed publish", func() bool { return testutil.ToFloat64(m.publishErrors) > 0 })
+	fleettest.WaitFor(t, 20*time.Second, "a failed publish", func() bool { return testutil.ToFloat64(m.publishErrors) > 0 })
 	if ls := out.lines(t); len(ls) != 0 {
 		t.Fatalf("written before any acknowledgement: %+v", ls)
 	}
 	nc, _ := nats.Connect(url)
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+	if err := natsconn.EnsureStreams(context.Background(), js, natsconn.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the line, acknowledged", func() bool { return len(out.lines(t)) == 1 })
+	fleettest.WaitFor(t, 20*time.Second, "the line, acknowledged", func() bool { return len(out.lines(t)) == 1 })
 	time.Sleep(300 * time.Millisecond)
 	if ls := out.lines(t); len(ls) != 1 || ls[0].ID != 7 {
 		t.Fatalf("lines: %+v", ls)

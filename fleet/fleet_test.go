@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,28 +12,31 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/findingline/findinglinetest"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // twoHosts starts a publisher per host over a fake sysfs: hostA's ibsim0
 // port has LID 1, hostB's ibsim1 LID 2, both in subnet fe80::.
-func twoHosts(t *testing.T, url string) (a, b *Publisher) {
+func twoHosts(t *testing.T, url string) (a, b *publish.Publisher) {
 	sys := t.TempDir()
-	fakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
-	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	fleettest.FakeSysfs(t, sys, "ibsim0", 1, "fe80::1")
+	fleettest.FakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
 	return newPublisher(t, url, "hostA", sys), newPublisher(t, url, "hostB", sys)
 }
 
 // oneSided connects n pairs (QPNs 100+i on hostA, 200+i on hostB), arms
 // them, migrates them and rearms only hostA's ends.
-func oneSided(a, b *Publisher, n int) []*side {
+func oneSided(a, b *publish.Publisher, n int) []*side {
 	return oneSidedFrom(a, b, 100, 200, n)
 }
 
 // oneSidedFrom is oneSided with hostA's QPNs from qa, hostB's from qb.
-func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) []*side {
+func oneSidedFrom(a, b *publish.Publisher, qa, qb uint32, n int) []*side {
 	var sides []*side
 	for i := range uint32(n) {
 		sa := &side{p: a, dev: "ibsim0", qpn: qa + i}
@@ -57,32 +59,32 @@ func oneSidedFrom(a, b *Publisher, qa, qb uint32, n int) []*side {
 }
 
 func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	f := startFleet(t, url, 0, 1)
 	defer f.stop()
 	a, b := twoHosts(t, url)
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 1)
-	waitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) > 0 })
+	fleettest.WaitFor(t, 20*time.Second, "a finding", func() bool { return len(f.out.lines(t)) > 0 })
 	ls := f.out.lines(t)
 	l := ls[0]
 	if len(ls) != 1 || l.Kind != apm.OneSidedRearm || l.Host != "hostB" || l.QP.QPN != 200 || l.Peer.Host != "hostA" || l.Peer.QPN != 100 ||
 		!slices.Equal(l.Hosts, []string{"hostA", "hostB"}) || l.Type != "finding" {
 		t.Fatalf("lines: %+v", ls)
 	}
-	waitFor(t, 10*time.Second, "the finding in the stream", func() bool {
-		return len(streamMsgs(t, url, FindingsStream, fleetFindingSubject(l.Partition))) == 1
+	fleettest.WaitFor(t, 10*time.Second, "the finding in the stream", func() bool {
+		return len(fleettest.StreamMsgs(t, url, wire.FindingsStream, wire.FleetFindingSubject(l.Partition))) == 1
 	})
-	hostLines := streamMsgs(t, url, FindingsStream, HostFindingSubject("hostA"))
+	hostLines := fleettest.StreamMsgs(t, url, wire.FindingsStream, wire.HostFindingSubject("hostA"))
 	if len(hostLines) != 1 {
 		t.Fatalf("hostA's finding lines in the stream: %d", len(hostLines))
 	}
-	for _, m := range append(hostLines, streamMsgs(t, url, FindingsStream, fleetFindingSubject(l.Partition))...) {
+	for _, m := range append(hostLines, fleettest.StreamMsgs(t, url, wire.FindingsStream, wire.FleetFindingSubject(l.Partition))...) {
 		if err := findinglinetest.Check(m); err != nil {
 			t.Errorf("a line in the findings stream: %v\n%s", err, m)
 		}
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+	st, err := ReadStatus(context.Background(), natsconn.NATSOptions{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +99,11 @@ func TestFleetReportsOneSidedRearmNamingBothHosts(t *testing.T) {
 }
 
 func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	f := startFleet(t, url, 0, 1)
 	a, b := twoHosts(t, url)
 	sides := oneSided(a, b, 3)
-	waitFor(t, 20*time.Second, "3 findings", func() bool { return len(f.out.lines(t)) == 3 })
+	fleettest.WaitFor(t, 20*time.Second, "3 findings", func() bool { return len(f.out.lines(t)) == 3 })
 	f.stop()
 
 	g := startFleet(t, url, 0, 1)
@@ -113,7 +115,7 @@ func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
 	// finding and resolves it; the other two are not judged again
 	sides[1].arm()
 	b.Tick(time.Now())
-	waitFor(t, 20*time.Second, "a resolution", func() bool { return len(g.out.lines(t)) > 0 })
+	fleettest.WaitFor(t, 20*time.Second, "a resolution", func() bool { return len(g.out.lines(t)) > 0 })
 	time.Sleep(time.Second) // twice the deadline: a second judgement would be out by now
 	ls := g.out.lines(t)
 	var first uint64 // the finding on hostB's QP 200 (the three come in the order their deadlines passed)
@@ -128,7 +130,7 @@ func TestFleetRestartRebuildsStateAndJudgesNothingTwice(t *testing.T) {
 }
 
 func TestFleetInstancesSplitTheWork(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	f0 := startFleet(t, url, 0, 2)
 	defer f0.stop()
 	f1 := startFleet(t, url, 1, 2)
@@ -136,7 +138,7 @@ func TestFleetInstancesSplitTheWork(t *testing.T) {
 	a, b := twoHosts(t, url)
 	const n = 40
 	oneSided(a, b, n)
-	waitFor(t, 30*time.Second, fmt.Sprint(n, " findings"), func() bool { return len(f0.out.lines(t))+len(f1.out.lines(t)) >= n })
+	fleettest.WaitFor(t, 30*time.Second, fmt.Sprint(n, " findings"), func() bool { return len(f0.out.lines(t))+len(f1.out.lines(t)) >= n })
 	time.Sleep(time.Second)
 	l0, l1 := f0.out.lines(t), f1.out.lines(t)
 	if len(l0)+len(l1) != n || len(l0) == 0 || len(l1) == 0 {
@@ -153,60 +155,17 @@ func TestFleetInstancesSplitTheWork(t *testing.T) {
 	}
 }
 
-func TestPublishQueueHoldsWhileNATSIsDownAndCatchesUp(t *testing.T) {
-	listen, store := freePort(t), t.TempDir()
-	srv := startServer(t, listen, store)
-	url := srv.URL()
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: url}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(time.Second)
-	line := func(i int) {
-		p.Line(findingline.New(apm.Finding{ID: uint64(i), Kind: apm.MissedRearm}, "hostA"))
-	}
-	line(0)
-	waitFor(t, 10*time.Second, "the first line stored", func() bool {
-		m, err := tryStreamMsgs(url, FindingsStream, HostFindingSubject("hostA"))
-		return err == nil && len(m) == 1 && p.q.Stats().Pending == 0
-	})
-	srv.Shutdown()
-	const n = 500
-	for i := 1; i <= n; i++ {
-		line(i)
-	}
-	waitFor(t, 10*time.Second, "the lines on disk", func() bool { return p.q.Stats().Pending == n })
-	srv = startServer(t, listen, store)
-	defer srv.Shutdown()
-	waitFor(t, 30*time.Second, "the queue to drain", func() bool { return p.q.Stats().Pending == 0 })
-	msgs := streamMsgs(t, url, FindingsStream, HostFindingSubject("hostA"))
-	ids := map[uint64]bool{}
-	for _, m := range msgs {
-		var l outLine
-		if err := jsonUnmarshal(m, &l); err != nil {
-			t.Fatal(err)
-		}
-		ids[l.ID] = true
-	}
-	if len(msgs) != n+1 || len(ids) != n+1 {
-		t.Fatalf("%d messages, %d distinct, want %d", len(msgs), len(ids), n+1)
-	}
-	if st := p.q.Stats(); st.Dropped != 0 {
-		t.Fatalf("dropped: %+v", st)
-	}
-}
-
 func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	since := time.Now().Add(-time.Second)
 	a, b := twoHosts(t, url)
 	a.Line(findingline.New(apm.Finding{ID: 1, Kind: apm.MissedRearm}, "hostA"))
 	oneSided(a, b, 2)
-	waitFor(t, 20*time.Second, "the records in the stream", func() bool {
-		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
+	fleettest.WaitFor(t, 20*time.Second, "the records in the stream", func() bool {
+		m, err := fleettest.TryStreamMsgs(url, wire.ConnStream, wire.ConnPrefix+">")
 		return err == nil && len(m) == 8
 	})
-	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: url}, Since: since, Until: time.Now().Add(time.Minute)})
+	h, err := ReadHistory(context.Background(), HistoryOptions{NATS: natsconn.NATSOptions{URL: url}, Since: since, Until: time.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,14 +187,14 @@ func TestPostmortemOfAStreamRangeJudgesThePairs(t *testing.T) {
 		t.Fatalf("text: %v\n%s", err, text.String())
 	}
 	// a range before anything was published is empty
-	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: NATSOptions{URL: url}, Since: since.Add(-time.Hour), Until: since})
+	h, err = ReadHistory(context.Background(), HistoryOptions{NATS: natsconn.NATSOptions{URL: url}, Since: since.Add(-time.Hour), Until: since})
 	if err != nil || h.Records != 0 || len(h.Lines) != 0 {
 		t.Fatalf("empty range: %+v, %v", h, err)
 	}
 }
 
 func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
-	url := testNATSBare(t) // the operator's streams, not the fleet's
+	url := fleettest.NATSBare(t) // the operator's streams, not the fleet's
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +203,8 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	for i := range 2 {
 		var subs []string
-		for p := i * Partitions / 2; p < (i+1)*Partitions/2; p++ {
-			subs = append(subs, connFilter(p))
+		for p := i * wire.Partitions / 2; p < (i+1)*wire.Partitions/2; p++ {
+			subs = append(subs, wire.ConnFilter(p))
 		}
 		if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: fmt.Sprintf("CONN_%d", i), Subjects: subs,
 			MaxMsgsPerSubject: 4}); err != nil {
@@ -257,11 +216,11 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 	a, b := twoHosts(t, url)
 	const n = 10
 	oneSided(a, b, n)
-	waitFor(t, 20*time.Second, "the findings", func() bool { return len(f.out.lines(t)) >= n })
-	if _, err := js.Stream(context.Background(), ConnStream); err == nil {
+	fleettest.WaitFor(t, 20*time.Second, "the findings", func() bool { return len(f.out.lines(t)) >= n })
+	if _, err := js.Stream(context.Background(), wire.ConnStream); err == nil {
 		t.Fatal("the default stream was created over the operator's")
 	}
-	st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+	st, err := ReadStatus(context.Background(), natsconn.NATSOptions{URL: url})
 	if err != nil || len(st.Rows) != n {
 		t.Fatalf("status over two streams: %+v, %v", st, err)
 	}
@@ -271,79 +230,58 @@ func TestFleetConsumesRecordsSplitOverOperatorStreams(t *testing.T) {
 // path): it takes their addresses from its own last records in the stream
 // and publishes on the same subjects, so the fleet keeps following them.
 func TestRestartedPublisherKeepsItsEndsSubjects(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	a, b := twoHosts(t, url)
 	oneSided(a, b, 1)
-	waitFor(t, 20*time.Second, "the records", func() bool {
-		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
+	fleettest.WaitFor(t, 20*time.Second, "the records", func() bool {
+		m, err := fleettest.TryStreamMsgs(url, wire.ConnStream, wire.ConnPrefix+">")
 		return err == nil && len(m) == 4
 	})
 	b.Close(time.Second)
 	sys := t.TempDir()
-	fakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
+	fleettest.FakeSysfs(t, sys, "ibsim1", 2, "fe80::2")
 	b2 := newPublisher(t, url, "hostB", sys)
 	s := &side{p: b2, dev: "ibsim1", qpn: 200}
 	s.ev(&event.Event{Kind: event.KindTruth, Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: 100,
 		Mig: event.MigRearm, HasState: true, State: event.StateRTS}})
-	waitFor(t, 20*time.Second, "the restarted host's record", func() bool {
+	fleettest.WaitFor(t, 20*time.Second, "the restarted host's record", func() bool {
 		b2.Tick(time.Now())
-		m, err := tryStreamMsgs(url, ConnStream, connPrefix+">")
+		m, err := fleettest.TryStreamMsgs(url, wire.ConnStream, wire.ConnPrefix+">")
 		return err == nil && len(m) == 5
 	})
-	all := streamMsgs(t, url, ConnStream, connPrefix+">")
-	var c Conn
+	all := fleettest.StreamMsgs(t, url, wire.ConnStream, wire.ConnPrefix+">")
+	var c wire.Conn
 	if err := jsonUnmarshal(all[4], &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Host != "hostB" || c.Remote != (Addr{LID: 1, QPN: 100}) || !c.Armed {
+	if c.Host != "hostB" || c.Remote != (wire.Addr{LID: 1, QPN: 100}) || !c.Armed {
 		t.Fatalf("record after the restart: %+v", c)
 	}
-	var first Conn
+	var first wire.Conn
 	for _, m := range all {
 		if jsonUnmarshal(m, &first); first.Host == "hostB" {
 			break
 		}
 	}
-	if ConnSubject(&c) != ConnSubject(&first) {
-		t.Fatalf("subject changed: %s, was %s", ConnSubject(&c), ConnSubject(&first))
+	if wire.ConnSubject(&c) != wire.ConnSubject(&first) {
+		t.Fatalf("subject changed: %s, was %s", wire.ConnSubject(&c), wire.ConnSubject(&first))
 	}
-}
-
-// The audit loop's calls never wait for NATS nor for the disk: with no
-// server at all, a burst larger than the hand-over channel returns, and
-// every line is either queued or counted as dropped.
-func TestPublisherNeverBlocksTheLoop(t *testing.T) {
-	p, err := NewPublisher(PublishConfig{NATS: NATSOptions{URL: "nats://" + freePort(t)}, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(0)
-	const n = 3 * intakeSize
-	for i := range n {
-		p.Line(findingline.New(apm.Finding{ID: uint64(i + 1), Kind: apm.MissedRearm}, "hostA"))
-	}
-	queued := testutil.ToFloat64(p.m.queued.WithLabelValues("finding"))
-	dropped := testutil.ToFloat64(p.m.dropped.WithLabelValues("intake-full"))
-	if queued+dropped != n || queued < intakeSize {
-		t.Fatalf("queued %v + dropped %v, want %d with at least %d queued", queued, dropped, n, intakeSize)
-	}
-	waitFor(t, 30*time.Second, "the queued lines on disk", func() bool { return p.q.Stats().Pending == int(queued) })
 }
 
 // A record that does not decode (hostile or broken publisher) is skipped
 // and counted; the rebuild still completes.
 func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+	if err := natsconn.EnsureStreams(context.Background(), js, natsconn.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(context.Background(), connPrefix+"3.evil.dev.1", []byte("{not json")); err != nil {
+	if _, err := js.Publish(context.Background(), wire.ConnPrefix+"3.evil.dev.1", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
 	f := startFleet(t, url, 0, 1) // waits for the ready file
@@ -357,26 +295,26 @@ func TestFleetSkipsARecordThatDoesNotDecode(t *testing.T) {
 // on a subject of hostA (a forgery) is refused, never applied; hostA's own
 // record on its own subject is taken.
 func TestFleetRefusesARecordOnAnotherHostsSubject(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if err := ensureStreams(context.Background(), js, DefaultLimits); err != nil {
+	if err := natsconn.EnsureStreams(context.Background(), js, natsconn.DefaultLimits); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	forged := conn("hostB", 2, 18, 1, 17)
+	forged := fleettest.Conn("hostB", 2, 18, 1, 17)
 	forged.At, forged.Changed = now, now
-	honest := conn("hostA", 1, 17, 2, 18)
+	honest := fleettest.Conn("hostA", 1, 17, 2, 18)
 	honest.At, honest.Changed = now, now
-	other := conn("hostA", 1, 99, 2, 98) // another end of hostA: its subject carries the forgery
-	if _, err := js.Publish(context.Background(), ConnSubject(&honest), mustJSON(t, honest)); err != nil {
+	other := fleettest.Conn("hostA", 1, 99, 2, 98) // another end of hostA: its subject carries the forgery
+	if _, err := js.Publish(context.Background(), wire.ConnSubject(&honest), mustJSON(t, honest)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(context.Background(), ConnSubject(&other), mustJSON(t, forged)); err != nil {
+	if _, err := js.Publish(context.Background(), wire.ConnSubject(&other), mustJSON(t, forged)); err != nil {
 		t.Fatal(err)
 	}
 	f := startFleet(t, url, 0, 1) // waits for the ready file

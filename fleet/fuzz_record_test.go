@@ -14,6 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/escape"
 )
 
@@ -133,13 +136,13 @@ func fuzzEmit(t *testing.T, out *bytes.Buffer, n *int, now *time.Time) func(Line
 func FuzzConnRecord(f *testing.F) {
 	sysfs := f.TempDir()
 	var connFilters []string
-	for p := range Partitions {
-		connFilters = append(connFilters, connFilter(p))
+	for p := range wire.Partitions {
+		connFilters = append(connFilters, wire.ConnFilter(p))
 	}
 	const host = "hostA" // the publisher whose seeds these may be
 	var seedFilters []string
-	for p := range Partitions {
-		seedFilters = append(seedFilters, fmt.Sprintf("%s%d.%s.>", connPrefix, p, token(host)))
+	for p := range wire.Partitions {
+		seedFilters = append(seedFilters, fmt.Sprintf("%s%d.%s.>", wire.ConnPrefix, p, wire.Token(host)))
 	}
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {
 		msgs := fuzzMsgs(data)
@@ -154,7 +157,7 @@ func FuzzConnRecord(f *testing.F) {
 		h := &History{NATS: "nats://fuzz", Since: fuzzBase, Until: fuzzBase.Add(time.Hour), Lines: []json.RawMessage{}, Judged: []Line{}}
 		histG := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(l Line) { h.Judged = append(h.Judged, l) })
 		byConn := map[string]*HistConn{}
-		var seeds []Conn
+		var seeds []wire.Conn
 		seeding := matchesAny(seedFilters, subject)
 		for i, m := range msgs {
 			now = fuzzBase.Add(time.Duration(i) * 200 * time.Millisecond)
@@ -166,8 +169,8 @@ func FuzzConnRecord(f *testing.F) {
 			// ReadHistory
 			h.addRecord(histG, byConn, subject, m, now)
 			// loadSeeds
-			var x Conn
-			if seeding && len(m) <= maxRecordBytes && json.Unmarshal(m, &x) == nil && ConnSubject(&x) == subject && len(seeds) < maxTracked {
+			var x wire.Conn
+			if seeding && len(m) <= wire.MaxRecordBytes && json.Unmarshal(m, &x) == nil && wire.ConnSubject(&x) == subject && len(seeds) < wire.MaxTracked {
 				seeds = append(seeds, x)
 			}
 		}
@@ -199,7 +202,7 @@ func FuzzConnRecord(f *testing.F) {
 		h.finish(byConn)
 		checkHistory(t, h, len(data))
 
-		tr := NewTracker(host, sysfs)
+		tr := publish.NewTracker(host, sysfs)
 		for _, c := range seeds { // this run reads the QPs back from rdma netlink
 			tr.Observe(&event.Event{Kind: event.KindTruth, Device: c.Device, QPN: c.Local.QPN, Time: now, Boot: 1,
 				Truth: &event.Truth{Op: event.TruthRead, QPType: event.QPTypeRC, RQPN: c.Remote.QPN, Mig: event.MigArmed}})
@@ -210,7 +213,7 @@ func FuzzConnRecord(f *testing.F) {
 			if err != nil {
 				t.Fatalf("a seeded record does not encode: %v", err)
 			}
-			if s := ConnSubject(&c); !matchesAny(connFilters, s) {
+			if s := wire.ConnSubject(&c); !matchesAny(connFilters, s) {
 				t.Fatalf("a seeded record's subject %q is not one the fleet reads (%s)", s, b)
 			}
 		}
@@ -249,7 +252,7 @@ func checkHistory(t *testing.T, h *History, inputLen int) {
 func FuzzFindingLine(f *testing.F) {
 	var judgedFilters []string
 	for _, p := range (Config{Instances: 1}).partitions() {
-		judgedFilters = append(judgedFilters, fleetFindingSubject(p))
+		judgedFilters = append(judgedFilters, wire.FleetFindingSubject(p))
 	}
 	findings := "apmwatch.finding.>" // the findings stream's subjects
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {
@@ -289,9 +292,9 @@ func FuzzFindingLine(f *testing.F) {
 		}
 		// then the instance consumes a one-sided pair: judged unless the
 		// lines named its finding
-		a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-		for _, c := range []Conn{a, b, migrated(a, fuzzBase.Add(time.Second)), migrated(b, fuzzBase.Add(time.Second)),
-			rearmed(migrated(a, fuzzBase.Add(time.Second)), fuzzBase.Add(2*time.Second))} {
+		a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+		for _, c := range []wire.Conn{a, b, fleettest.Migrated(a, fuzzBase.Add(time.Second)), fleettest.Migrated(b, fuzzBase.Add(time.Second)),
+			fleettest.Rearmed(fleettest.Migrated(a, fuzzBase.Add(time.Second)), fuzzBase.Add(2*time.Second))} {
 			g.Apply(&c, now)
 		}
 		now = now.Add(time.Minute)
@@ -312,7 +315,7 @@ type fuzzSeed struct {
 	data    []byte
 }
 
-func joinRecords(t *testing.T, cs ...Conn) []byte {
+func joinRecords(t *testing.T, cs ...wire.Conn) []byte {
 	var out [][]byte
 	for i := range cs {
 		b, err := json.Marshal(&cs[i])
@@ -328,36 +331,36 @@ func joinRecords(t *testing.T, cs ...Conn) []byte {
 // armed, one-sided, unprotected, GID-routed, gone) and hostile ones.
 func connSeeds(t *testing.T) map[string]fuzzSeed {
 	at := func(s int) time.Time { return fuzzBase.Add(time.Duration(s) * time.Second) }
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
 	a.Run, b.Run = "hostA-t0", "hostB-t0"
 	a.Mig, a.MigRead, a.PID, a.Comm, a.State = "ARMED", at(0), 4242, "app", "RTS"
-	subj := ConnSubject(&a)
-	am, bm := migrated(a, at(1)), migrated(b, at(1))
-	g1 := Conn{Host: "gpu01", Device: "mlx5_0", Port: 1, Type: "RC", Global: true, Local: Addr{GID: "fe80::a:1", QPN: 0x1234},
-		Remote: Addr{GID: "fe80::b:1", QPN: 0x4321}, APM: true, Armed: true, Changed: at(0), At: at(0), Rev: 1, Run: "gpu01-x"}
-	g2 := Conn{Host: "gpu02", Device: "mlx5_0", Port: 1, Type: "RC", Global: true, Local: Addr{GID: "fe80::b:1", QPN: 0x4321},
-		Remote: Addr{GID: "fe80::a:1", QPN: 0x1234}, APM: true, Armed: false, Changed: at(0), At: at(0), Rev: 1, Run: "gpu02-x"}
+	subj := wire.ConnSubject(&a)
+	am, bm := fleettest.Migrated(a, at(1)), fleettest.Migrated(b, at(1))
+	g1 := wire.Conn{Host: "gpu01", Device: "mlx5_0", Port: 1, Type: "RC", Global: true, Local: wire.Addr{GID: "fe80::a:1", QPN: 0x1234},
+		Remote: wire.Addr{GID: "fe80::b:1", QPN: 0x4321}, APM: true, Armed: true, Changed: at(0), At: at(0), Rev: 1, Run: "gpu01-x"}
+	g2 := wire.Conn{Host: "gpu02", Device: "mlx5_0", Port: 1, Type: "RC", Global: true, Local: wire.Addr{GID: "fe80::b:1", QPN: 0x4321},
+		Remote: wire.Addr{GID: "fe80::a:1", QPN: 0x1234}, APM: true, Armed: false, Changed: at(0), At: at(0), Rev: 1, Run: "gpu02-x"}
 	gone := b
 	gone.Gone, gone.At, gone.Rev = true, at(9), 9
 	hostile := a
 	hostile.Host, hostile.Device, hostile.Comm = "host\x1b[2J\u009b1m", "mlx5\u202e0\u200b", "a\nb"
 	hb := b
 	hb.Host = "\x7fhostB\xff" // invalid UTF-8: decoded as U+FFFD
-	flap := migrated(migrated(a, at(1)), at(2))
+	flap := fleettest.Migrated(fleettest.Migrated(a, at(1)), at(2))
 	for i := range 20 {
 		flap.Episode.Migrations = append(flap.Episode.Migrations, at(3+i))
 	}
 	flap.Episode.N = 1 << 31
 	return map[string]fuzzSeed{
 		"armed-pair":      {subj, joinRecords(t, a, b)},
-		"one-sided":       {subj, joinRecords(t, a, b, am, bm, rearmed(am, at(2)))},
-		"one-sided-fixed": {subj, joinRecords(t, a, b, am, bm, rearmed(am, at(2)), rearmed(bm, at(10)))},
+		"one-sided":       {subj, joinRecords(t, a, b, am, bm, fleettest.Rearmed(am, at(2)))},
+		"one-sided-fixed": {subj, joinRecords(t, a, b, am, bm, fleettest.Rearmed(am, at(2)), fleettest.Rearmed(bm, at(10)))},
 		"unprotected":     {subj, joinRecords(t, a, b, am, bm)},
-		"global-pair":     {ConnSubject(&g1), joinRecords(t, g1, g2)},
+		"global-pair":     {wire.ConnSubject(&g1), joinRecords(t, g1, g2)},
 		"gone":            {subj, joinRecords(t, a, b, gone)},
-		"hostile-names":   {subj, joinRecords(t, hostile, hb, migrated(hostile, at(1)), migrated(hb, at(1)), rearmed(migrated(hb, at(1)), at(2)))},
+		"hostile-names":   {subj, joinRecords(t, hostile, hb, fleettest.Migrated(hostile, at(1)), fleettest.Migrated(hb, at(1)), fleettest.Rearmed(fleettest.Migrated(hb, at(1)), at(2)))},
 		"flapping":        {subj, joinRecords(t, flap, b)},
-		"stale":           {subj, joinRecords(t, rearmed(am, at(2)), a, b)},
+		"stale":           {subj, joinRecords(t, fleettest.Rearmed(am, at(2)), a, b)},
 		"times": {"apmwatch.conn.63.x.y.1", []byte(`{"host":"h","device":"d","local":{"lid":1,"qpn":1},"remote":{"lid":2,"qpn":2},` +
 			`"apm":true,"changed":"0001-01-01T00:00:00Z","episode":{"n":1,"migrations":["9999-12-31T23:59:59.999999999Z"]},` +
 			`"at":"2262-04-11T23:47:16.854775807Z","rev":18446744073709551615,"port":4294967295}` + "\n" +
@@ -375,13 +378,13 @@ func connSeeds(t *testing.T) map[string]fuzzSeed {
 func lineSeeds(t *testing.T) map[string]fuzzSeed {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	am, bm := migrated(a, fuzzBase.Add(time.Second)), migrated(b, fuzzBase.Add(time.Second))
-	for _, c := range []Conn{a, b, am, bm, rearmed(am, fuzzBase.Add(2*time.Second))} {
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	am, bm := fleettest.Migrated(a, fuzzBase.Add(time.Second)), fleettest.Migrated(b, fuzzBase.Add(time.Second))
+	for _, c := range []wire.Conn{a, b, am, bm, fleettest.Rearmed(am, fuzzBase.Add(2*time.Second))} {
 		g.Apply(&c, fuzzBase)
 	}
 	g.Advance(fuzzBase.Add(time.Minute))
-	bf := rearmed(bm, fuzzBase.Add(time.Hour))
+	bf := fleettest.Rearmed(bm, fuzzBase.Add(time.Hour))
 	g.Apply(&bf, fuzzBase.Add(time.Hour))
 	if len(got) != 2 {
 		t.Fatalf("the seed scenario gave %d lines, want a finding and its resolution", len(got))
@@ -398,12 +401,12 @@ func lineSeeds(t *testing.T) map[string]fuzzSeed {
 	host := []byte(`{"type":"finding","logged":"2026-11-29T14:42:35.33985954Z","host":"node17","bundle":"/var/lib/apmwatch/incidents/20261129T144235.340Z-missed-rearm-mlx5_0-17","id":1,"kind":"missed-rearm","severity":"error","qp":{"device":"mlx5_0","qpn":17,"gen":1},"pid":246,"comm":"app","first_boot_ns":9723265492,"last_boot_ns":11723265492,"first_time":"2026-11-29T14:42:33.024952826Z","last_time":"2026-11-29T14:42:35.024952826Z","evidence":[{"seq":11,"boot_ns":9723265492,"what":"forced migration (modify PATH_MIG_STATE=MIGRATED)"},{"seq":12,"boot_ns":9729817980,"what":"PATH_MIG"}],"explanation":"migration 1 was not followed by a rearm within 2s","remediation":"rearm"}` + "\n" +
 		`{"type":"resolution","logged":"2026-11-29T14:42:40Z","host":"node17","id":3,"kind":"missed-rearm","severity":"info","qp":{"device":"mlx5_0","qpn":17,"gen":1},"resolved":true,"resolves":1,"unprotected_ns":5000002000}`)
 	return map[string]fuzzSeed{
-		"fleet-finding":    {fleetFindingSubject(got[0].Partition), bytes.Join(fleetLines, []byte{'\n'})},
-		"host-finding":     {HostFindingSubject("node17"), host},
-		"raw-controls":     {HostFindingSubject("evil"), []byte("{\"type\":\"finding\",\"logged\":\"2026-11-29T14:42:35Z\",\"host\":\"\xc2\x9b2J\x7f\xe2\x80\xae\xff\",\"kind\":\"x\\u001b[31m\",\"id\":7,\"qp\":{\"device\":\"d\\u0085\",\"qpn\":1},\"explanation\":\"a\\nb\xe2\x80\xa8c\",\"peer\":{\"host\":\"\xef\xbb\xbfp\",\"device\":\"\",\"qpn\":2}}")},
-		"odd-values":       {fleetFindingSubject(0), []byte("{\"id\":9007199254740993,\"logged\":\"10000-01-01T00:00:00Z\"}\n{\"id\":\"7\"}\n{\"id\":-1}\n[1,2]\nnull\n{\"peer\":null,\"qp\":[]}\n{not json")},
-		"judged-before":    {fleetFindingSubject(got[0].Partition), fleetLines[0]},
-		"deep":             {HostFindingSubject("x"), []byte(strings.Repeat("[", 2000) + strings.Repeat("]", 2000))},
+		"fleet-finding":    {wire.FleetFindingSubject(got[0].Partition), bytes.Join(fleetLines, []byte{'\n'})},
+		"host-finding":     {wire.HostFindingSubject("node17"), host},
+		"raw-controls":     {wire.HostFindingSubject("evil"), []byte("{\"type\":\"finding\",\"logged\":\"2026-11-29T14:42:35Z\",\"host\":\"\xc2\x9b2J\x7f\xe2\x80\xae\xff\",\"kind\":\"x\\u001b[31m\",\"id\":7,\"qp\":{\"device\":\"d\\u0085\",\"qpn\":1},\"explanation\":\"a\\nb\xe2\x80\xa8c\",\"peer\":{\"host\":\"\xef\xbb\xbfp\",\"device\":\"\",\"qpn\":2}}")},
+		"odd-values":       {wire.FleetFindingSubject(0), []byte("{\"id\":9007199254740993,\"logged\":\"10000-01-01T00:00:00Z\"}\n{\"id\":\"7\"}\n{\"id\":-1}\n[1,2]\nnull\n{\"peer\":null,\"qp\":[]}\n{not json")},
+		"judged-before":    {wire.FleetFindingSubject(got[0].Partition), fleetLines[0]},
+		"deep":             {wire.HostFindingSubject("x"), []byte(strings.Repeat("[", 2000) + strings.Repeat("]", 2000))},
 		"not-a-stream-sub": {"apmwatch.finding", fleetLines[0]},
 	}
 }
@@ -478,9 +481,9 @@ func TestHistoryLinesBoundedAndEscaped(t *testing.T) {
 	}
 	hc := map[string]*HistConn{}
 	g := NewEngine(EngineConfig{Deadline: time.Second}, func(Line) {})
-	c := conn(strings.Repeat("h", 1000), 1, 17, 2, 18)
+	c := fleettest.Conn(strings.Repeat("h", 1000), 1, 17, 2, 18)
 	b, _ := json.Marshal(&c)
-	h.addRecord(g, hc, ConnSubject(&c), b, fuzzBase)
+	h.addRecord(g, hc, wire.ConnSubject(&c), b, fuzzBase)
 	if len(hc) != 1 {
 		t.Fatalf("a record of a 1000-character host not listed: %+v", h.Refused)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +19,7 @@ import (
 
 // HistoryOptions choose a time range of the fleet streams.
 type HistoryOptions struct {
-	NATS         NATSOptions
+	NATS         natsconn.NATSOptions
 	Since, Until time.Time // stream times (when NATS stored the messages)
 	Deadline     time.Duration
 }
@@ -84,7 +86,7 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 		o.Deadline = 2 * time.Second
 	}
 	o.NATS.Name = "apmwatch postmortem"
-	nc, err := o.NATS.connect(false)
+	nc, err := o.NATS.Connect(false)
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +96,15 @@ func ReadHistory(ctx context.Context, o HistoryOptions) (*History, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	h := &History{NATS: o.NATS.URL, Since: o.Since.UTC(), Until: o.Until.UTC(), Lines: []json.RawMessage{}, Judged: []Line{}}
-	err = readRange(ctx, js, FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) { h.addLine(m.Data()) })
+	err = readRange(ctx, js, wire.FindingsStream, nil, o.Since, o.Until, func(m jetstream.Msg, _ time.Time) { h.addLine(m.Data()) })
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", FindingsStream, err)
+		return nil, fmt.Errorf("reading %s: %w", wire.FindingsStream, err)
 	}
 	var filters []string
-	for p := range Partitions {
-		filters = append(filters, connFilter(p))
+	for p := range wire.Partitions {
+		filters = append(filters, wire.ConnFilter(p))
 	}
-	streams, err := streamsOf(ctx, js, filters)
+	streams, err := natsconn.StreamsOf(ctx, js, filters)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, err
 	}
@@ -215,7 +217,7 @@ func (h *History) addRecord(g *Engine, byConn map[string]*HistConn, subject stri
 	h.Records++
 	l, r := c.Keys()
 	a, bk := l, r
-	if less(bk, a) {
+	if wire.Less(bk, a) {
 		a, bk = bk, a
 	}
 	name := a.String() + " <-> " + bk.String()
@@ -246,7 +248,7 @@ func endReplay(g *Engine, until time.Time, byConn map[string]*HistConn) {
 	g.Advance(until)
 	g.eachEnd(func(e *end) {
 		p := g.peerOf(e)
-		if p == nil || less(p.key, e.key) {
+		if p == nil || wire.Less(p.key, e.key) {
 			return
 		}
 		if hc := byConn[connName(e, p)]; hc != nil {
@@ -293,7 +295,7 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream string, filte
 		return nil
 	}
 	for {
-		batch, err := fetchAnswered(ctx, c, 1000, jetstream.FetchMaxWait(2*time.Second))
+		batch, err := natsconn.FetchAnswered(ctx, c, 1000, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			return err
 		}
@@ -317,25 +319,6 @@ func readRange(ctx context.Context, js jetstream.JetStream, stream string, filte
 		}
 		if got == 0 {
 			return nil
-		}
-	}
-}
-
-// fetchAnswered is a Fetch of up to n messages that asks again, for up
-// to 2 s, while no server answers: on a cluster a consumer just made may
-// not be served by its leader yet ("no responders"; seen in postmortem
-// --nats and fleet status against a 3-node cluster).
-func fetchAnswered(ctx context.Context, c jetstream.Consumer, n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
-	end := time.Now().Add(2 * time.Second)
-	for {
-		batch, err := c.Fetch(n, opts...)
-		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(end) {
-			return batch, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

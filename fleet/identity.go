@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/apmwatch/apmwatch/connid"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // identity is an end as the pairing rule (connid.Match, the postmortem's
@@ -16,7 +17,7 @@ func (g *Engine) identity(e *end) connid.End {
 	return connid.End{Name: g.endName(e), QPN: e.key.QPN(), DestQPN: e.remote.QPN(), Paths: keyAddr(e.remote), Ports: keyAddr(e.key)}
 }
 
-func keyAddr(k EndKey) []connid.Addr {
+func keyAddr(k wire.EndKey) []connid.Addr {
 	if k.Addr == [16]byte{} {
 		return nil
 	}

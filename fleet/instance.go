@@ -10,6 +10,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/metricsrv"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/nats-io/nats.go"
@@ -18,11 +21,11 @@ import (
 
 // Config is what `apmwatch fleet` takes from its flags.
 type Config struct {
-	NATS        NATSOptions // URL "": serve an embedded NATS
-	Listen      string      // the embedded server's address
-	StoreDir    string      // the embedded server's JetStream store
-	Auth        string      // the embedded server's users (ServerConfig.AuthFile)
-	TLSCert     string      // the embedded server's TLS (ServerConfig)
+	NATS        natsconn.NATSOptions // URL "": serve an embedded NATS
+	Listen      string               // the embedded server's address
+	StoreDir    string               // the embedded server's JetStream store
+	Auth        string               // the embedded server's users (ServerConfig.AuthFile)
+	TLSCert     string               // the embedded server's TLS (ServerConfig)
 	TLSKey      string
 	TLSCA       string
 	TLSVerify   bool
@@ -36,7 +39,7 @@ type Config struct {
 	Instances   int           // how many share the partitions
 	LeaseTTL    time.Duration // a share's lease lasts this long unrenewed (takeover.go)
 	Engine      EngineConfig
-	Limits      StreamLimits
+	Limits      natsconn.StreamLimits
 	// hold, when set, is called before each message and tick is handled
 	// (a test holds the instance back: a consumer that lags)
 	hold func()
@@ -51,15 +54,15 @@ type Config struct {
 
 // DefaultConfig returns the documented defaults (docs/fleet.md).
 func DefaultConfig() Config {
-	return Config{Listen: DefaultListen, MetricsAddr: "127.0.0.1:9579", Instances: 1, LeaseTTL: DefaultLeaseTTL,
-		Engine: EngineConfig{Deadline: 2 * time.Second}, Limits: DefaultLimits}
+	return Config{Listen: natsserver.DefaultListen, MetricsAddr: "127.0.0.1:9579", Instances: 1, LeaseTTL: DefaultLeaseTTL,
+		Engine: EngineConfig{Deadline: 2 * time.Second}, Limits: natsconn.DefaultLimits}
 }
 
 // Validate reports the first bad option in one line.
 func (c Config) Validate() error {
 	switch {
-	case c.Instances < 1 || c.Instances > Partitions:
-		return fmt.Errorf("--instances must be 1 to %d: %d", Partitions, c.Instances)
+	case c.Instances < 1 || c.Instances > wire.Partitions:
+		return fmt.Errorf("--instances must be 1 to %d: %d", wire.Partitions, c.Instances)
 	case c.Instance < 0 || c.Instance >= c.Instances:
 		return fmt.Errorf("--instance must be 0 to %d: %d", c.Instances-1, c.Instance)
 	case c.LeaseTTL < minLeaseTTL || c.LeaseTTL > maxLeaseTTL:
@@ -88,8 +91,8 @@ func (c Config) Validate() error {
 }
 
 // server is the embedded server's configuration.
-func (c Config) server() ServerConfig {
-	return ServerConfig{Listen: c.Listen, StoreDir: c.StoreDir, AuthFile: c.Auth, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+func (c Config) server() natsserver.ServerConfig {
+	return natsserver.ServerConfig{Listen: c.Listen, StoreDir: c.StoreDir, AuthFile: c.Auth, TLSCert: c.TLSCert, TLSKey: c.TLSKey,
 		TLSCA: c.TLSCA, TLSVerify: c.TLSVerify, Monitor: c.Monitor}
 }
 
@@ -131,12 +134,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
 	in.m.shares.Set(float64(cfg.Instances))
 	if cfg.NATS.URL == "" {
-		srv, err := StartServer(cfg.server())
+		srv, err := natsserver.StartServer(cfg.server())
 		if err != nil {
 			return err
 		}
 		defer srv.Shutdown()
-		cfg.NATS = srv.clientOptions() // in-process, as the fleet's own user
+		cfg.NATS = srv.ClientOptions() // in-process, as the fleet's own user
 		in.embedded, in.url = true, srv.URL()
 		log.Info("embedded nats serving", "url", in.url, "store", cfg.StoreDir, "auth", cfg.Auth != "",
 			"tls", cfg.TLSCert != "", "monitor", srv.MonitorURL())
@@ -150,7 +153,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	cfg.NATS.Name = fmt.Sprintf("apmwatch fleet %d/%d", cfg.Instance, cfg.Instances)
 	cfg.NATS.Log = log
-	nc, err := cfg.NATS.connect(true)
+	nc, err := cfg.NATS.Connect(true)
 	if err != nil {
 		return err
 	}
@@ -191,12 +194,12 @@ func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
 	said := false
 	for {
 		if !in.embedded && nc.IsConnected() {
-			if err := checkServerVersion(nc.ConnectedServerVersion(), "apmwatch fleet"); err != nil {
+			if err := natsconn.CheckServerVersion(nc.ConnectedServerVersion(), "apmwatch fleet"); err != nil {
 				return err
 			}
 		}
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := ensureStreams(c, in.js, in.cfg.Limits)
+		err := natsconn.EnsureStreams(c, in.js, in.cfg.Limits)
 		cancel()
 		if err == nil {
 			return nil
@@ -204,8 +207,8 @@ func (in *instance) waitStreams(ctx context.Context, nc *nats.Conn) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		var d *DeniedError
-		if errors.Is(err, ErrCreateStreams) || errors.Is(err, errJetStreamDisabled) || errors.As(err, &d) {
+		var d *natsconn.DeniedError
+		if errors.Is(err, natsconn.ErrCreateStreams) || errors.Is(err, natsconn.ErrJetStreamDisabled) || errors.As(err, &d) {
 			return err
 		}
 		if !said {
@@ -234,13 +237,13 @@ func writeReady(path string, r Ready) error {
 // reloadOn has srv read its auth file again at each signal, logging what
 // came of it, until ctx is done; without an embedded server or its --auth
 // a signal only says so.
-func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *Embedded, log *slog.Logger) {
+func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *natsserver.Embedded, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sig:
-			if srv == nil || srv.cfg.AuthFile == "" {
+			if srv == nil || srv.Config.AuthFile == "" {
 				log.Info("embedded nats: no --auth file to reload")
 				continue
 			}
@@ -248,7 +251,7 @@ func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *Embedded, log *slo
 				log.Error("embedded nats: the users were not reloaded", "err", err)
 				continue
 			}
-			log.Info("embedded nats: users reloaded", "auth", srv.cfg.AuthFile)
+			log.Info("embedded nats: users reloaded", "auth", srv.Config.AuthFile)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // Line is a fleet finding line: the finding line every output writes
@@ -51,7 +52,7 @@ func idOf(parts ...string) uint64 {
 // order returns the pair's ends in a fixed order.
 func (g *Engine) order(e *end) (a, b *end) {
 	p := g.peerOf(e)
-	if less(p.key, e.key) {
+	if wire.Less(p.key, e.key) {
 		return p, e
 	}
 	return e, p

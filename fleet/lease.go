@@ -9,24 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// Leases say which instance judges a share (the partitions p with
-// p % N == s) now. They live in a JetStream KV bucket whose TTL is the
-// lease's: a lease its holder stops renewing is gone from the bucket one
-// TTL after its last renewal. JetStream's revision check is the only
-// arbiter: a lease is taken with Create (only when the key holds
-// nothing, so of the instances that try one wins), renewed and given up
-// with the revision its holder last wrote (a key another revision wrote
-// since is not the holder's any more).
-//
-//	share.<s>  the lease of share s: {"instance":i,"run":...}
-//	home.<s>   share s's home instance is running (renewed as leases are):
-//	           whoever holds the share for it gives it back
-
-// LeaseBucket is the KV bucket of the leases.
-const LeaseBucket = "APMWATCH_LEASES"
 
 // DefaultLeaseTTL is --lease-ttl's default.
 const DefaultLeaseTTL = 15 * time.Second
@@ -73,13 +59,13 @@ func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl t
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening the lease bucket %s: %w", LeaseBucket, err)
+		return nil, fmt.Errorf("opening the lease bucket %s: %w", wire.LeaseBucket, err)
 	}
-	c, done := guard(ctx, js.Conn())
+	c, done := natsconn.Guard(ctx, js.Conn())
 	st, err := kv.Status(c)
 	done()
 	if err != nil {
-		return nil, fmt.Errorf("reading the lease bucket %s: %w", LeaseBucket, denied(c, err))
+		return nil, fmt.Errorf("reading the lease bucket %s: %w", wire.LeaseBucket, natsconn.Denied(c, err))
 	}
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
@@ -89,18 +75,18 @@ func openLeases(ctx context.Context, js jetstream.JetStream, instance int, ttl t
 }
 
 func lookupLeases(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
-	ctx, done := guard(ctx, js.Conn())
+	ctx, done := natsconn.Guard(ctx, js.Conn())
 	defer done()
-	kv, err := js.KeyValue(ctx, LeaseBucket)
-	return kv, denied(ctx, err)
+	kv, err := js.KeyValue(ctx, wire.LeaseBucket)
+	return kv, natsconn.Denied(ctx, err)
 }
 
 func createLeases(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int) (jetstream.KeyValue, error) {
-	ctx, done := guard(ctx, js.Conn())
+	ctx, done := natsconn.Guard(ctx, js.Conn())
 	defer done()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: wire.LeaseBucket, TTL: ttl, History: 1,
 		Replicas: replicas, Storage: jetstream.FileStorage, Description: "apmwatch fleet: which instance judges each share"})
-	return kv, denied(ctx, err)
+	return kv, natsconn.Denied(ctx, err)
 }
 
 func leaseKey(share int) string { return fmt.Sprintf("share.%d", share) }

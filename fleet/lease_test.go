@@ -6,12 +6,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
 )
 
 // testLeases opens the bucket as instance i would, on its own connection.
 func testLeases(t *testing.T, url string, i int, ttl time.Duration) *leases {
 	t.Helper()
-	js := testJetStream(t, url)
+	js := fleettest.JetStream(t, url)
 	lk, err := openLeases(context.Background(), js, i, ttl, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +25,7 @@ func testLeases(t *testing.T, url string, i int, ttl time.Duration) *leases {
 // check keeps it the winner's until it stops renewing, and one TTL after
 // its last renewal another takes it.
 func TestLeaseIsTakenByOneAndExpiresUnrenewed(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
 	lks := []*leases{testLeases(t, url, 0, ttl), testLeases(t, url, 1, ttl), testLeases(t, url, 2, ttl)}
@@ -64,7 +66,7 @@ func TestLeaseIsTakenByOneAndExpiresUnrenewed(t *testing.T) {
 		t.Fatal("renewed with a stale revision")
 	}
 	start := time.Now()
-	waitFor(t, 20*ttl, "the unrenewed lease to expire", func() bool {
+	fleettest.WaitFor(t, 20*ttl, "the unrenewed lease to expire", func() bool {
 		_, err := other.acquire(ctx, 1)
 		return err == nil
 	})
@@ -77,7 +79,7 @@ func TestLeaseIsTakenByOneAndExpiresUnrenewed(t *testing.T) {
 // A released lease is free at once; the home key says whether a share's
 // home runs, until it leaves or stops announcing itself.
 func TestLeaseReleaseAndHome(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const ttl = 600 * time.Millisecond
 	ctx := context.Background()
 	a, b := testLeases(t, url, 0, ttl), testLeases(t, url, 1, ttl)
@@ -104,5 +106,5 @@ func TestLeaseReleaseAndHome(t *testing.T) {
 		t.Fatalf("home 1 left: %v", err)
 	}
 	b.announce(ctx, 1)
-	waitFor(t, 20*ttl, "an unrenewed home to expire", func() bool { return !a.homeRuns(ctx, 1) })
+	fleettest.WaitFor(t, 20*ttl, "an unrenewed home to expire", func() bool { return !a.homeRuns(ctx, 1) })
 }

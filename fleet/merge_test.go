@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -85,21 +87,21 @@ func TestStreamMergeIsBounded(t *testing.T) {
 // time): a one-sided pair is judged once both hosts' heartbeats pass its
 // deadline, a host that stops heartbeating is silent, and heard again.
 func TestFleetFollowsHeartbeatsAcrossOperatorStreams(t *testing.T) {
-	url := testNATSBare(t)
+	url := fleettest.NATSBare(t)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	streams := map[string][]string{"CONN_HB": {heartbeatPrefix + ">"}}
-	for p := range Partitions {
-		name := fmt.Sprintf("CONN_%d", p*2/Partitions)
-		streams[name] = append(streams[name], connFilter(p))
+	streams := map[string][]string{"CONN_HB": {wire.HeartbeatPrefix + ">"}}
+	for p := range wire.Partitions {
+		name := fmt.Sprintf("CONN_%d", p*2/wire.Partitions)
+		streams[name] = append(streams[name], wire.ConnFilter(p))
 	}
 	for name, subs := range streams {
 		cfg := jetstream.StreamConfig{Name: name, Subjects: subs, MaxMsgsPerSubject: 4}
-		if onCluster() {
+		if fleettest.OnCluster() {
 			cfg.Replicas = 3
 		}
 		if _, err := js.CreateStream(t.Context(), cfg); err != nil {
@@ -110,15 +112,15 @@ func TestFleetFollowsHeartbeatsAcrossOperatorStreams(t *testing.T) {
 	defer f.stop()
 	a, b, ea, _ := migratedPair(t, url)
 	a.rearm(ea)
-	waitFor(t, 30*time.Second, "the one-sided rearm", func() bool { return len(f.out.lines(t)) > 0 })
+	fleettest.WaitFor(t, 30*time.Second, "the one-sided rearm", func() bool { return len(f.out.lines(t)) > 0 })
 	b.stopBeats()
-	waitFor(t, 30*time.Second, "host-silent", func() bool { return len(f.out.lines(t)) > 1 })
+	fleettest.WaitFor(t, 30*time.Second, "host-silent", func() bool { return len(f.out.lines(t)) > 1 })
 	ls := f.out.lines(t)
 	if len(ls) != 2 || ls[0].Kind != apm.OneSidedRearm || ls[0].QP.QPN != 200 || ls[1].Kind != apm.HostSilent || ls[1].Host != "hostB" {
 		t.Fatalf("lines: %+v", ls)
 	}
 	b.startBeats()
-	waitFor(t, 30*time.Second, "heard again", func() bool { return len(f.out.lines(t)) > 2 })
+	fleettest.WaitFor(t, 30*time.Second, "heard again", func() bool { return len(f.out.lines(t)) > 2 })
 	ls = f.out.lines(t)
 	if len(ls) != 3 || ls[2].Type != "resolution" || ls[2].Kind != apm.HostSilent || ls[2].Resolves != ls[1].ID {
 		t.Fatalf("lines: %+v", ls)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // A restarted instance learns from the findings stream which of its
@@ -39,7 +40,7 @@ const maxOpenKept = 1 << 20
 // ID is not given again, and a finding not (yet) resolved is open.
 func (g *Engine) Seen(data []byte) {
 	var l openLine
-	if len(data) > maxRecordBytes || json.Unmarshal(data, &l) != nil || l.ID == 0 {
+	if len(data) > wire.MaxRecordBytes || json.Unmarshal(data, &l) != nil || l.ID == 0 {
 		return
 	}
 	if l.Finding != "" {

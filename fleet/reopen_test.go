@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // seen hands an engine the lines another run gave, as the findings
@@ -29,20 +31,20 @@ func seen(t *testing.T, g *Engine, ls []Line) {
 func TestEngineClosesTheFindingsAnEarlierRunLeftOpen(t *testing.T) {
 	var first []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&first))
-	mk := func(lid uint16) (Conn, Conn) {
-		a, b := conn("hostA", 1, uint32(lid)*10, lid, uint32(lid)*10+1), conn("hostB", lid, uint32(lid)*10+1, 1, uint32(lid)*10)
+	mk := func(lid uint16) (wire.Conn, wire.Conn) {
+		a, b := fleettest.Conn("hostA", 1, uint32(lid)*10, lid, uint32(lid)*10+1), fleettest.Conn("hostB", lid, uint32(lid)*10+1, 1, uint32(lid)*10)
 		return a, b
 	}
-	m := t0.Add(10 * time.Second)
-	var pairs [3][2]Conn
+	m := fleettest.T0.Add(10 * time.Second)
+	var pairs [3][2]wire.Conn
 	for i := range pairs {
 		a, b := mk(uint16(2 + i))
-		g.Apply(&a, t0)
-		g.Apply(&b, t0)
-		a, b = migrated(a, m), migrated(b, m)
+		g.Apply(&a, fleettest.T0)
+		g.Apply(&b, fleettest.T0)
+		a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m)
 		g.Apply(&a, m)
 		g.Apply(&b, m)
-		pairs[i] = [2]Conn{a, b}
+		pairs[i] = [2]wire.Conn{a, b}
 	}
 	g.Advance(m.Add(3 * time.Second))
 	if len(first) != 3 {
@@ -54,9 +56,9 @@ func TestEngineClosesTheFindingsAnEarlierRunLeftOpen(t *testing.T) {
 	seen(t, h, first)
 	later := m.Add(time.Minute)
 	// pair 0 armed since, pair 1 one end rearmed, pair 2 gone (not rebuilt)
-	a0, b0 := rearmed(pairs[0][0], later), rearmed(pairs[0][1], later)
-	a1, b1 := rearmed(pairs[1][0], later), pairs[1][1]
-	for _, c := range []*Conn{&a0, &b0, &a1, &b1} {
+	a0, b0 := fleettest.Rearmed(pairs[0][0], later), fleettest.Rearmed(pairs[0][1], later)
+	a1, b1 := fleettest.Rearmed(pairs[1][0], later), pairs[1][1]
+	for _, c := range []*wire.Conn{&a0, &b0, &a1, &b1} {
 		h.Apply(c, later)
 	}
 	h.Advance(later.Add(3 * time.Second))
@@ -83,16 +85,16 @@ func TestEngineClosesTheFindingsAnEarlierRunLeftOpen(t *testing.T) {
 	// host-silent
 	var silent []Line
 	s := NewEngine(EngineConfig{SilentAfter: time.Second}, collect(&silent))
-	beat(t, s, "hostC", t0, t0, 0)
-	s.Advance(t0.Add(2 * time.Second))
+	beat(t, s, "hostC", fleettest.T0, fleettest.T0, 0)
+	s.Advance(fleettest.T0.Add(2 * time.Second))
 	if len(silent) != 1 || silent[0].Kind != apm.HostSilent {
 		t.Fatalf("silent: %+v", silent)
 	}
 	var still []Line
 	r := NewEngine(EngineConfig{SilentAfter: time.Second}, collect(&still))
 	seen(t, r, silent)
-	beat(t, r, "hostC", t0, t0, 0) // the last heartbeat before the silence: still silent
-	r.Advance(t0.Add(2 * time.Second))
+	beat(t, r, "hostC", fleettest.T0, fleettest.T0, 0) // the last heartbeat before the silence: still silent
+	r.Advance(fleettest.T0.Add(2 * time.Second))
 	if len(still) != 0 || !r.Silent("hostC") {
 		t.Fatalf("still silent: %+v", still)
 	}
@@ -110,7 +112,7 @@ func TestEngineClosesTheFindingsAnEarlierRunLeftOpen(t *testing.T) {
 	var again []Line
 	q := NewEngine(EngineConfig{SilentAfter: time.Second}, collect(&again))
 	seen(t, q, silent)
-	beat(t, q, "hostC", t0.Add(time.Minute), t0.Add(time.Minute), 0) // heard since
+	beat(t, q, "hostC", fleettest.T0.Add(time.Minute), fleettest.T0.Add(time.Minute), 0) // heard since
 	if len(again) != 1 || again[0].Type != "resolution" || again[0].Resolves != silent[0].ID {
 		t.Fatalf("heard again: %+v", again)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // An unprotected connection whose one end then rearms becomes one-sided:
@@ -12,15 +14,15 @@ import (
 // which gets its resolution; the peer's rearm resolves the other. No
 // finding is left open.
 func TestFleetResolvesAFindingALaterJudgementReplaces(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	f := startFleet(t, url, 0, 1)
 	defer f.stop()
 	a, b, ea, eb := migratedPair(t, url)
-	waitFor(t, 30*time.Second, "unprotected-connection", func() bool { return len(f.out.lines(t)) == 1 })
+	fleettest.WaitFor(t, 30*time.Second, "unprotected-connection", func() bool { return len(f.out.lines(t)) == 1 })
 	a.rearm(ea)
-	waitFor(t, 30*time.Second, "one-sided-rearm", func() bool { return len(f.out.lines(t)) == 3 })
+	fleettest.WaitFor(t, 30*time.Second, "one-sided-rearm", func() bool { return len(f.out.lines(t)) == 3 })
 	b.rearm(eb)
-	waitFor(t, 30*time.Second, "its resolution", func() bool { return len(f.out.lines(t)) == 4 })
+	fleettest.WaitFor(t, 30*time.Second, "its resolution", func() bool { return len(f.out.lines(t)) == 4 })
 	ls := f.out.lines(t)
 	unprot, resU, oneSided, resO := ls[0], ls[1], ls[2], ls[3]
 	if unprot.Kind != apm.UnprotectedConnection || unprot.Type != "finding" ||
@@ -38,11 +40,11 @@ func TestEngineResolvesTheOpenFindingOfAPairThatParts(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			var got []Line
 			g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-			a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-			g.Apply(&a, t0)
-			g.Apply(&b, t0)
-			m := t0.Add(10 * time.Second)
-			a, b = migrated(a, m), migrated(b, m)
+			a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+			g.Apply(&a, fleettest.T0)
+			g.Apply(&b, fleettest.T0)
+			m := fleettest.T0.Add(10 * time.Second)
+			a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m)
 			g.Apply(&a, m)
 			g.Apply(&b, m)
 			g.Advance(m.Add(3 * time.Second))
@@ -54,7 +56,7 @@ func TestEngineResolvesTheOpenFindingOfAPairThatParts(t *testing.T) {
 			if how == "gone" {
 				b.Gone = true
 			} else {
-				b.Remote = Addr{LID: 7, QPN: 77}
+				b.Remote = wire.Addr{LID: 7, QPN: 77}
 			}
 			g.Apply(&b, at)
 			if len(got) != 2 || got[1].Type != "resolution" || got[1].Resolves != got[0].ID || got[1].Kind != apm.UnprotectedConnection {

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -87,7 +90,7 @@ func (h *scaleHosts) beatAlong() {
 	h.t.Cleanup(func() { close(stop); <-done })
 }
 
-func (h *scaleHosts) put(c *Conn) {
+func (h *scaleHosts) put(c *wire.Conn) {
 	hi := hostIndex(c.Host)
 	h.rev[hi]++
 	c.Run, c.Rev = c.Host+"-run1", h.rev[hi]
@@ -95,7 +98,7 @@ func (h *scaleHosts) put(c *Conn) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.publish(ConnSubject(c), b)
+	h.publish(wire.ConnSubject(c), b)
 	h.n++
 }
 
@@ -121,8 +124,8 @@ func (h *scaleHosts) beat() {
 	now := time.Now().UTC()
 	h.beats.Add(int64(len(hostNames)))
 	for _, name := range hostNames {
-		b, _ := json.Marshal(Heartbeat{Host: name, Run: name + "-run1", At: now, Every: 1})
-		h.publish(HeartbeatSubject(name), b)
+		b, _ := json.Marshal(wire.Heartbeat{Host: name, Run: name + "-run1", At: now, Every: 1})
+		h.publish(wire.HeartbeatSubject(name), b)
 	}
 }
 
@@ -144,12 +147,12 @@ func hostIndex(name string) int {
 func stormOneSided(i int) bool { return i%1000 == 500 }
 
 func scaleRun(t *testing.T, n int) {
-	url, server := startNATSServerPID(t)
-	js := jsOf(t, url)
+	url, server := fleettest.StartNATSServerPID(t)
+	js := fleettest.JS(t, url)
 	h := &scaleHosts{t: t, js: js, rev: make([]uint64, len(hostNames))}
 	at := time.Now().UTC()
 	t0 := time.Now()
-	var c Conn
+	var c wire.Conn
 	for i := range n {
 		for side := range 2 {
 			synth(&c, i, side, at)
@@ -168,7 +171,7 @@ func scaleRun(t *testing.T, n int) {
 	start := f.waitReady(30 * time.Minute)
 	startCPU := f.cpu()
 	_, startPeak := f.rss()
-	waitFor(t, time.Minute, "every end held", func() bool { return f.metric("apmwatch_fleet_ends") == float64(2*n) })
+	fleettest.WaitFor(t, time.Minute, "every end held", func() bool { return f.metric("apmwatch_fleet_ends") == float64(2*n) })
 	t.Logf("n=%d: start %v, CPU %v, peak RSS %.1f MiB", n, start.Round(time.Millisecond), startCPU, startPeak)
 
 	// the storm, with the 3 s stop in its middle
@@ -191,7 +194,7 @@ func scaleRun(t *testing.T, n int) {
 	<-paused
 	<-profiled
 	want := consumed + float64(h.n)
-	waitFor(t, 30*time.Minute, "the storm consumed", func() bool { return f.metric("apmwatch_fleet_records_total") >= want })
+	fleettest.WaitFor(t, 30*time.Minute, "the storm consumed", func() bool { return f.metric("apmwatch_fleet_records_total") >= want })
 	beats := int(h.beats.Load() - beats0)
 	stormWall, stormCPU := time.Since(wall), f.cpu()-cpu0
 	_, stormPeak := f.rss()
@@ -217,11 +220,11 @@ func scaleRun(t *testing.T, n int) {
 	_, halfPeak := f0.rss()
 	f1.signal(syscall.SIGKILL)
 	killed := time.Now()
-	waitFor(t, 30*time.Minute, "share 1 taken over", func() bool {
+	fleettest.WaitFor(t, 30*time.Minute, "share 1 taken over", func() bool {
 		return f0.logged(`msg="fleet consuming"`, "share=1")
 	})
 	takeover := time.Since(killed)
-	waitFor(t, time.Minute, "every end held", func() bool { return f0.metric("apmwatch_fleet_ends") == float64(2*n) })
+	fleettest.WaitFor(t, time.Minute, "every end held", func() bool { return f0.metric("apmwatch_fleet_ends") == float64(2*n) })
 	_, overPeak := f0.rss()
 	t.Logf("n=%d: takeover %v (lease TTL 2 s); peak RSS of the instance %.1f MiB with half, %.1f MiB with all",
 		n, takeover.Round(time.Millisecond), halfPeak, overPeak)
@@ -241,16 +244,16 @@ func (h *scaleHosts) storm(n int, at time.Time, ep uint32, mid func()) {
 		if i == n/2 && mid != nil {
 			mid()
 		}
-		var a, b Conn
+		var a, b wire.Conn
 		synth(&a, i, 0, at)
 		synth(&b, i, 1, at)
 		now := time.Now().UTC()
-		for _, e := range []*Conn{&a, &b} {
+		for _, e := range []*wire.Conn{&a, &b} {
 			e.Armed, e.Changed, e.At = false, now, now
-			e.Episode = Episode{N: ep, Migrations: []time.Time{now}}
+			e.Episode = wire.Episode{N: ep, Migrations: []time.Time{now}}
 			h.put(e)
 		}
-		for _, e := range []*Conn{&a, &b} {
+		for _, e := range []*wire.Conn{&a, &b} {
 			if e == &b && stormOneSided(i) {
 				continue
 			}
@@ -270,7 +273,7 @@ func checkScaleFindings(t *testing.T, path string, storm int) {
 	want := map[string]bool{}
 	for i := range storm {
 		if stormOneSided(i) {
-			var b Conn
+			var b wire.Conn
 			synth(&b, i, 1, time.Time{})
 			want[fmt.Sprintf("%s/%d", b.Host, b.Local.QPN)] = true
 		}
@@ -324,16 +327,16 @@ func scaleSeeds(t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
 	host := hostNames[1]
 	var filters []string
-	for part := range Partitions {
-		filters = append(filters, fmt.Sprintf("%s%d.%s.>", connPrefix, part, token(host)))
+	for part := range wire.Partitions {
+		filters = append(filters, fmt.Sprintf("%s%d.%s.>", wire.ConnPrefix, part, wire.Token(host)))
 	}
 	start := time.Now()
-	got, err := readLastSingly(t.Context(), js, filters, connPrefix+"*."+token(host)+".>", maxTracked, func(lastRecord) {})
+	got, err := natsconn.ReadLastSingly(t.Context(), js, filters, wire.ConnPrefix+"*."+wire.Token(host)+".>", wire.MaxTracked, func(natsconn.LastRecord) {})
 	if err != nil {
 		t.Fatalf("reading %s's seeds: %v", host, err)
 	}
 	want := 1 // its heartbeat's subject matches too (loadSeeds drops it)
-	var c Conn
+	var c wire.Conn
 	for i := range n {
 		for side := range 2 {
 			if synth(&c, i, side, time.Time{}); c.Host == host {
@@ -376,7 +379,7 @@ func scaleInstancesStorm(t *testing.T, h *scaleHosts, url string, server, n, k i
 	wall := time.Now()
 	storm := min(n, 250_000)
 	h.storm(storm, at, 2, nil)
-	waitFor(t, 30*time.Minute, "the storm consumed by every instance", func() bool {
+	fleettest.WaitFor(t, 30*time.Minute, "the storm consumed by every instance", func() bool {
 		return total(func(f *fleetProc) float64 { return f.metric("apmwatch_fleet_records_total") }) >= consumed+float64(h.n)
 	})
 	t.Logf("n=%d: %d instances: storm of %d records consumed in %v; the instances' CPU %.1f s, nats-server's %v",

@@ -13,22 +13,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
 )
 
 // The scale tests run the fleet as users do: the apmwatch binary, built
 // from this tree, in a process of its own (its CPU time and RSS are its
 // own).
-var apmwatchBin built
+var apmwatchBin fleettest.Built
 
 func apmwatchBinary(t *testing.T) string {
 	t.Helper()
-	return apmwatchBin.get(t, "apmwatch", func() (string, error) {
+	return apmwatchBin.Get(t, "apmwatch", func() (string, error) {
 		dir, err := os.MkdirTemp("", "apmwatch-test-bin")
 		if err != nil {
 			return "", err
 		}
 		path := filepath.Join(dir, "apmwatch")
-		if out, err := exec.Command(goBinary(), "build", "-o", path, "../cmd/apmwatch").CombinedOutput(); err != nil {
+		if out, err := exec.Command(fleettest.GoBinary(), "build", "-o", path, "../cmd/apmwatch").CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build ../cmd/apmwatch: %v: %s", err, out)
 		}
 		return path, nil
@@ -52,7 +54,7 @@ type fleetProc struct {
 func startFleetProc(t *testing.T, url, findings string, args ...string) *fleetProc {
 	t.Helper()
 	f := &fleetProc{t: t, stderr: &syncBuffer{}, ready: filepath.Join(t.TempDir(), "ready"), findings: findings,
-		metrics: freePort(t), exited: make(chan struct{})}
+		metrics: fleettest.FreePort(t), exited: make(chan struct{})}
 	all := append([]string{"fleet", "--nats", url, "--ready-file", f.ready, "--findings", findings, "--metrics-addr", f.metrics}, args...)
 	f.cmd = exec.Command(apmwatchBinary(t), all...)
 	f.cmd.Stderr = f.stderr
@@ -68,7 +70,7 @@ func startFleetProc(t *testing.T, url, findings string, args ...string) *fleetPr
 // waitReady waits for the ready file and says how long the start took.
 func (f *fleetProc) waitReady(limit time.Duration) time.Duration {
 	f.t.Helper()
-	waitFor(f.t, limit, "the fleet's ready file", func() bool {
+	fleettest.WaitFor(f.t, limit, "the fleet's ready file", func() bool {
 		select {
 		case <-f.exited:
 			f.t.Fatalf("apmwatch fleet exited: %s", f.stderr.String())

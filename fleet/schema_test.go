@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/findingline/findinglinetest"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // The fleet's lines (one-sided-rearm, its resolution, unprotected-connection)
@@ -15,19 +17,19 @@ import (
 func TestFleetLinesMatchSchema(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	c, d := conn("hostA", 1, 30, 2, 31), conn("hostB", 2, 31, 1, 30)
-	for _, r := range []*Conn{&a, &b, &c, &d} {
-		g.Apply(r, t0)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	c, d := fleettest.Conn("hostA", 1, 30, 2, 31), fleettest.Conn("hostB", 2, 31, 1, 30)
+	for _, r := range []*wire.Conn{&a, &b, &c, &d} {
+		g.Apply(r, fleettest.T0)
 	}
-	m := t0.Add(10 * time.Second)
-	a, b, c, d = migrated(a, m), migrated(b, m), migrated(c, m), migrated(d, m)
-	a = rearmed(a, m.Add(100*time.Millisecond))
-	for _, r := range []*Conn{&a, &b, &c, &d} {
+	m := fleettest.T0.Add(10 * time.Second)
+	a, b, c, d = fleettest.Migrated(a, m), fleettest.Migrated(b, m), fleettest.Migrated(c, m), fleettest.Migrated(d, m)
+	a = fleettest.Rearmed(a, m.Add(100*time.Millisecond))
+	for _, r := range []*wire.Conn{&a, &b, &c, &d} {
 		g.Apply(r, m)
 	}
 	g.Advance(m.Add(3 * time.Second))
-	b = rearmed(b, m.Add(20*time.Second))
+	b = fleettest.Rearmed(b, m.Add(20*time.Second))
 	g.Apply(&b, b.At)
 	kinds := map[string]bool{}
 	for _, l := range got {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,13 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The embedded server speaks TLS: a client that trusts its CA stores its
@@ -24,7 +29,7 @@ import (
 // The fleet itself reaches its server in-process, TLS or not.
 func TestEmbeddedServesTLS(t *testing.T) {
 	dir := t.TempDir()
-	pki(t, dir)
+	fleettest.PKI(t, dir)
 	pem := func(n string) string { return filepath.Join(dir, n) }
 	cfg := embeddedConfig(t)
 	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = pem("server.pem"), pem("server-key.pem"), pem("ca.pem")
@@ -33,17 +38,19 @@ func TestEmbeddedServesTLS(t *testing.T) {
 	if !strings.HasPrefix(url, "tls://") {
 		t.Fatalf("ready file's URL %s", url)
 	}
-	for _, o := range []NATSOptions{{URL: url, TLSCA: pem("ca.pem")},
+	for _, o := range []natsconn.NATSOptions{{URL: url, TLSCA: pem("ca.pem")},
 		{URL: url, TLSCA: pem("ca.pem"), TLSCert: pem("client.pem"), TLSKey: pem("client-key.pem")}} {
-		p, err := NewPublisher(PublishConfig{NATS: o, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
+		p, err := publish.NewPublisher(publish.PublishConfig{NATS: o, Host: "hostA", QueueDir: filepath.Join(t.TempDir(), "q")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, "hostA"))
-		waitFor(t, 40*time.Second, "the line stored over TLS", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+		fleettest.WaitFor(t, 40*time.Second, "the line stored over TLS", func() bool {
+			return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+		})
 		p.Close(time.Second)
 	}
-	if _, err := (NATSOptions{URL: url}).connect(false); err == nil {
+	if _, err := (natsconn.NATSOptions{URL: url}).Connect(false); err == nil {
 		t.Error("a client that does not trust the server's CA connected")
 	}
 
@@ -51,10 +58,10 @@ func TestEmbeddedServesTLS(t *testing.T) {
 	cfg.TLSCert, cfg.TLSKey, cfg.TLSCA, cfg.TLSVerify = pem("server.pem"), pem("server-key.pem"), pem("ca.pem"), true
 	f, _ = runFleet(t, cfg)
 	url = f.readyInfo(t).NATS
-	if _, err := (NATSOptions{URL: url, TLSCA: pem("ca.pem")}).connect(false); err == nil {
+	if _, err := (natsconn.NATSOptions{URL: url, TLSCA: pem("ca.pem")}).Connect(false); err == nil {
 		t.Error("--tls-verify: a client without a certificate connected")
 	}
-	nc, err := (NATSOptions{URL: url, TLSCA: pem("ca.pem"), TLSCert: pem("client.pem"), TLSKey: pem("client-key.pem")}).connect(false)
+	nc, err := (natsconn.NATSOptions{URL: url, TLSCA: pem("ca.pem"), TLSCert: pem("client.pem"), TLSKey: pem("client-key.pem")}).Connect(false)
 	if err != nil {
 		t.Fatalf("--tls-verify with a client certificate: %v", err)
 	}
@@ -66,43 +73,6 @@ func TestEmbeddedServesTLS(t *testing.T) {
 		if err := c.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: %v", bad, err)
 		}
-	}
-}
-
-// --monitor serves NATS's monitoring; a bare port listens on loopback.
-func TestEmbeddedMonitorPort(t *testing.T) {
-	for in, want := range map[string]string{"8222": "127.0.0.1:8222", ":8222": "127.0.0.1:8222", "0.0.0.0:8222": "0.0.0.0:8222", "[::1]:9": "::1:9"} {
-		h, p, err := monitorAddr(in)
-		if err != nil || fmt.Sprintf("%s:%d", h, p) != want {
-			t.Errorf("--monitor %s: %s:%d %v, want %s", in, h, p, err, want)
-		}
-	}
-	for _, bad := range []string{"x", "1:2:3", "99999", "host:"} {
-		if _, _, err := monitorAddr(bad); err == nil {
-			t.Errorf("--monitor %s accepted", bad)
-		}
-	}
-	s, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Monitor: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown()
-	u := s.MonitorURL()
-	if !strings.HasPrefix(u, "http://127.0.0.1:") {
-		t.Fatalf("monitor at %q, want loopback", u)
-	}
-	resp, err := http.Get(u + "/healthz")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET /healthz: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	none, err := StartServer(ServerConfig{Listen: "127.0.0.1:0", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer none.Shutdown()
-	if none.MonitorURL() != "" {
-		t.Fatalf("a monitor without --monitor: %s", none.MonitorURL())
 	}
 }
 
@@ -130,7 +100,7 @@ func TestStreamsTheAccountRefusesFailFast(t *testing.T) {
 	cfg.Auth = auth
 	start := time.Now()
 	err := Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{})
-	if !errors.Is(err, ErrCreateStreams) || !strings.Contains(err.Error(), ConnStream) || !strings.Contains(err.Error(), FindingsStream) ||
+	if !errors.Is(err, natsconn.ErrCreateStreams) || !strings.Contains(err.Error(), wire.ConnStream) || !strings.Contains(err.Error(), wire.FindingsStream) ||
 		!strings.Contains(err.Error(), "max bytes") || strings.Contains(err.Error(), "\n") || time.Since(start) > 10*time.Second {
 		t.Fatalf("%v after %v", err, time.Since(start))
 	}
@@ -139,36 +109,36 @@ func TestStreamsTheAccountRefusesFailFast(t *testing.T) {
 
 	dir := t.TempDir()
 	ecfg := embeddedConfig(t)
-	ecfg.Auth = addUsers(t, dir)
-	srv, err := StartServer(ecfg.server())
+	ecfg.Auth = fleettest.AddUsers(t, dir)
+	srv, err := natsserver.StartServer(ecfg.server())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
 	cfg = DefaultConfig()
-	cfg.NATS = hostOpts(srv.URL(), dir, "node17")
+	cfg.NATS = fleettest.HostOpts(srv.URL(), dir, "node17")
 	cfg.MetricsAddr = ""
 	start = time.Now()
 	err = Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{})
-	if !errors.Is(err, ErrCreateStreams) || !strings.Contains(err.Error(), "may not create") || time.Since(start) > 10*time.Second {
+	if !errors.Is(err, natsconn.ErrCreateStreams) || !strings.Contains(err.Error(), "may not create") || time.Since(start) > 10*time.Second {
 		t.Fatalf("a fleet as a host: %v after %v", err, time.Since(start))
 	}
 }
 
 func TestStreamLimitsValidate(t *testing.T) {
-	if err := DefaultLimits.Validate(); err != nil {
+	if err := natsconn.DefaultLimits.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []func(l *StreamLimits){
-		func(l *StreamLimits) { l.Replicas = 0 },
-		func(l *StreamLimits) { l.Replicas = 6 },
-		func(l *StreamLimits) { l.MaxBytes = 0 },
-		func(l *StreamLimits) { l.MaxBytes = 1000 },
-		func(l *StreamLimits) { l.ConnMaxAge = 0 },
-		func(l *StreamLimits) { l.FindingsMaxAge = -time.Hour },
-		func(l *StreamLimits) { l.ConnPerSubject = 0 },
+	for _, bad := range []func(l *natsconn.StreamLimits){
+		func(l *natsconn.StreamLimits) { l.Replicas = 0 },
+		func(l *natsconn.StreamLimits) { l.Replicas = 6 },
+		func(l *natsconn.StreamLimits) { l.MaxBytes = 0 },
+		func(l *natsconn.StreamLimits) { l.MaxBytes = 1000 },
+		func(l *natsconn.StreamLimits) { l.ConnMaxAge = 0 },
+		func(l *natsconn.StreamLimits) { l.FindingsMaxAge = -time.Hour },
+		func(l *natsconn.StreamLimits) { l.ConnPerSubject = 0 },
 	} {
-		l := DefaultLimits
+		l := natsconn.DefaultLimits
 		bad(&l)
 		if err := l.Validate(); err == nil || !strings.HasPrefix(err.Error(), "--") {
 			t.Errorf("%+v: %v", l, err)
@@ -224,15 +194,15 @@ func TestServerOlderThan210IsRefused(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "nats-server 2.9.10: apmwatch fleet needs 2.10 or later for ") {
 		t.Fatalf("fleet: %v", err)
 	}
-	if _, err := ReadStatus(ctx, NATSOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "nats-server 2.9.10: apmwatch fleet status needs 2.10") {
+	if _, err := ReadStatus(ctx, natsconn.NATSOptions{URL: url}); err == nil || !strings.Contains(err.Error(), "nats-server 2.9.10: apmwatch fleet status needs 2.10") {
 		t.Fatalf("fleet status: %v", err)
 	}
 	for v, ok := range map[string]bool{"2.10.0": true, "2.12.1-beta.2": true, "v2.11.3": true, "3.0.0": true, "2.9.25": false, "1.4.1": false, "": true} {
-		if err := checkServerVersion(v, "x"); (err == nil) != ok {
+		if err := natsconn.CheckServerVersion(v, "x"); (err == nil) != ok {
 			t.Errorf("version %q: %v", v, err)
 		}
 	}
-	if err := checkServerVersion("2.9\x1b[2J\nforged", "x"); err == nil || strings.ContainsAny(err.Error(), "\x1b\n") {
+	if err := natsconn.CheckServerVersion("2.9\x1b[2J\nforged", "x"); err == nil || strings.ContainsAny(err.Error(), "\x1b\n") {
 		t.Errorf("a hostile version: %q", err)
 	}
 }
@@ -267,25 +237,27 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 	logs := map[string]*syncBuffer{"fleet": fleetLog}
 	for _, c := range []struct {
 		host string
-		o    NATSOptions
+		o    natsconn.NATSOptions
 		ok   bool
 	}{
-		{"node17", NATSOptions{URL: url, User: "node17", PasswordFile: pwFile}, true},
-		{"node18", NATSOptions{URL: url, NKeyFile: seedFile}, true},
-		{"node19", NATSOptions{URL: url, User: "node17", PasswordFile: wrongFile}, false},
+		{"node17", natsconn.NATSOptions{URL: url, User: "node17", PasswordFile: pwFile}, true},
+		{"node18", natsconn.NATSOptions{URL: url, NKeyFile: seedFile}, true},
+		{"node19", natsconn.NATSOptions{URL: url, User: "node17", PasswordFile: wrongFile}, false},
 	} {
 		log := &syncBuffer{}
 		logs[c.host] = log
-		p, err := NewPublisher(PublishConfig{NATS: c.o, Host: c.host, QueueDir: filepath.Join(t.TempDir(), "q"), Log: slogTo(log)})
+		p, err := publish.NewPublisher(publish.PublishConfig{NATS: c.o, Host: c.host, QueueDir: filepath.Join(t.TempDir(), "q"), Log: slogTo(log)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Line(findingline.New(apm.Finding{ID: 7, Kind: apm.MissedRearm}, c.host))
 		if c.ok {
-			waitFor(t, 20*time.Second, c.host+"'s line stored", func() bool { return p.q.Stats().Pending == 0 && sent(p) == 1 })
+			fleettest.WaitFor(t, 20*time.Second, c.host+"'s line stored", func() bool {
+				return published(t, p, "apmwatch_publish_queue_messages") == 0 && published(t, p, "apmwatch_published_total") == 1
+			})
 		} else {
 			time.Sleep(2 * time.Second)
-			if sent(p) != 0 {
+			if published(t, p, "apmwatch_published_total") != 0 {
 				t.Errorf("%s sent with a wrong password", c.host)
 			}
 		}
@@ -304,24 +276,24 @@ func TestNoSecretInLogsOrReadyFiles(t *testing.T) {
 	}
 
 	for _, u := range []string{"nats://node17:" + pw + "@127.0.0.1:4222", "nats://127.0.0.1:4222,tls://" + pw + "@n2:4222", "node17:" + pw + "@127.0.0.1:4222"} {
-		o := NATSOptions{URL: u}
+		o := natsconn.NATSOptions{URL: u}
 		err := o.Validate()
 		if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "--nats-password-file") {
 			t.Errorf("URL with a password: %v", err)
 		}
-		if _, err := o.connect(false); err == nil || strings.Contains(err.Error(), pw) {
+		if _, err := o.Connect(false); err == nil || strings.Contains(err.Error(), pw) {
 			t.Errorf("connecting to a URL with a password: %v", err)
 		}
 	}
 	os.Chmod(seedFile, 0o644)
-	if _, err := (NATSOptions{URL: url, NKeyFile: seedFile}).connect(false); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := (natsconn.NATSOptions{URL: url, NKeyFile: seedFile}).Connect(false); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("a seed file others may read: %v", err)
 	}
 	junk := secret("junk.nk", []byte("SUnot-a-seed-"+pw+"\n"))
-	if _, err := (NATSOptions{URL: url, NKeyFile: junk}).connect(false); err == nil || strings.Contains(err.Error(), pw) {
+	if _, err := (natsconn.NATSOptions{URL: url, NKeyFile: junk}).Connect(false); err == nil || strings.Contains(err.Error(), pw) {
 		t.Errorf("a file that is no seed: %v", err)
 	}
-	for _, o := range []NATSOptions{{NKeyFile: "a", Creds: "b"}, {NKeyFile: "a", User: "u", PasswordFile: "p"}, {InboxPrefix: "_INBOX.>"}, {InboxPrefix: "a..b"}, {InboxPrefix: "a b"}} {
+	for _, o := range []natsconn.NATSOptions{{NKeyFile: "a", Creds: "b"}, {NKeyFile: "a", User: "u", PasswordFile: "p"}, {InboxPrefix: "_INBOX.>"}, {InboxPrefix: "a..b"}, {InboxPrefix: "a b"}} {
 		if err := o.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: %v", o, err)
 		}
@@ -346,7 +318,7 @@ func TestAuthFileTakesUsersOnly(t *testing.T) {
 		`accounts { OTHER { jetstream: enabled, users: [ { nkey: "PUB" } ] } }`:        "named APMWATCH",
 		`accounts { APMWATCH { jetstream: enabled, users: [ { nkey: "NOTAKEY" } ] } }`: "",
 	} {
-		_, err := loadAuth(writeAuth(t, body))
+		_, err := natsserver.LoadAuth(writeAuth(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: %v, want %q", body, err, want)
 		}
@@ -359,4 +331,28 @@ func TestAuthFileTakesUsersOnly(t *testing.T) {
 	if err := Run(context.Background(), cfg, &syncBuffer{}, &syncBuffer{}); err == nil || !strings.Contains(err.Error(), "jetstream: enabled") {
 		t.Errorf("an APMWATCH account without jetstream: %v", err)
 	}
+}
+
+// published reads one of a publisher's metrics (a counter or a gauge
+// without labels) through its prometheus.Collector.
+func published(t *testing.T, p *publish.Publisher, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(p)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		if m := mf.GetMetric()[0]; m.GetCounter() != nil {
+			return m.GetCounter().GetValue()
+		} else if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("the publisher has no metric %s", name)
+	return 0
 }

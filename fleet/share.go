@@ -2,12 +2,13 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -19,7 +20,7 @@ import (
 // sharePartitions returns share s's partitions, of n shares.
 func sharePartitions(s, n int) []int {
 	var ps []int
-	for p := range Partitions {
+	for p := range wire.Partitions {
 		if p%n == s {
 			ps = append(ps, p)
 		}
@@ -35,7 +36,7 @@ type shareRun struct {
 	// others marks the partitions not in the share when it reads the
 	// whole connection namespace (wholeStream): their records are
 	// skipped before they are decoded
-	others *[Partitions]bool
+	others *[wire.Partitions]bool
 	engine *Engine
 	ctx    context.Context // run's: the engine's findings wait for the fence until it is done
 	// onReady is called once the rebuild is consumed, with the ends
@@ -76,15 +77,15 @@ func (r *shareRun) loadJudged(ctx context.Context) error {
 	in := r.in
 	var filters []string
 	for _, p := range r.parts {
-		filters = append(filters, fleetFindingSubject(p))
+		filters = append(filters, wire.FleetFindingSubject(p))
 	}
-	streams, err := streamsOf(ctx, in.js, filters)
+	streams, err := natsconn.StreamsOf(ctx, in.js, filters)
 	if err != nil {
 		return err
 	}
 	n := 0
 	for name, fs := range streams {
-		k, err := readAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
+		k, err := natsconn.ReadAll(ctx, in.js, name, jetstream.OrderedConsumerConfig{FilterSubjects: fs}, func(m jetstream.Msg) {
 			r.engine.Seen(m.Data())
 		})
 		if err != nil {
@@ -96,46 +97,6 @@ func (r *shareRun) loadJudged(ctx context.Context) error {
 	return nil
 }
 
-// readAll delivers every message a consumer has now, then returns.
-// A request the server denies ends it at once, with a *DeniedError.
-func readAll(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) (int, error) {
-	ctx, done := guard(ctx, js.Conn())
-	defer done()
-	c, err := js.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return 0, denied(ctx, err)
-	}
-	pending := c.CachedInfo().NumPending
-	n := 0
-	for uint64(n) < pending {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return n, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			fn(m)
-			n++
-			got++
-			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
-				pending = uint64(n)
-				break // all there was: not waiting out the fetch
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return n, denied(ctx, err)
-		}
-		var d *DeniedError
-		if errors.As(context.Cause(ctx), &d) {
-			return n, d
-		}
-		if got == 0 {
-			break
-		}
-	}
-	return n, nil
-}
-
 // consume rebuilds the partitions' state from the last record of every
 // end, then follows new records, judging as it goes.
 func (r *shareRun) consume(ctx context.Context) error {
@@ -145,16 +106,16 @@ func (r *shareRun) consume(ctx context.Context) error {
 	in := r.in
 	var filters []string
 	for _, p := range r.parts {
-		filters = append(filters, connFilter(p))
+		filters = append(filters, wire.ConnFilter(p))
 	}
-	streams, err := streamsOf(ctx, in.js, filters)
+	streams, err := natsconn.StreamsOf(ctx, in.js, filters)
 	if err != nil {
 		return err
 	}
 	r.followHeartbeats(ctx, streams)
 	if r.wholeStream(streams) {
-		r.others = new([Partitions]bool)
-		for p := range Partitions {
+		r.others = new([wire.Partitions]bool)
+		for p := range wire.Partitions {
 			r.others[p] = true
 		}
 		for _, p := range r.parts {
@@ -292,10 +253,10 @@ func (r *shareRun) wholeStream(streams map[string][]string) bool {
 		return false
 	}
 	for name, fs := range streams {
-		if fs[len(fs)-1] != heartbeatFilter {
+		if fs[len(fs)-1] != wire.HeartbeatFilter {
 			return false // heartbeats not followed: in another stream
 		}
-		streams[name] = []string{connPrefix + ">"}
+		streams[name] = []string{wire.ConnPrefix + ">"}
 	}
 	return true
 }
@@ -309,14 +270,14 @@ func (r *shareRun) wholeStream(streams map[string][]string) bool {
 // are judged on the stream's clock alone.
 func (r *shareRun) followHeartbeats(ctx context.Context, streams map[string][]string) {
 	in := r.in
-	hs, err := streamsOf(ctx, in.js, []string{heartbeatFilter})
+	hs, err := natsconn.StreamsOf(ctx, in.js, []string{wire.HeartbeatFilter})
 	if err == nil {
 		for name := range hs {
-			streams[name] = append(streams[name], heartbeatFilter)
+			streams[name] = append(streams[name], wire.HeartbeatFilter)
 			return
 		}
 	}
-	in.log.Warn("hosts' heartbeats not followed: no stream holds them", "subject", heartbeatFilter, "err", err)
+	in.log.Warn("hosts' heartbeats not followed: no stream holds them", "subject", wire.HeartbeatFilter, "err", err)
 }
 
 // take applies one message: a heartbeat, or a record bound to its
@@ -324,12 +285,12 @@ func (r *shareRun) followHeartbeats(ctx context.Context, streams map[string][]st
 func (r *shareRun) take(m jetstream.Msg, stored, now time.Time) {
 	in := r.in
 	rc := Received{Subject: m.Subject(), Stored: stored, Data: m.Data(), Behind: behind(m.Headers())}
-	if isHeartbeat(rc.Subject) {
+	if wire.IsHeartbeat(rc.Subject) {
 		r.engine.TakeHeartbeat(rc, now)
 		return
 	}
 	if r.others != nil {
-		if p, ok := subjectPartition(rc.Subject); ok && r.others[p] {
+		if p, ok := wire.SubjectPartition(rc.Subject); ok && r.others[p] {
 			return // another share's
 		}
 	}
@@ -388,7 +349,7 @@ func probeConsumers(ctx context.Context, cons []jetstream.Consumer) *atomic.Int6
 // behind reads a record's BehindHeader: 0 when absent (a publisher that
 // does not say) or not a count.
 func behind(h nats.Header) int {
-	n, err := strconv.Atoi(h.Get(BehindHeader))
+	n, err := strconv.Atoi(h.Get(wire.BehindHeader))
 	if err != nil || n < 0 {
 		return 0
 	}

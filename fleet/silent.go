@@ -8,6 +8,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/findingline"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // A host heard to heartbeat is live while the stream's clock is within
@@ -23,7 +24,7 @@ import (
 // silence past a third of SilentAfter (receivedAt).
 
 // DefaultSilentAfter is how long a host may go unheard: three heartbeats.
-const DefaultSilentAfter = 3 * DefaultHeartbeatEvery
+const DefaultSilentAfter = 3 * wire.DefaultHeartbeatEvery
 
 const remedySilent = "check the host's apmwatch audit daemon (running, --publish), its link to NATS (apmwatch_nats_connected) " +
 	"and its publish queue (apmwatch_publish_queue_bytes); a host taken out of service stays silent until its subjects " +
@@ -93,8 +94,8 @@ func hostLine(f apm.Finding, host string) Line {
 // HostPartition is the partition whose instance gives a host's findings.
 func HostPartition(host string) int {
 	h := fnv.New32a()
-	h.Write([]byte(token(host)))
-	return int(uint64(h.Sum32()) * 0x9E3779B97F4A7C15 >> 58 % Partitions)
+	h.Write([]byte(wire.Token(host)))
+	return int(uint64(h.Sum32()) * 0x9E3779B97F4A7C15 >> 58 % wire.Partitions)
 }
 
 // Silent reports whether the host (its subject token) is silent now.

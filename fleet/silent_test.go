@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
 )
 
 // A host that stops heartbeating is silent after --silent-after: one
@@ -16,16 +18,16 @@ import (
 // then its heartbeats): the resolution, and the pair, armed, is not
 // judged.
 func TestFleetHostSilentAndHeardAgain(t *testing.T) {
-	url := testNATS(t)
-	addr := freePort(t)
+	url := fleettest.NATS(t)
+	addr := fleettest.FreePort(t)
 	f := startFleetWith(t, url, 0, 1, func(c *Config) { c.Engine.SilentAfter, c.MetricsAddr = time.Second, addr })
 	defer f.stop()
 	a, b, ea, eb := migratedPair(t, url)
 	b.stopBeats() // hostB falls silent
 	a.rearm(ea)   // one-sided from here: hostB's end said nothing since
 
-	waitFor(t, 30*time.Second, "host-silent", func() bool { return len(f.out.lines(t)) > 0 })
-	waitFor(t, 30*time.Second, "the metric", func() bool {
+	fleettest.WaitFor(t, 30*time.Second, "host-silent", func() bool { return len(f.out.lines(t)) > 0 })
+	fleettest.WaitFor(t, 30*time.Second, "the metric", func() bool {
 		v, ok := metric(t, addr, `apmwatch_fleet_host_silent{host="hostB"}`)
 		return ok && v == 1
 	})
@@ -42,7 +44,7 @@ func TestFleetHostSilentAndHeardAgain(t *testing.T) {
 	if !ok || time.Since(time.Unix(0, int64(heard*1e9))) < time.Second {
 		t.Fatalf("hostB last heard %v (%v): less than --silent-after ago", heard, ok)
 	}
-	st, err := ReadStatusSilentAfter(context.Background(), NATSOptions{URL: url}, time.Second)
+	st, err := ReadStatusSilentAfter(context.Background(), natsconn.NATSOptions{URL: url}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +73,8 @@ func TestFleetHostSilentAndHeardAgain(t *testing.T) {
 
 	b.rearm(eb) // heard again: its rearm, then its heartbeats
 	b.startBeats()
-	waitFor(t, 30*time.Second, "the resolution", func() bool { return len(f.out.lines(t)) > 1 })
-	waitFor(t, 30*time.Second, "the metric", func() bool {
+	fleettest.WaitFor(t, 30*time.Second, "the resolution", func() bool { return len(f.out.lines(t)) > 1 })
+	fleettest.WaitFor(t, 30*time.Second, "the metric", func() bool {
 		v, ok := metric(t, addr, `apmwatch_fleet_host_silent{host="hostB"}`)
 		return ok && v == 0
 	})

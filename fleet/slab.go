@@ -1,5 +1,9 @@
 package fleet
 
+import (
+	"github.com/apmwatch/apmwatch/fleet/wire"
+)
+
 // endSlab holds the engine's ends by value in fixed-size chunks: an end
 // holds no pointer (its peer is a slot), so the garbage collector never
 // scans the millions of them, a chunk's address never moves (an *end
@@ -41,13 +45,13 @@ func (s *endSlab) release(i uint32) {
 const noPeer = ^uint32(0)
 
 // lookup is the end of key k, or nil.
-func (g *Engine) lookup(k EndKey) *end {
+func (g *Engine) lookup(k wire.EndKey) *end {
 	_, e := g.lookupSlot(k)
 	return e
 }
 
 // lookupSlot is the slot and end of key k, or nil.
-func (g *Engine) lookupSlot(k EndKey) (uint32, *end) {
+func (g *Engine) lookupSlot(k wire.EndKey) (uint32, *end) {
 	i, ok := g.ends.get(k, &g.slab)
 	if !ok {
 		return 0, nil

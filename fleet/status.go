@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/olekukonko/tablewriter"
@@ -61,16 +63,16 @@ const (
 // ReadStatus rebuilds every partition from the stream (the last record of
 // each end) and lists the connections that cannot fail over: one-sided,
 // unprotected, half-armed.
-func ReadStatus(ctx context.Context, o NATSOptions) (*Status, error) {
+func ReadStatus(ctx context.Context, o natsconn.NATSOptions) (*Status, error) {
 	return ReadStatusSilentAfter(ctx, o, DefaultSilentAfter)
 }
 
 // ReadStatusSilentAfter is ReadStatus with a host silent when its latest
 // heartbeat is older than silentAfter (by this machine's clock): its ends'
 // connections are unknown.
-func ReadStatusSilentAfter(ctx context.Context, o NATSOptions, silentAfter time.Duration) (*Status, error) {
+func ReadStatusSilentAfter(ctx context.Context, o natsconn.NATSOptions, silentAfter time.Duration) (*Status, error) {
 	o.Name = "apmwatch fleet status"
-	nc, err := o.connect(false)
+	nc, err := o.Connect(false)
 	if err != nil {
 		return nil, err
 	}
@@ -82,20 +84,20 @@ func ReadStatusSilentAfter(ctx context.Context, o NATSOptions, silentAfter time.
 	g := NewEngine(EngineConfig{Deadline: time.Nanosecond, SilentAfter: silentAfter}, func(Line) {})
 	now := time.Now()
 	var filters []string
-	for p := range Partitions {
-		filters = append(filters, connFilter(p))
+	for p := range wire.Partitions {
+		filters = append(filters, wire.ConnFilter(p))
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, statusTimeout)
 		defer cancel()
 	}
-	if _, err := streamsOf(ctx, js, []string{heartbeatFilter}); err == nil {
-		filters = append(filters, heartbeatFilter)
+	if _, err := natsconn.StreamsOf(ctx, js, []string{wire.HeartbeatFilter}); err == nil {
+		filters = append(filters, wire.HeartbeatFilter)
 	}
-	_, err = readLastOf(ctx, js, filters, maxStatusRecords, func(r lastRecord) {
+	_, err = natsconn.ReadLastOf(ctx, js, filters, maxStatusRecords, func(r natsconn.LastRecord) {
 		rec := Received{Subject: r.Subject, Stored: r.Stored, Data: r.Data}
-		if isHeartbeat(r.Subject) {
+		if wire.IsHeartbeat(r.Subject) {
 			g.TakeHeartbeat(rec, now)
 			return
 		}
@@ -127,7 +129,7 @@ func (g *Engine) status(now time.Time) *Status {
 	s.Hosts = g.HostClocks()
 	g.eachEnd(func(e *end) {
 		b := g.peerOf(e)
-		if b == nil || less(b.key, e.key) {
+		if b == nil || wire.Less(b.key, e.key) {
 			return
 		}
 		a := e

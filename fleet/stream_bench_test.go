@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -18,7 +22,7 @@ import (
 func BenchmarkStreamSubjects(b *testing.B) {
 	const ends = 200_000
 	for b.Loop() {
-		srv, err := StartEmbedded("127.0.0.1:0", b.TempDir())
+		srv, err := natsserver.StartEmbedded("127.0.0.1:0", b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -28,21 +32,21 @@ func BenchmarkStreamSubjects(b *testing.B) {
 		}
 		js, _ := jetstream.New(nc)
 		ctx := context.Background()
-		if err := ensureStreams(ctx, js, DefaultLimits); err != nil {
+		if err := natsconn.EnsureStreams(ctx, js, natsconn.DefaultLimits); err != nil {
 			b.Fatal(err)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		var c Conn
+		var c wire.Conn
 		var futs []jetstream.PubAckFuture
 		for i := range ends / 2 {
 			for side := range 2 {
-				synth(&c, i, side, t0)
-				c.Episode = Episode{N: 1, Migrations: []time.Time{t0}, Rearm: t0}
+				synth(&c, i, side, fleettest.T0)
+				c.Episode = wire.Episode{N: 1, Migrations: []time.Time{fleettest.T0}, Rearm: fleettest.T0}
 				data, _ := json.Marshal(&c)
-				f, err := js.PublishAsync(ConnSubject(&c), data)
+				f, err := js.PublishAsync(wire.ConnSubject(&c), data)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -69,7 +73,7 @@ func BenchmarkStreamSubjects(b *testing.B) {
 		elapsed := time.Since(start)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		s, _ := js.Stream(ctx, ConnStream)
+		s, _ := js.Stream(ctx, wire.ConnStream)
 		info, _ := s.Info(ctx, jetstream.WithSubjectFilter(""))
 		b.ReportMetric(float64(info.State.Bytes)/float64(info.State.Msgs), "stored-B/record")
 		b.ReportMetric(float64(info.State.NumSubjects), "subjects")

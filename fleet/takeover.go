@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // Takeover: each instance is the home of share --instance. Every
@@ -51,7 +54,7 @@ type shareErr struct {
 
 // takeover runs the instance's shares until ctx is done.
 func (in *instance) takeover(ctx context.Context) error {
-	t := &shares{in: in, start: time.Now(), errs: make(chan shareErr, Partitions), held: map[int]*held{}, lost: map[int]uint64{}}
+	t := &shares{in: in, start: time.Now(), errs: make(chan shareErr, wire.Partitions), held: map[int]*held{}, lost: map[int]uint64{}}
 	if in.cfg.Instances == 1 {
 		t.begin(ctx, in.cfg.Instance, 0)
 		for {
@@ -78,7 +81,7 @@ func (in *instance) takeover(ctx context.Context) error {
 	}
 	if lk.ttl != in.cfg.LeaseTTL && lk.ttl > 0 {
 		in.log.Warn("--lease-ttl differs from the lease bucket's TTL: using the bucket's, which the first instance set "+
-			"(to change it: stop every instance and delete the bucket)", "lease_ttl", in.cfg.LeaseTTL, "bucket_ttl", lk.ttl, "bucket", LeaseBucket)
+			"(to change it: stop every instance and delete the bucket)", "lease_ttl", in.cfg.LeaseTTL, "bucket_ttl", lk.ttl, "bucket", wire.LeaseBucket)
 		in.cfg.LeaseTTL = lk.ttl
 	}
 	t.lk = lk
@@ -220,8 +223,8 @@ func (t *shares) begin(ctx context.Context, s int, rev uint64) {
 // the revision this instance wrote (no one else can take it meanwhile);
 // with one instance, a second later.
 func (t *shares) failed(ctx context.Context, e shareErr) error {
-	var d *DeniedError
-	if errors.As(e.err, &d) || errors.Is(e.err, ErrCreateStreams) {
+	var d *natsconn.DeniedError
+	if errors.As(e.err, &d) || errors.Is(e.err, natsconn.ErrCreateStreams) {
 		return fmt.Errorf("share %d: %w", e.s, e.err)
 	}
 	h := t.end(e.s)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
 )
 
 // shares reads the shares an instance's ready file names (nil: none yet).
@@ -39,12 +41,12 @@ func hostBQPNs(t *testing.T, ls []outLine) []uint32 {
 // its share back, instance 0 releases it. Every finding is written once,
 // by one of them, across the whole run.
 func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const ttl = 600 * time.Millisecond
 	withTTL := func(die bool) func(*Config) {
 		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
 	}
-	addr0 := freePort(t)
+	addr0 := fleettest.FreePort(t)
 	f0 := startFleetWith(t, url, 0, 2, func(c *Config) { withTTL(false)(c); c.MetricsAddr = addr0 })
 	defer f0.stop()
 	f1 := startFleetWith(t, url, 1, 2, withTTL(true))
@@ -59,15 +61,15 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	}
 
 	oneSidedFrom(a, b, 100, 200, n) // both running
-	waitFor(t, 30*time.Second, "the first findings", func() bool { return len(written(f0, f1)) >= n })
+	fleettest.WaitFor(t, 30*time.Second, "the first findings", func() bool { return len(written(f0, f1)) >= n })
 
 	f1.stop()
 	died := time.Now()
-	waitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
+	fleettest.WaitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
 	t.Logf("share 1 adopted and rebuilt %v after instance 1 died (lease TTL %v)", time.Since(died).Round(10*time.Millisecond), ttl)
 	before := len(f0.out.lines(t))
 	oneSidedFrom(a, b, 300, 400, n) // instance 0 alone
-	waitFor(t, 30*time.Second, "the second findings", func() bool { return len(f0.out.lines(t)) >= before+n })
+	fleettest.WaitFor(t, 30*time.Second, "the second findings", func() bool { return len(f0.out.lines(t)) >= before+n })
 	second := f0.out.lines(t)[before:]
 	if q := hostBQPNs(t, second); len(q) != n || slices.Min(q) != 400 || slices.Max(q) != 400+n-1 {
 		t.Fatalf("instance 0 alone wrote %v", q)
@@ -77,7 +79,7 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	}
 	// its gauges count the adopted share's connections with its own: all
 	// 2n pairs, one-sided
-	waitFor(t, 10*time.Second, "instance 0's gauges to count both shares", func() bool {
+	fleettest.WaitFor(t, 10*time.Second, "instance 0's gauges to count both shares", func() bool {
 		v, ok := metric(t, addr0, `apmwatch_fleet_connections{state="one-sided"}`)
 		return ok && v == 2*n
 	})
@@ -85,14 +87,14 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 	back := time.Now()
 	g1 := startFleetWith(t, url, 1, 2, withTTL(false)) // ready once it holds share 1 again
 	defer g1.stop()
-	waitFor(t, 30*time.Second, "instance 0 to release share 1", func() bool { return slices.Equal(f0.shares(), []int{0}) })
+	fleettest.WaitFor(t, 30*time.Second, "instance 0 to release share 1", func() bool { return slices.Equal(f0.shares(), []int{0}) })
 	t.Logf("share 1 back home %v after instance 1 returned", time.Since(back).Round(10*time.Millisecond))
 	if s := g1.shares(); !slices.Equal(s, []int{1}) {
 		t.Fatalf("instance 1 holds %v", s)
 	}
 	before0 := len(f0.out.lines(t))
 	oneSidedFrom(a, b, 500, 600, n) // both again
-	waitFor(t, 30*time.Second, "the third findings", func() bool { return len(written(f0, g1)) >= before0+n })
+	fleettest.WaitFor(t, 30*time.Second, "the third findings", func() bool { return len(written(f0, g1)) >= before0+n })
 	time.Sleep(time.Second) // twice the deadline: a line twice would be out by now
 	for _, l := range f0.out.lines(t)[before0:] {
 		if l.Partition%2 != 0 {
@@ -120,7 +122,7 @@ func TestFleetTakesOverTheShareOfADeadInstance(t *testing.T) {
 // A renewal that fails (another revision wrote the lease) drops the
 // share at once; the instance takes it again once that lease expires.
 func TestFleetDropsAShareWhoseRenewFails(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const ttl = 3 * time.Second
 	f := startFleetWith(t, url, 0, 2, func(c *Config) { c.LeaseTTL = ttl })
 	defer f.stop()
@@ -132,9 +134,9 @@ func TestFleetDropsAShareWhoseRenewFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := time.Now()
-	waitFor(t, 20*time.Second, "share 0 dropped", func() bool { return !slices.Contains(f.shares(), 0) })
+	fleettest.WaitFor(t, 20*time.Second, "share 0 dropped", func() bool { return !slices.Contains(f.shares(), 0) })
 	t.Logf("dropped %v after the lease was written over (renewal every %v)", time.Since(put).Round(10*time.Millisecond), ttl/3)
-	waitFor(t, 30*time.Second, "share 0 taken again", func() bool { return slices.Contains(f.shares(), 0) })
+	fleettest.WaitFor(t, 30*time.Second, "share 0 taken again", func() bool { return slices.Contains(f.shares(), 0) })
 }
 
 // An embedded fleet without --auth makes the bucket; an instance that
@@ -156,7 +158,7 @@ func TestFleetLeasesAsTheLocalUser(t *testing.T) {
 // own share's lease over from its earlier run at once, instead of waiting
 // it out; its peer neither adopts the share meanwhile nor holds it after.
 func TestFleetRestartedWithinATTLTakesItsLeaseBack(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	const ttl = 30 * time.Second
 	withTTL := func(die bool) func(*Config) {
 		return func(c *Config) { c.LeaseTTL, c.keepLeases = ttl, die }
@@ -178,14 +180,14 @@ func TestFleetRestartedWithinATTLTakesItsLeaseBack(t *testing.T) {
 	}
 	a, b := twoHosts(t, url)
 	oneSidedFrom(a, b, 100, 200, 8)
-	waitFor(t, 30*time.Second, "the findings", func() bool { return len(g0.out.lines(t))+len(f1.out.lines(t)) >= 8 })
+	fleettest.WaitFor(t, 30*time.Second, "the findings", func() bool { return len(g0.out.lines(t))+len(f1.out.lines(t)) >= 8 })
 }
 
 // Instances given different --lease-ttl: the bucket keeps the TTL of the
 // one that made it, and a later instance uses that one, not its own (its
 // renewals every third of its TTL would outlast a shorter bucket TTL).
 func TestFleetLaterInstanceUsesTheBucketsLeaseTTL(t *testing.T) {
-	url := testNATS(t)
+	url := fleettest.NATS(t)
 	f0 := startFleetWith(t, url, 0, 2, func(c *Config) { c.LeaseTTL = 600 * time.Millisecond })
 	defer f0.stop()
 	f1 := startFleetWith(t, url, 1, 2, func(c *Config) { c.LeaseTTL, c.keepLeases = time.Minute, true })
@@ -195,7 +197,7 @@ func TestFleetLaterInstanceUsesTheBucketsLeaseTTL(t *testing.T) {
 	}
 	f1.stop() // dies: with its own minute it would be adopted a minute later
 	died := time.Now()
-	waitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
+	fleettest.WaitFor(t, 30*time.Second, "instance 0 to adopt share 1", func() bool { return slices.Equal(f0.shares(), []int{0, 1}) })
 	t.Logf("adopted %v after the death (bucket TTL 600ms, the dead instance's --lease-ttl 1m)", time.Since(died).Round(10*time.Millisecond))
 	if time.Since(died) > 20*time.Second {
 		t.Fatal("the share waited for the dead instance's own --lease-ttl")

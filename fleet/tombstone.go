@@ -1,6 +1,10 @@
 package fleet
 
-import "time"
+import (
+	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
+)
 
 // A gone end leaves a tombstone: the run and revision of its gone record.
 // A record of that host's run no later than it (one sent again after the
@@ -25,21 +29,21 @@ const DefaultMaxTombstones = 1 << 18
 // tombs are the tombstones, dropped in the order they were laid (all live
 // as long: a queue is their expiry order).
 type tombs struct {
-	m     map[EndKey]tomb
+	m     map[wire.EndKey]tomb
 	queue []tombAt // oldest first, from head
 	head  int
 }
 
 type tombAt struct {
-	key   EndKey
+	key   wire.EndKey
 	until int64
 }
 
 // bury lays a tombstone for key at now, and drops the expired and those
 // past the bound.
-func (g *Engine) bury(key EndKey, owner, run, rev uint32, now time.Time) {
+func (g *Engine) bury(key wire.EndKey, owner, run, rev uint32, now time.Time) {
 	if g.tombs.m == nil {
-		g.tombs.m = map[EndKey]tomb{}
+		g.tombs.m = map[wire.EndKey]tomb{}
 	}
 	until := now.UnixNano() + int64(g.cfg.TombstoneTTL)
 	g.tombs.m[key] = tomb{owner: owner, run: run, rev: rev, until: until}
@@ -101,7 +105,7 @@ func (g *Engine) popTomb() bool {
 // buried reports whether a record of owner's run, revision rev, is one
 // its end's tombstone outlives; a record that outlives it lifts it (a
 // tombstone binds only the records of the host that laid it).
-func (g *Engine) buried(key EndKey, owner, run, rev uint32) bool {
+func (g *Engine) buried(key wire.EndKey, owner, run, rev uint32) bool {
 	t, ok := g.tombs.m[key]
 	if !ok {
 		return false

@@ -3,6 +3,8 @@ package fleet
 import (
 	"sort"
 	"time"
+
+	"github.com/apmwatch/apmwatch/fleet/wire"
 )
 
 // A record is hostile input: a host may publish only on its own subjects
@@ -17,7 +19,7 @@ import (
 type refuseReason uint8
 
 const (
-	refusedTooLarge    refuseReason = iota // above maxRecordBytes
+	refusedTooLarge    refuseReason = iota // above wire.MaxRecordBytes
 	refusedBadSubject                      // not a connection subject as publishers write them
 	refusedUndecodable                     // not a record
 	refusedMismatch                        // host, device, QPN or partition not the subject's
@@ -37,8 +39,8 @@ func (r refuseReason) String() string { return refusalNames[r] }
 const DefaultMaxSkew = 5 * time.Minute
 
 // DefaultMaxEndsPerHost bounds the ends one host holds in an engine
-// (the publisher tracks at most maxTracked QPs).
-const DefaultMaxEndsPerHost = maxTracked
+// (the publisher tracks at most wire.MaxTracked QPs).
+const DefaultMaxEndsPerHost = wire.MaxTracked
 
 // Received is a connection record as the stream delivers it.
 type Received struct {
@@ -69,26 +71,26 @@ const maxClaimsKept = 100
 // was not; a stale record is not refused, only counted). Host, device and
 // QPN must be the subject's (as tokens) and so must the partition the
 // record's addresses make.
-func (g *Engine) Take(r Received, now time.Time) (Conn, string) {
-	var c Conn
-	if len(r.Data) > maxRecordBytes {
+func (g *Engine) Take(r Received, now time.Time) (wire.Conn, string) {
+	var c wire.Conn
+	if len(r.Data) > wire.MaxRecordBytes {
 		return c, g.refuse(refusedTooLarge)
 	}
-	cs, ok := parseConnSubject(r.Subject)
+	cs, ok := wire.ParseConnSubject(r.Subject)
 	if !ok {
 		return c, g.refuse(refusedBadSubject)
 	}
 	if decodeJSON(r.Data, &c) != nil {
 		return c, g.refuse(refusedUndecodable)
 	}
-	if token(c.Host) != cs.host || token(c.Device) != cs.device || c.Local.QPN != cs.qpn || c.Partition() != cs.partition {
+	if wire.Token(c.Host) != cs.Host || wire.Token(c.Device) != cs.Device || c.Local.QPN != cs.Qpn || c.Partition() != cs.Partition {
 		return c, g.refuse(refusedMismatch)
 	}
 	receipt := r.Stored
 	if receipt.IsZero() {
 		receipt = now
 	}
-	if why := g.apply(&c, cs.host, receipt, now, r.Behind <= 0); why != nRefusals {
+	if why := g.apply(&c, cs.Host, receipt, now, r.Behind <= 0); why != nRefusals {
 		return c, g.refuse(why)
 	}
 	return c, ""
@@ -100,13 +102,13 @@ func (g *Engine) refuse(r refuseReason) string {
 }
 
 // future reports a record dated more than MaxSkew after its receipt.
-func (g *Engine) future(c *Conn, receipt time.Time) bool {
+func (g *Engine) future(c *wire.Conn, receipt time.Time) bool {
 	limit := receipt.Add(g.cfg.MaxSkew)
 	return c.At.After(limit) || c.Changed.After(limit)
 }
 
 // claimed notes a refused claim on e.
-func (g *Engine) claimed(e *end, c *Conn, owner uint32) {
+func (g *Engine) claimed(e *end, c *wire.Conn, owner uint32) {
 	if len(g.claims) < maxClaimsKept {
 		g.claims = append(g.claims, Claim{End: e.key.String(), Owner: g.names.name(e.owner), Claimant: g.names.name(owner), Gone: c.Gone})
 	}

@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/apm"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // take hands g the record c as stored on subject at at.
-func take(t *testing.T, g *Engine, c Conn, subject string, at time.Time) string {
+func take(t *testing.T, g *Engine, c wire.Conn, subject string, at time.Time) string {
 	t.Helper()
 	b, err := json.Marshal(&c)
 	if err != nil {
@@ -23,39 +26,39 @@ func take(t *testing.T, g *Engine, c Conn, subject string, at time.Time) string 
 }
 
 // own hands g the record on its own subject.
-func own(t *testing.T, g *Engine, c Conn, at time.Time) string {
+func own(t *testing.T, g *Engine, c wire.Conn, at time.Time) string {
 	t.Helper()
-	return take(t, g, c, ConnSubject(&c), at)
+	return take(t, g, c, wire.ConnSubject(&c), at)
 }
 
 // posing is hostC's record of the end of c: c as hostC would write it on
 // its own subject.
-func posing(c Conn) (Conn, string) {
+func posing(c wire.Conn) (wire.Conn, string) {
 	c.Host, c.Run = "hostC", "hostC-1"
-	return c, ConnSubject(&c)
+	return c, wire.ConnSubject(&c)
 }
 
 func TestTakeBindsTheRecordToItsSubject(t *testing.T) {
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
-	a := conn("hostA", 1, 17, 2, 18)
-	subj := ConnSubject(&a)
+	a := fleettest.Conn("hostA", 1, 17, 2, 18)
+	subj := wire.ConnSubject(&a)
 	for _, c := range []struct {
 		what    string
 		subject string
 		data    []byte
 		want    string
 	}{
-		{"another host's name", subj, mustJSON(t, with(a, func(c *Conn) { c.Host = "hostB" })), "subject-mismatch"},
-		{"another device", subj, mustJSON(t, with(a, func(c *Conn) { c.Device = "ibsim1" })), "subject-mismatch"},
-		{"another QPN", subj, mustJSON(t, with(a, func(c *Conn) { c.Local.QPN = 19 })), "subject-mismatch"},
-		{"another partition", subj, mustJSON(t, with(a, func(c *Conn) { c.Remote.QPN = 99 })), "subject-mismatch"},
-		{"a subject publishers do not write", connPrefix + "64.hostA.ibsim0.17", mustJSON(t, a), "bad-subject"},
-		{"a wildcard", connPrefix + "1.*.ibsim0.17", mustJSON(t, a), "bad-subject"},
+		{"another host's name", subj, mustJSON(t, with(a, func(c *wire.Conn) { c.Host = "hostB" })), "subject-mismatch"},
+		{"another device", subj, mustJSON(t, with(a, func(c *wire.Conn) { c.Device = "ibsim1" })), "subject-mismatch"},
+		{"another QPN", subj, mustJSON(t, with(a, func(c *wire.Conn) { c.Local.QPN = 19 })), "subject-mismatch"},
+		{"another partition", subj, mustJSON(t, with(a, func(c *wire.Conn) { c.Remote.QPN = 99 })), "subject-mismatch"},
+		{"a subject publishers do not write", wire.ConnPrefix + "64.hostA.ibsim0.17", mustJSON(t, a), "bad-subject"},
+		{"a wildcard", wire.ConnPrefix + "1.*.ibsim0.17", mustJSON(t, a), "bad-subject"},
 		{"not a record", subj, []byte("{not json"), "undecodable"},
-		{"too large", subj, []byte(`{"comm":"` + strings.Repeat("x", maxRecordBytes) + `"}`), "too-large"},
+		{"too large", subj, []byte(`{"comm":"` + strings.Repeat("x", wire.MaxRecordBytes) + `"}`), "too-large"},
 		{"its own", subj, mustJSON(t, a), ""},
 	} {
-		if _, why := g.Take(Received{Subject: c.subject, Stored: t0, Data: c.data}, t0); why != c.want {
+		if _, why := g.Take(Received{Subject: c.subject, Stored: fleettest.T0, Data: c.data}, fleettest.T0); why != c.want {
 			t.Errorf("%s: refused %q, want %q", c.what, why, c.want)
 		}
 	}
@@ -64,9 +67,9 @@ func TestTakeBindsTheRecordToItsSubject(t *testing.T) {
 	}
 }
 
-func with(c Conn, f func(*Conn)) Conn { f(&c); return c }
+func with(c wire.Conn, f func(*wire.Conn)) wire.Conn { f(&c); return c }
 
-func mustJSON(t *testing.T, c Conn) []byte {
+func mustJSON(t *testing.T, c wire.Conn) []byte {
 	b, err := json.Marshal(&c)
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +79,12 @@ func mustJSON(t *testing.T, c Conn) []byte {
 
 // oneSidedPair takes hostA's and hostB's ends through a migration that
 // only hostA's end rearms from.
-func oneSidedPair(t *testing.T, g *Engine, m time.Time) (a, b Conn) {
-	a, b = conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
+func oneSidedPair(t *testing.T, g *Engine, m time.Time) (a, b wire.Conn) {
+	a, b = fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
 	a.Run, b.Run = "hostA-1", "hostB-1"
 	own(t, g, a, m)
 	own(t, g, b, m)
-	a, b = rearmed(migrated(a, m), m.Add(100*time.Millisecond)), migrated(b, m)
+	a, b = fleettest.Rearmed(fleettest.Migrated(a, m), m.Add(100*time.Millisecond)), fleettest.Migrated(b, m)
 	own(t, g, a, m)
 	own(t, g, b, m)
 	return a, b
@@ -92,9 +95,9 @@ func oneSidedPair(t *testing.T, g *Engine, m time.Time) (a, b Conn) {
 func TestOneHostCannotHideAnothersOneSidedRearm(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	m := t0.Add(time.Minute)
+	m := fleettest.T0.Add(time.Minute)
 	_, b := oneSidedPair(t, g, m)
-	hide, subj := posing(rearmed(b, m.Add(time.Second)))
+	hide, subj := posing(fleettest.Rearmed(b, m.Add(time.Second)))
 	if why := take(t, g, hide, subj, m.Add(time.Second)); why != "claimed" {
 		t.Fatalf("hostC's claim on hostB's end: refused %q", why)
 	}
@@ -117,14 +120,14 @@ func TestOneHostCannotHideAnothersOneSidedRearm(t *testing.T) {
 func TestOneHostCannotInventAOneSidedRearm(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	a, b := conn("hostA", 1, 17, 2, 18), conn("hostB", 2, 18, 1, 17)
-	own(t, g, a, t0)
-	own(t, g, b, t0)
-	fake, subj := posing(migrated(b, t0.Add(time.Second)))
-	if why := take(t, g, fake, subj, t0.Add(time.Second)); why != "claimed" {
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	own(t, g, a, fleettest.T0)
+	own(t, g, b, fleettest.T0)
+	fake, subj := posing(fleettest.Migrated(b, fleettest.T0.Add(time.Second)))
+	if why := take(t, g, fake, subj, fleettest.T0.Add(time.Second)); why != "claimed" {
 		t.Fatalf("hostC's claim: refused %q", why)
 	}
-	g.Advance(t0.Add(time.Minute))
+	g.Advance(fleettest.T0.Add(time.Minute))
 	if len(got) != 0 || g.Stats().ByState[StateArmed] != 1 {
 		t.Fatalf("findings %+v, states %+v", got, g.Stats())
 	}
@@ -134,7 +137,7 @@ func TestOneHostCannotInventAOneSidedRearm(t *testing.T) {
 func TestOneHostCannotMarkAnothersEndsGone(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	m := t0.Add(time.Minute)
+	m := fleettest.T0.Add(time.Minute)
 	_, b := oneSidedPair(t, g, m)
 	gone, subj := posing(b)
 	gone.Gone, gone.Rev = true, b.Rev+1
@@ -149,7 +152,7 @@ func TestOneHostCannotMarkAnothersEndsGone(t *testing.T) {
 	bg := b
 	bg.Gone, bg.Rev = true, b.Rev+1
 	own(t, g, bg, m.Add(4*time.Second))
-	c, subj := posing(conn("hostB", 2, 18, 1, 17))
+	c, subj := posing(fleettest.Conn("hostB", 2, 18, 1, 17))
 	if why := take(t, g, c, subj, m.Add(5*time.Second)); why != "" {
 		t.Fatalf("hostC's claim of a key hostB gave up: refused %q", why)
 	}
@@ -160,14 +163,14 @@ func TestOneHostCannotMarkAnothersEndsGone(t *testing.T) {
 // taken when they come.
 func TestAnotherHostsGoneBuriesNothingOfAnEndsHost(t *testing.T) {
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, func(Line) {})
-	b := conn("hostB", 2, 18, 1, 17)
+	b := fleettest.Conn("hostB", 2, 18, 1, 17)
 	b.Run = "hostB-1"
 	gone, subj := posing(b)
 	gone.Run, gone.Rev, gone.Gone = "hostB-1", 1000, true // hostB's run, as read from the stream
-	if why := take(t, g, gone, subj, t0); why != "" {
+	if why := take(t, g, gone, subj, fleettest.T0); why != "" {
 		t.Fatalf("a gone of an end no one holds: refused %q", why)
 	}
-	if why := own(t, g, b, t0.Add(time.Second)); why != "" || g.Stats().Ends != 1 || g.Stale != 0 {
+	if why := own(t, g, b, fleettest.T0.Add(time.Second)); why != "" || g.Stats().Ends != 1 || g.Stale != 0 {
 		t.Fatalf("hostB's record after it: refused %q, %d ends, %d stale", why, g.Stats().Ends, g.Stale)
 	}
 }
@@ -177,15 +180,15 @@ func TestAnotherHostsGoneBuriesNothingOfAnEndsHost(t *testing.T) {
 func TestARecordDatedAYearAheadDoesNotFreezeAnotherHost(t *testing.T) {
 	var got []Line
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second}, collect(&got))
-	m := t0.Add(time.Minute)
-	ahead, subj := posing(conn("hostB", 2, 18, 1, 17))
+	m := fleettest.T0.Add(time.Minute)
+	ahead, subj := posing(fleettest.Conn("hostB", 2, 18, 1, 17))
 	ahead.At, ahead.Changed = m.AddDate(1, 0, 0), m.AddDate(1, 0, 0)
 	if why := take(t, g, ahead, subj, m); why != "future" {
 		t.Fatalf("a record a year ahead: refused %q", why)
 	}
-	own := conn("hostB", 2, 18, 1, 17)
+	own := fleettest.Conn("hostB", 2, 18, 1, 17)
 	own.At = m.Add(DefaultMaxSkew + time.Second) // its own host's, past the skew too
-	if why := take(t, g, own, ConnSubject(&own), m); why != "future" {
+	if why := take(t, g, own, wire.ConnSubject(&own), m); why != "future" {
 		t.Fatalf("hostB's record past the skew: refused %q", why)
 	}
 	oneSidedPair(t, g, m)
@@ -204,9 +207,9 @@ func TestARecordDatedAYearAheadDoesNotFreezeAnotherHost(t *testing.T) {
 // One host holds at most MaxEndsPerHost ends; a gone one frees a place.
 func TestTakeBoundsTheEndsOfAHost(t *testing.T) {
 	g := NewEngine(EngineConfig{Deadline: 2 * time.Second, MaxEndsPerHost: 3}, func(Line) {})
-	var cs []Conn
+	var cs []wire.Conn
 	for i := range 4 {
-		c := conn("hostA", 1, uint32(100+i), 2, 18)
+		c := fleettest.Conn("hostA", 1, uint32(100+i), 2, 18)
 		c.Run = "hostA-1"
 		cs = append(cs, c)
 	}
@@ -215,37 +218,37 @@ func TestTakeBoundsTheEndsOfAHost(t *testing.T) {
 		if i == 3 {
 			want = "host-ends"
 		}
-		if why := own(t, g, c, t0); why != want {
+		if why := own(t, g, c, fleettest.T0); why != want {
 			t.Fatalf("end %d: refused %q, want %q", i, why, want)
 		}
 	}
-	if why := own(t, g, conn("hostB", 2, 18, 1, 100), t0); why != "" {
+	if why := own(t, g, fleettest.Conn("hostB", 2, 18, 1, 100), fleettest.T0); why != "" {
 		t.Fatalf("another host's end: refused %q", why)
 	}
 	gone := cs[0]
 	gone.Gone, gone.Rev = true, 2
-	own(t, g, gone, t0)
-	if why := own(t, g, cs[3], t0); why != "" {
+	own(t, g, gone, fleettest.T0)
+	if why := own(t, g, cs[3], fleettest.T0); why != "" {
 		t.Fatalf("after a gone: refused %q", why)
 	}
 }
 
 // fleet status refuses another host's claims on an end, and says so.
 func TestStatusRefusesAnotherHostsClaims(t *testing.T) {
-	for name, url := range natsServers(t) {
+	for name, url := range fleettest.NATSServers(t) {
 		t.Run(name, func(t *testing.T) {
-			js := jsOf(t, url)
-			m := base.Add(time.Minute)
-			a, b := dated(conn("hostA", 1, 17, 2, 18)), dated(conn("hostB", 2, 18, 1, 17))
+			js := fleettest.JS(t, url)
+			m := fleettest.Base.Add(time.Minute)
+			a, b := fleettest.Dated(fleettest.Conn("hostA", 1, 17, 2, 18)), fleettest.Dated(fleettest.Conn("hostB", 2, 18, 1, 17))
 			a.Run, b.Run = "hostA-1", "hostB-1"
-			a, b = rearmed(migrated(a, m), m.Add(100*time.Millisecond)), migrated(b, m)
-			hide, _ := posing(rearmed(b, m.Add(time.Second)))
+			a, b = fleettest.Rearmed(fleettest.Migrated(a, m), m.Add(100*time.Millisecond)), fleettest.Migrated(b, m)
+			hide, _ := posing(fleettest.Rearmed(b, m.Add(time.Second)))
 			gone, _ := posing(a)
 			gone.Gone, gone.Rev = true, a.Rev+1
-			ahead, _ := posing(dated(conn("hostD", 4, 40, 5, 50)))
+			ahead, _ := posing(fleettest.Dated(fleettest.Conn("hostD", 4, 40, 5, 50)))
 			ahead.At = time.Now().AddDate(1, 0, 0)
-			store(t, js, a, b, hide, gone, ahead)
-			st, err := ReadStatus(context.Background(), NATSOptions{URL: url})
+			fleettest.Store(t, js, a, b, hide, gone, ahead)
+			st, err := ReadStatus(context.Background(), natsconn.NATSOptions{URL: url})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/cobra"
@@ -93,7 +95,7 @@ func defaultStore() string {
 }
 
 func newFleetStatusCmd() *cobra.Command {
-	var o fleet.NATSOptions
+	var o natsconn.NATSOptions
 	var format string
 	var silentAfter time.Duration
 	cmd := &cobra.Command{
@@ -135,7 +137,7 @@ func newFleetStatusCmd() *cobra.Command {
 		},
 	}
 	addWideOutputFlag(cmd, &format, "")
-	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+fleet.DefaultListen, "the NATS the hosts publish to")
+	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+natsserver.DefaultListen, "the NATS the hosts publish to")
 	cmd.Flags().DurationVar(&silentAfter, "silent-after", fleet.DefaultSilentAfter, "a host whose latest heartbeat is older than this is silent: its ends' connections are unknown")
 	addNATSFlags(cmd.Flags(), &o)
 	return cmd

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/publish"
 )
 
 // Wrong fleet and publish options are one-line usage errors (exit 2),
@@ -123,7 +124,7 @@ func TestPublishQueueDefaultsToTheStateDirectory(t *testing.T) {
 	old := stateDir
 	stateDir = func() (string, error) { return state, nil }
 	defer func() { stateDir = old }()
-	p := publishFlags{url: "nats://127.0.0.1:1", queueMax: fleet.DefaultQueueMax}
+	p := publishFlags{url: "nats://127.0.0.1:1", queueMax: publish.DefaultQueueMax}
 	pub, err := p.start(audit.Config{Host: "node17"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)

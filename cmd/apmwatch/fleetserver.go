@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -48,7 +49,7 @@ func newFleetAddHostCmd() *cobra.Command {
 			if seed == "" {
 				seed = filepath.Base(name) + ".nk"
 			}
-			u, err := fleet.AddUser(auth, seed, name, asFleet)
+			u, err := natsserver.AddUser(auth, seed, name, asFleet)
 			if err != nil {
 				return err
 			}

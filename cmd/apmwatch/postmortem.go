@@ -8,6 +8,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
 	"github.com/apmwatch/apmwatch/postmortem"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -20,7 +21,7 @@ func newPostmortemCmd() *cobra.Command {
 	var format string
 	var filters filterFlags
 	var since, until, failOn string
-	var fromNATS fleet.NATSOptions
+	var fromNATS natsconn.NATSOptions
 	cmd := &cobra.Command{
 		Use:   "postmortem FILE... | --nats URL --since T",
 		Short: "Replay recordings through the APM model: findings, timelines",
@@ -125,7 +126,7 @@ func postmortemExit(err error) error {
 
 // postmortemNATS replays a time range of the fleet streams. Its --since
 // and --until are RFC 3339 times or -DURATION before now (--since -1h).
-func postmortemNATS(cmd *cobra.Command, o fleet.NATSOptions, since, until, format string, deadline time.Duration) error {
+func postmortemNATS(cmd *cobra.Command, o natsconn.NATSOptions, since, until, format string, deadline time.Duration) error {
 	if err := checkNATSURL("--nats", o.URL); err != nil {
 		return usageError{err}
 	}

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/apmwatch/apmwatch/audit"
-	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/publish"
+	"github.com/apmwatch/apmwatch/fleet/wire"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/pflag"
 )
 
 // natsFlags are the NATS client options, named as the nats CLI names them.
-func addNATSFlags(fl *pflag.FlagSet, o *fleet.NATSOptions) {
+func addNATSFlags(fl *pflag.FlagSet, o *natsconn.NATSOptions) {
 	fl.StringVar(&o.Creds, "nats-creds", "", "NATS credentials file (user JWT and NKey seed)")
 	fl.StringVar(&o.User, "nats-user", "", "NATS user name (with --nats-password-file)")
 	fl.StringVar(&o.PasswordFile, "nats-password-file", "", "file holding the NATS user's password on one line, mode 0600 (never put it in the URL)")
@@ -32,7 +34,7 @@ func addNATSFlags(fl *pflag.FlagSet, o *fleet.NATSOptions) {
 // comma-separated, without credentials: a URL is logged and written to
 // ready files, so a password or token in it is refused (and not repeated).
 func checkNATSURL(flag, u string) error {
-	if fleet.URLHasCredentials(u) {
+	if natsconn.URLHasCredentials(u) {
 		return fmt.Errorf("%s holds credentials in its URL, which is logged and written to ready files: give --nats-user and --nats-password-file, --nats-nkey or --nats-creds", flag)
 	}
 	for _, one := range strings.Split(u, ",") {
@@ -46,7 +48,7 @@ func checkNATSURL(flag, u string) error {
 // publishFlags are audit's --publish options.
 type publishFlags struct {
 	url      string
-	nats     fleet.NATSOptions
+	nats     natsconn.NATSOptions
 	queue    string
 	queueMax int64
 	beat     time.Duration
@@ -55,8 +57,8 @@ type publishFlags struct {
 func (p *publishFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&p.url, "publish", "", "publish finding lines and connection records to NATS JetStream at this URL (nats://host:4222)")
 	fl.StringVar(&p.queue, "publish-queue", "", "keep what NATS has not acknowledged in this directory (default: publish-queue under RECORDER-DIR, else under /var/lib/apmwatch as root, or under ~/.local/state/apmwatch)")
-	fl.Int64Var(&p.queueMax, "publish-queue-max-bytes", fleet.DefaultQueueMax, "bound the publish queue; past it the oldest records go (counted)")
-	fl.DurationVar(&p.beat, "publish-heartbeat", fleet.DefaultHeartbeatEvery, "send this host's heartbeat to the fleet this often (at least 1s)")
+	fl.Int64Var(&p.queueMax, "publish-queue-max-bytes", publish.DefaultQueueMax, "bound the publish queue; past it the oldest records go (counted)")
+	fl.DurationVar(&p.beat, "publish-heartbeat", wire.DefaultHeartbeatEvery, "send this host's heartbeat to the fleet this often (at least 1s)")
 	addNATSFlags(fl, &p.nats)
 }
 
@@ -84,7 +86,7 @@ func defaultQueue() (string, error) {
 }
 
 // start opens the publisher, or returns nil without --publish.
-func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publisher, error) {
+func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*publish.Publisher, error) {
 	if p.url == "" {
 		if p.queue != "" {
 			return nil, usageError{errors.New("--publish-queue needs --publish")}
@@ -97,8 +99,8 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	if err := p.nats.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	if p.queueMax < fleet.MinQueueMax {
-		return nil, usageError{fmt.Errorf("--publish-queue-max-bytes must be at least %d: %d", fleet.MinQueueMax, p.queueMax)}
+	if p.queueMax < publish.MinQueueMax {
+		return nil, usageError{fmt.Errorf("--publish-queue-max-bytes must be at least %d: %d", publish.MinQueueMax, p.queueMax)}
 	}
 	if p.beat != 0 && p.beat < time.Second { // 0: the default
 		return nil, usageError{fmt.Errorf("--publish-heartbeat must be at least 1s: %v", p.beat)}
@@ -121,7 +123,7 @@ func (p *publishFlags) start(cfg audit.Config, stderr io.Writer) (*fleet.Publish
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o := p.nats
 	o.URL, o.Log = p.url, log // the log says once what the server denies
-	pub, err := fleet.NewPublisher(fleet.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax, Device: cfg.Device,
+	pub, err := publish.NewPublisher(publish.PublishConfig{NATS: o, Host: host, QueueDir: dir, QueueMax: p.queueMax, Device: cfg.Device,
 		Log: log, HeartbeatEvery: p.beat})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,9 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/findingline"
 	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/natsconn"
+	"github.com/apmwatch/apmwatch/fleet/natsserver"
+	"github.com/apmwatch/apmwatch/fleet/publish"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
@@ -41,7 +44,7 @@ const (
 // collector describes (a labelled counter shows only once counted), are
 // those of testdata/audit-publish.prom.
 func TestServiceScrapes(t *testing.T) {
-	srv, err := fleet.StartEmbedded("127.0.0.1:0", t.TempDir())
+	srv, err := natsserver.StartEmbedded("127.0.0.1:0", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,9 +252,9 @@ func fakePort(t *testing.T, root, dev string, lid uint16, gid string) {
 	}
 }
 
-func publisher(t *testing.T, url, host, sysfs string) *fleet.Publisher {
+func publisher(t *testing.T, url, host, sysfs string) *publish.Publisher {
 	t.Helper()
-	p, err := fleet.NewPublisher(fleet.PublishConfig{NATS: fleet.NATSOptions{URL: url}, Host: host,
+	p, err := publish.NewPublisher(publish.PublishConfig{NATS: natsconn.NATSOptions{URL: url}, Host: host,
 		QueueDir: filepath.Join(t.TempDir(), "q"), SysfsRoot: sysfs})
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +265,7 @@ func publisher(t *testing.T, url, host, sysfs string) *fleet.Publisher {
 
 // end is one host's QP, driven by the events the probes deliver.
 type end struct {
-	p    *fleet.Publisher
+	p    *publish.Publisher
 	dev  string
 	qpn  uint32
 	boot uint64

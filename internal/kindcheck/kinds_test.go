@@ -16,7 +16,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/apm"
 	"github.com/apmwatch/apmwatch/event"
-	"github.com/apmwatch/apmwatch/fleet"
+	"github.com/apmwatch/apmwatch/fleet/publish"
 	"github.com/apmwatch/apmwatch/output"
 	"github.com/apmwatch/apmwatch/postmortem"
 	"github.com/apmwatch/apmwatch/recording"
@@ -263,7 +263,7 @@ func TestPostmortemTimeline(t *testing.T) {
 // what it says, and only then.
 func TestFleetRecord(t *testing.T) {
 	every(t, func(t *testing.T, k event.Kind, s sample) {
-		tr := fleet.NewTracker("h", t.TempDir())
+		tr := publish.NewTracker("h", t.TempDir())
 		connect := ev(event.KindModify, qpn)
 		connect.Modify = &event.Modify{QPType: event.QPTypeRC, Origin: event.OriginUser, Hook: "ib_modify_qp_with_udata",
 			AttrMask: event.AttrState | event.AttrAV | event.AttrDestQPN, State: event.StateRTR, DestQPN: 18,

@@ -92,7 +92,7 @@ func samples() map[event.Kind]sample {
 		event.KindMAD: {ev: mad, json: []string{"dir", "mgmt_class", "method", "attr", "mad_tid", "slid", "mad_qpn", "from_user"},
 			detail: "recv LAP"},
 		// A create on a published QPN starts a new end, published once it
-		// connects; the old end's record is fleet/tracker.go's matter.
+		// connects; the old end's record is fleet/publish/tracker.go's matter.
 		event.KindQPCreate:  {ev: create, json: []string{"qp_type", "origin", "ret"}, detail: "RC user", connEither: true},
 		event.KindQPDestroy: {ev: destroy, json: []string{"qp_type", "origin", "ret"}, detail: "RC user", connChange: true},
 		event.KindTruth: {ev: truth, json: []string{"truth", "source", "state", "mig_state", "rqpn", "cm", "span_ns"},

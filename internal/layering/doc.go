@@ -13,9 +13,18 @@
 //   - the modes (session, audit, fleet, postmortem, actuator) import
 //     none of each other: what they share lives below them (the finding
 //     line in findingline, output, recording, ...);
+//   - a mode's packages are those under it (fleet/publish is the
+//     fleet's);
+//   - the fleet's roles follow its data, host -> NATS -> judge -> finding
+//     line: the host side (fleet/publish) never imports the judge (fleet)
+//     nor the embedded server (fleet/natsserver); the judge never imports
+//     fleet/publish; the protocol (fleet/wire) imports no NATS client and
+//     no other package of the fleet; the NATS client (fleet/natsconn)
+//     imports neither side nor the server; the server neither side;
 //   - the test kits (apm/apmtest, recording/recordingtest,
-//     internal/testkit, deploy/promcheck, findingline/findinglinetest) are imported
-//     by tests and by other test kits only, never by the product.
+//     internal/testkit, deploy/promcheck, findingline/findinglinetest,
+//     fleet/fleettest) are imported by tests and by other test kits only,
+//     never by the product.
 //
 // The rules are read from `go list -json` with every build tag the module
 // uses, so the lab's guest tests and the man page generator are checked too.

@@ -19,12 +19,58 @@ const buildTags = "labguest,gendocs"
 
 // testKits may be imported by tests and by each other only.
 var testKits = []string{"apm/apmtest", "recording/recordingtest", "internal/testkit", "deploy/promcheck",
-	"findingline/findinglinetest"}
+	"findingline/findinglinetest", "fleet/fleettest"}
 
 // modes are the packages that each run one use of the product (trace and
 // record, audit, the fleet, postmortem, the actuator): none imports
 // another; what they share lives below them (findingline, output, ...).
 var modes = []string{"session", "audit", "fleet", "postmortem", "actuator"}
+
+// modeOf is the mode a package belongs to (a mode's packages are those
+// under it: fleet/publish is the fleet's), or "".
+func modeOf(p string) string {
+	for _, m := range modes {
+		if under(p, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// The fleet's packages, one a role (fleet/*/doc.go): data flows host ->
+// NATS -> judge -> finding line.
+const (
+	fleetJudge   = "fleet"            // the judge: engine, shares, leases, status, history
+	fleetWire    = "fleet/wire"       // the protocol both sides speak
+	fleetClient  = "fleet/natsconn"   // the NATS client options and reads both sides use
+	fleetServer  = "fleet/natsserver" // the embedded NATS server and its users
+	fleetPublish = "fleet/publish"    // the host side: tracker, publisher, on-disk queue
+)
+
+// fleetRule is the rule of the fleet's roles that the import of imp (to,
+// relative to the module, "" outside it) by from breaks, or "".
+func fleetRule(from, to, imp string) string {
+	natsClient := strings.HasPrefix(imp, "github.com/nats-io/")
+	switch {
+	case under(from, fleetWire) && natsClient:
+		return "the fleet's protocol (fleet/wire) imports no NATS client"
+	case under(from, fleetWire) && to != "" && under(to, fleetJudge) && !under(to, fleetWire):
+		return "the fleet's protocol (fleet/wire) imports no other package of the fleet"
+	case under(from, fleetPublish) && to == fleetJudge:
+		return "the host side (fleet/publish) never imports the judge (fleet)"
+	case under(from, fleetPublish) && to != "" && under(to, fleetServer):
+		return "the host side (fleet/publish) runs no NATS server (fleet/natsserver)"
+	case from == fleetJudge && to != "" && under(to, fleetPublish):
+		return "the judge (fleet) never imports the host side's publisher and queue (fleet/publish)"
+	case under(from, fleetClient) && (to == fleetJudge || to != "" && (under(to, fleetPublish) || under(to, fleetServer))):
+		return "the NATS client (fleet/natsconn) imports neither side nor the server"
+	case under(from, fleetClient) && strings.HasPrefix(imp, "github.com/nats-io/nats-server/"):
+		return "the NATS client (fleet/natsconn) imports no NATS server"
+	case under(from, fleetServer) && (to == fleetJudge || to != "" && under(to, fleetPublish)):
+		return "the embedded server (fleet/natsserver) imports neither side"
+	}
+	return ""
+}
 
 // pkg is what the rules read of one package of `go list -json`.
 type pkg struct {
@@ -58,7 +104,17 @@ func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/"
 // listModule runs go list over the module with every build tag.
 func listModule(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Error", "-tags", buildTags, module+"/...")
+	pkgs := list(t, module+"/...")
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages of %s: want the whole module", len(pkgs), module)
+	}
+	return pkgs
+}
+
+// list runs go list with every build tag; args are its flags and patterns.
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Error", "-tags", buildTags}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -77,9 +133,6 @@ func listModule(t *testing.T) []pkg {
 			t.Fatalf("go list output: %v", err)
 		}
 		pkgs = append(pkgs, p)
-	}
-	if len(pkgs) < 20 {
-		t.Fatalf("go list found %d packages of %s: want the whole module", len(pkgs), module)
 	}
 	return pkgs
 }
@@ -113,8 +166,10 @@ func violations(pkgs []pkg) []string {
 					bad(from, imp, "only the lab imports lab/")
 				case to != "" && slices.Contains(testKits, to) && !test && !kit:
 					bad(from, imp, "a test kit is imported by tests only")
-				case !test && slices.Contains(modes, from) && slices.Contains(modes, to) && from != to:
+				case !test && modeOf(from) != "" && to != "" && modeOf(to) != "" && modeOf(from) != modeOf(to):
 					bad(from, imp, "a mode imports no other mode")
+				case !test && fleetRule(from, to, imp) != "":
+					bad(from, imp, fleetRule(from, to, imp))
 				}
 			}
 		}
@@ -162,6 +217,22 @@ func TestRulesCatchViolations(t *testing.T) {
 		{pkg{ImportPath: m("fleet"), Imports: []string{m("findingline")}}, ""},
 		{pkg{ImportPath: m("fleet"), TestImports: []string{m("audit")}}, ""},
 		{pkg{ImportPath: "example.com/other", Imports: []string{m("cmd/apmwatch")}}, ""},
+		{pkg{ImportPath: m("fleet/publish"), Imports: []string{m("audit")}}, "a mode imports no other mode"},
+		{pkg{ImportPath: m("fleet/publish"), Imports: []string{m("fleet/wire"), m("fleet/natsconn"), m("findingline"), "github.com/nats-io/nats.go"}}, ""},
+		{pkg{ImportPath: m("fleet/publish"), Imports: []string{m("fleet")}}, "the host side (fleet/publish) never imports the judge (fleet)"},
+		{pkg{ImportPath: m("fleet/publish"), Imports: []string{m("fleet/natsserver")}}, "the host side (fleet/publish) runs no NATS server (fleet/natsserver)"},
+		{pkg{ImportPath: m("fleet/publish"), TestImports: []string{m("fleet/natsserver"), m("fleet/fleettest")}}, ""},
+		{pkg{ImportPath: m("fleet"), Imports: []string{m("fleet/wire"), m("fleet/natsconn"), m("fleet/natsserver")}}, ""},
+		{pkg{ImportPath: m("fleet"), Imports: []string{m("fleet/publish")}}, "the judge (fleet) never imports the host side's publisher and queue (fleet/publish)"},
+		{pkg{ImportPath: m("fleet"), TestImports: []string{m("fleet/publish")}}, ""},
+		{pkg{ImportPath: m("fleet/wire"), Imports: []string{"github.com/nats-io/nats.go/jetstream"}}, "the fleet's protocol (fleet/wire) imports no NATS client"},
+		{pkg{ImportPath: m("fleet/wire"), Imports: []string{m("fleet/natsconn")}}, "the fleet's protocol (fleet/wire) imports no other package of the fleet"},
+		{pkg{ImportPath: m("fleet/natsconn"), Imports: []string{m("fleet/natsserver")}}, "the NATS client (fleet/natsconn) imports neither side nor the server"},
+		{pkg{ImportPath: m("fleet/natsconn"), Imports: []string{m("fleet")}}, "the NATS client (fleet/natsconn) imports neither side nor the server"},
+		{pkg{ImportPath: m("fleet/natsconn"), Imports: []string{"github.com/nats-io/nats-server/v2/server"}}, "the NATS client (fleet/natsconn) imports no NATS server"},
+		{pkg{ImportPath: m("fleet/natsserver"), Imports: []string{m("fleet/publish")}}, "the embedded server (fleet/natsserver) imports neither side"},
+		{pkg{ImportPath: m("fleet/natsserver"), Imports: []string{m("fleet/natsconn"), "github.com/nats-io/nats-server/v2/server"}}, ""},
+		{pkg{ImportPath: m("fleet/publish"), Imports: []string{m("fleet/fleettest")}}, "a test kit is imported by tests only"},
 	}
 	for _, c := range cases {
 		got := violations([]pkg{c.p})
