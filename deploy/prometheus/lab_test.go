@@ -89,7 +89,7 @@ func TestLab(t *testing.T) {
 			found := false
 			for _, a := range alerts.Data.Alerts {
 				if a.Labels["alertname"] == "ApmwatchMissedRearm" && (a.State == "pending" || a.State == "firing") &&
-					a.Labels["severity"] == "critical" && a.Labels["instance"] == "127.0.0.1:9578" {
+					a.Labels["severity"] == "error" && a.Labels["instance"] == "127.0.0.1:9578" {
 					found = true
 				}
 			}
