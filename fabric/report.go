@@ -18,6 +18,7 @@ type Query struct {
 	Alt            uint16 // the second route's destination LID (0: none)
 	AltFrom        uint16 // the second route's source LID (0: From)
 	JSON           bool
+	Wide           bool // the table in full, past 80 columns
 }
 
 // Validate checks the LIDs, before any file is read.
@@ -61,7 +62,11 @@ func Run(q Query, lim Limits, w io.Writer) error {
 	if q.JSON {
 		return rep.WriteJSON(w)
 	}
-	return rep.WriteTable(w)
+	width := columns.Terminal
+	if q.Wide {
+		width = 0
+	}
+	return rep.WriteTable(w, width)
 }
 
 func readFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
@@ -147,10 +152,10 @@ type (
 		Destination jsonEnd `json:"destination"`
 	}
 	jsonReport struct {
-		Route  jsonRoute     `json:"route"`
-		Alt    *jsonRoute    `json:"alt,omitempty"`
-		Shared []jsonElement `json:"shared,omitempty"`
-		Ends   *jsonEnds     `json:"ends,omitempty"`
+		Route  jsonRoute      `json:"route"`
+		Alt    *jsonRoute     `json:"alt,omitempty"`
+		Shared *[]jsonElement `json:"shared,omitempty"` // [] with a second route that shares nothing
+		Ends   *jsonEnds      `json:"ends,omitempty"`
 	}
 )
 
@@ -176,15 +181,16 @@ func (rep Report) WriteJSON(w io.Writer) error {
 	if rep.Alt != nil {
 		a := route(*rep.Alt)
 		j.Alt = &a
-		j.Shared = []jsonElement{}
+		shared := []jsonElement{}
 		for _, e := range rep.Shared {
 			if e.Switch != nil {
-				j.Shared = append(j.Shared, jsonElement{Kind: "switch", GUID: e.Switch.GUID.String(), Name: escape.Text(e.Switch.Name)})
+				shared = append(shared, jsonElement{Kind: "switch", GUID: e.Switch.GUID.String(), Name: escape.Text(e.Switch.Name)})
 				continue
 			}
 			from, to := port(e.Link[0]), port(e.Link[1])
-			j.Shared = append(j.Shared, jsonElement{Kind: "link", From: &from, To: &to})
+			shared = append(shared, jsonElement{Kind: "link", From: &from, To: &to})
 		}
+		j.Shared = &shared
 		j.Ends = &jsonEnds{Source: end(rep.Ends.Source), Destination: end(rep.Ends.Destination)}
 	}
 	enc := json.NewEncoder(w)
@@ -192,35 +198,44 @@ func (rep Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(j)
 }
 
-// WriteTable writes the report for a terminal: 80 columns, long names cut.
-func (rep Report) WriteTable(w io.Writer) error {
+// WriteTable writes the report for a terminal: lines of at most width
+// columns, long names cut (0: in full).
+func (rep Report) WriteTable(w io.Writer, width int) error {
 	var lines []string
-	lines = append(lines, routeLines("route", rep.Route)...)
+	lines = append(lines, routeLines("route", rep.Route, width)...)
 	if rep.Alt != nil {
 		lines = append(lines, "")
-		lines = append(lines, routeLines("alternate", *rep.Alt)...)
+		lines = append(lines, routeLines("alternate", *rep.Alt, width)...)
 		lines = append(lines, "")
-		lines = append(lines, sharedLines(rep.Shared, rep.Ends)...)
+		lines = append(lines, sharedLines(rep.Shared, rep.Ends, width)...)
 	}
 	for _, l := range lines {
-		if _, err := fmt.Fprintln(w, columns.Clip(l, columns.Terminal)); err != nil {
+		if width > 0 {
+			l = columns.Clip(l, width)
+		}
+		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func portText(p PortRef) string {
+// portText is a port for the table: its node's name (cut to 24 columns
+// when the table has a width) or GUID, and its number.
+func portText(p PortRef, width int) string {
 	name := escape.Text(p.Name)
 	if name == "" {
 		name = p.GUID.String()
 	}
-	return columns.Clip(name, 24) + " port " + strconv.Itoa(p.Port)
+	if width > 0 {
+		name = columns.Clip(name, 24)
+	}
+	return name + " port " + strconv.Itoa(p.Port)
 }
 
-func routeLines(title string, r Route) []string {
+func routeLines(title string, r Route, width int) []string {
 	head := fmt.Sprintf("%s lid %d -> lid %d (path bits %d): %s -> %s, %d switches",
-		title, r.From, r.To, r.PathBits, portText(r.Source), portText(r.Destination), len(r.Hops))
+		title, r.From, r.To, r.PathBits, portText(r.Source, width), portText(r.Destination, width), len(r.Hops))
 	if len(r.Hops) == 0 {
 		return []string{head}
 	}
@@ -228,7 +243,9 @@ func routeLines(title string, r Route) []string {
 	for i, h := range r.Hops {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), escape.Text(h.Name), h.GUID.String(), strconv.Itoa(h.InPort), strconv.Itoa(h.OutPort)})
 	}
-	t.Fit(columns.Terminal, 2)
+	if width > 0 {
+		t.Fit(width, 2)
+	}
 	lines := []string{head}
 	for _, l := range t.Lines() {
 		lines = append(lines, "  "+l)
@@ -236,7 +253,7 @@ func routeLines(title string, r Route) []string {
 	return lines
 }
 
-func sharedLines(shared []Element, ends Ends) []string {
+func sharedLines(shared []Element, ends Ends, width int) []string {
 	var lines []string
 	if len(shared) == 0 {
 		lines = append(lines, "shared: no switch, no link")
@@ -247,9 +264,11 @@ func sharedLines(shared []Element, ends Ends) []string {
 				t.Rows = append(t.Rows, []string{"switch", escape.Text(e.Switch.Name) + " " + e.Switch.GUID.String()})
 				continue
 			}
-			t.Rows = append(t.Rows, []string{"link", portText(e.Link[0]) + " -> " + portText(e.Link[1])})
+			t.Rows = append(t.Rows, []string{"link", portText(e.Link[0], width) + " -> " + portText(e.Link[1], width)})
 		}
-		t.Fit(columns.Terminal, 0)
+		if width > 0 {
+			t.Fit(width, 0)
+		}
 		lines = append(lines, t.Lines()...)
 	}
 	for _, e := range []struct {
@@ -257,9 +276,9 @@ func sharedLines(shared []Element, ends Ends) []string {
 		p    [2]PortRef
 	}{{"source", ends.Source}, {"destination", ends.Destination}} {
 		if e.p[0] == e.p[1] {
-			lines = append(lines, fmt.Sprintf("end: %s %s, the same port for both", e.name, portText(e.p[0])))
+			lines = append(lines, fmt.Sprintf("end: %s %s, the same port for both", e.name, portText(e.p[0], width)))
 		} else {
-			lines = append(lines, fmt.Sprintf("end: %s %s, alternate's %s", e.name, portText(e.p[0]), portText(e.p[1])))
+			lines = append(lines, fmt.Sprintf("end: %s %s, alternate's %s", e.name, portText(e.p[0], width), portText(e.p[1], width)))
 		}
 	}
 	return lines
