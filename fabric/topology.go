@@ -51,11 +51,6 @@ type EndPort struct {
 	LMC uint8
 }
 
-// contains says whether lid is one of the port's LIDs.
-func (p EndPort) contains(lid uint16) bool {
-	return p.LID != 0 && lid >= p.LID && int(lid) < int(p.LID)+1<<p.LMC
-}
-
 // Topology is a fabric as ibnetdiscover printed it.
 type Topology struct {
 	Nodes map[GUID]*Node
