@@ -61,4 +61,5 @@ include deploy/prometheus/prometheus.mk
 include deploy/package/package.mk
 include deploy/deploy.mk
 include fleet/fleet.mk
+include fabric/fabric.mk
 include actuator/actuator.mk

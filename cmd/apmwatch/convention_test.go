@@ -59,8 +59,8 @@ func TestExtraArgumentsAreUsageErrors(t *testing.T) {
 // -o wide too on those that print a table.
 func TestOutputFlagEverywhere(t *testing.T) {
 	wide := map[string]bool{"trace": true, "probes": true, "postmortem": true, "qp list": true, "qp show": true,
-		"hca-check": true, "fleet status": true}
-	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version", "hca-check", "fleet status"} {
+		"hca-check": true, "fleet status": true, "routes": true}
+	for _, path := range []string{"trace", "probes", "postmortem", "qp list", "qp show", "actuate", "version", "hca-check", "fleet status", "routes"} {
 		cmd, _, err := newRootCmd().Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)

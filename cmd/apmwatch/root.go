@@ -72,7 +72,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newProbesCmd())
 	root.AddCommand(newRecordCmd(), newPostmortemCmd())
 	root.AddCommand(newAuditCmd(), newFleetCmd())
-	root.AddCommand(newQPCmd(), newActuateCmd(), newHCACheckCmd())
+	root.AddCommand(newQPCmd(), newActuateCmd(), newHCACheckCmd(), newRoutesCmd())
 	root.AddCommand(newBTFCmd(), newSchemaCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCompletionCmd())
