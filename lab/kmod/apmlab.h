@@ -67,7 +67,8 @@ struct apmlab_side {
 
 int apmlab_side_create(struct apmlab_side *s, const char *name,
 		       void (*handler)(struct ib_event *, void *));
-int apmlab_side_connect(struct apmlab_side *s);	/* to RTS, armed */
+int apmlab_side_rtr(struct apmlab_side *s);	/* to RTR */
+int apmlab_side_rts(struct apmlab_side *s);	/* RTR to RTS, armed */
 void apmlab_side_destroy(struct apmlab_side *s);
 /* -EINVAL on RoCE; on IB the alternate is the port the QP does not run on */
 int apmlab_load_alt_path(struct apmlab_side *s);

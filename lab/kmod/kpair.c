@@ -180,10 +180,13 @@ void apmlab_side_destroy(struct apmlab_side *s)
 }
 
 /*
- * RESET -> INIT -> RTR -> RTS, then RTS -> RTS with PATH_MIG_STATE=REARM;
- * on IB an RTS -> RTS ALT_PATH load (port 2) comes before the rearm.
+ * RESET -> INIT -> RTR (apmlab_side_rtr), then RTR -> RTS and RTS -> RTS
+ * with PATH_MIG_STATE=REARM (apmlab_side_rts); on IB an RTS -> RTS
+ * ALT_PATH load (port 2) comes before the rearm. Both sides are made RTR
+ * before either goes to RTS: an RC QP in RTS sends at once, and a peer
+ * not yet RTR drops what it sends until the requester's retries run out.
  */
-int apmlab_side_connect(struct apmlab_side *s)
+int apmlab_side_rtr(struct apmlab_side *s)
 {
 	struct ib_qp_attr a = {};
 	int ret;
@@ -205,13 +208,16 @@ int apmlab_side_connect(struct apmlab_side *s)
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	fill_av(s, &a.ah_attr);
-	ret = modify(s, "rtr", &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
-		     IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
-		     IB_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
+	return modify(s, "rtr", &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+		      IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+		      IB_QP_MIN_RNR_TIMER);
+}
 
-	memset(&a, 0, sizeof(a));
+int apmlab_side_rts(struct apmlab_side *s)
+{
+	struct ib_qp_attr a = {};
+	int ret;
+
 	a.qp_state = IB_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;

@@ -145,10 +145,14 @@ int apmlab_ulp_start(int b, const char *dev0, const char *dev1, bool cm)
 		else if (cm)
 			ret = apmlab_cm_connect(&sides[0], &sides[1]);
 		else
-			ret = apmlab_side_connect(&sides[0]);
+			ret = apmlab_side_rtr(&sides[0]);
 	}
 	if (!ret && !cm)
-		ret = apmlab_side_connect(&sides[1]);
+		ret = apmlab_side_rtr(&sides[1]);
+	if (!ret && !cm)
+		ret = apmlab_side_rts(&sides[0]);
+	if (!ret && !cm)
+		ret = apmlab_side_rts(&sides[1]);
 	if (ret) {
 		apmlab_log_note(NULL, "start_failed", ret);
 		stop_locked();

@@ -239,7 +239,16 @@ static void react(struct iq *q)
 	query(q, "after_react");
 }
 
-static int connect_qp(struct iq *q)
+/*
+ * INIT and RTR: every QP of the run is made ready to receive before any
+ * goes to RTS (connect_rts), as connection managers and MPI bring-ups do:
+ * an RC QP in RTS sends at once (ibsim's request stream, like an
+ * application's first send), and a peer still in RESET or INIT drops the
+ * requests, so a slow bring-up of the peer (a busy guest) would run out the
+ * requester's retries (about 0.5 s at timeout 14) and move it to ERR before
+ * its first rearm.
+ */
+static int connect_rtr(struct iq *q)
 {
 	struct ib_uverbs_modify_qp m = {};
 	int ret;
@@ -262,10 +271,15 @@ static int connect_qp(struct iq *q)
 	m.dest_qp_num = q->peer_qpn;
 	m.max_dest_rd_atomic = 1;
 	m.min_rnr_timer = 12;
-	ret = modify(q, "rtr", &m);
-	if (ret)
-		return ret;
-	memset(&m, 0, sizeof(m));
+	return modify(q, "rtr", &m);
+}
+
+/* RTS, the alternate path and the first rearm. */
+static int connect_rts(struct iq *q)
+{
+	struct ib_uverbs_modify_qp m = {};
+	int ret;
+
 	m.attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (!q->d->uc)	/* UC has no ACK timeout and no retries */
 		m.attr_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -488,7 +502,10 @@ int main(int argc, char **argv)
 		qps[nqps - 1].peer_qpn = qps[nqps - 2].qpn;
 	}
 	for (i = 0; i < nqps; i++)
-		if (connect_qp(&qps[i]))
+		if (connect_rtr(&qps[i]))
+			die("connecting QP %u on %s failed", qps[i].qpn, qps[i].d->name);
+	for (i = 0; i < nqps; i++)
+		if (connect_rts(&qps[i]))
 			die("connecting QP %u on %s failed", qps[i].qpn, qps[i].d->name);
 	wait_armed();
 	for (i = 0; i < nqps; i++) {
