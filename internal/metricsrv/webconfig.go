@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -32,7 +33,7 @@ func CheckWebConfig(path string) error {
 		return nil
 	}
 	if err := web.Validate(path); err != nil {
-		return fmt.Errorf("web config %s: %s", escape.Text(path), oneLine(err.Error()))
+		return fmt.Errorf("web config %s: %s", oneLine(path), oneLine(err.Error()))
 	}
 	return nil
 }
@@ -42,9 +43,13 @@ const maxErrLen = 300
 
 // oneLine makes an error one bounded, escaped line.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = escape.Text(strings.Join(strings.Fields(s), " "))
 	if len(s) > maxErrLen {
-		s = s[:maxErrLen] + "..."
+		n := maxErrLen
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "..."
 	}
-	return escape.Text(s)
+	return s
 }
