@@ -80,6 +80,7 @@ type Enforcer struct {
 	held     map[event.QPKey]string // of those, admitted by the limit and not past it yet: owner or ""
 	turn     *sync.Cond             // an action passed the limit (queue.go)
 	recent   []rateMark
+	served   map[uint32]time.Time // by the finding's pid: when its last action was admitted (fairturn.go)
 	lostAt   uint64 // boot ns by which the last records lost happened (loss.go)
 	stats    EnforcerStats
 	slots    chan struct{} // one per action running
