@@ -81,7 +81,7 @@ type Enforcer struct {
 	turn     *sync.Cond             // an action passed the limit (queue.go)
 	recent   []rateMark
 	served   map[uint32]time.Time // by the finding's pid: when its last action was admitted (fairturn.go)
-	lostAt   uint64 // boot ns by which the last records lost happened (loss.go)
+	lostAt   uint64               // boot ns by which the last records lost happened (loss.go)
 	stats    EnforcerStats
 	slots    chan struct{} // one per action running
 	running  sync.WaitGroup
