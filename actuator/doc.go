@@ -17,9 +17,10 @@
 // (error classes), gid.go (GIDs as IPv6 addresses), flags.go (actuate's
 // alternate-path flags), cli.go (qp list and show), qpdoc.go (their JSON documents), policy.go, strictjson.go and
 // allow.go (the audit --enforce policy, its strict parsing and its
-// allowlist), enforcer.go (acting on findings), schedule.go (grace
-// periods, running actions side by side), queue.go and ratelimit.go (the
-// rate limit's queue), generation.go and loss.go (which QP an action may
+// allowlist), pathbits.go (path bits against the 7-bit field and the
+// port's LMC), enforcer.go (acting on findings), schedule.go (grace
+// periods, running actions side by side), queue.go, fairturn.go and ratelimit.go
+// (the rate limit's queue, processes taking turns in it), generation.go and loss.go (which QP an action may
 // touch), metrics.go (its counters for the audit daemon's metrics).
 // docs/actuator.md is the user's view.
 package actuator

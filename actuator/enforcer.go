@@ -80,7 +80,8 @@ type Enforcer struct {
 	held     map[event.QPKey]string // of those, admitted by the limit and not past it yet: owner or ""
 	turn     *sync.Cond             // an action passed the limit (queue.go)
 	recent   []rateMark
-	lostAt   uint64 // boot ns by which the last records lost happened (loss.go)
+	served   map[uint32]time.Time // by the finding's pid: when its last action was admitted (fairturn.go)
+	lostAt   uint64               // boot ns by which the last records lost happened (loss.go)
 	stats    EnforcerStats
 	slots    chan struct{} // one per action running
 	running  sync.WaitGroup
@@ -202,7 +203,7 @@ func (e *Enforcer) run(ctx context.Context, p *pendingAct) (apm.Finding, bool) {
 	e.recent = append(e.recent, rateMark{at: now, owner: own.id()})
 	var res *Result
 	e.unlocked(func() { res, err = e.Do(ctx, req) })
-	if err != nil && alt != nil && (errors.Is(err, ErrRoCE) || errors.Is(err, ErrRefused)) && e.Policy.RearmWithoutAlternate {
+	if err != nil && alt != nil && (errors.Is(err, ErrRoCE) || errors.Is(err, ErrRefused) || errors.Is(err, ErrBadAlt)) && e.Policy.RearmWithoutAlternate {
 		note = fmt.Sprintf("the new alternate (%s) was refused (%v); rearmed without a new alternate as the policy allows: the QP is armed onto the alternate it already holds", altFrom, err)
 		req.Alt = nil
 		e.unlocked(func() { res, err = e.Do(ctx, req) })

@@ -22,6 +22,9 @@ var (
 	ErrKernelQP   = errors.New("kernel qp")
 	ErrRoCE       = errors.New("alternate path refused on a roce port: APM is InfiniBand-only")
 	ErrRefused    = errors.New("refused by the kernel")
+	// ErrBadAlt: the alternate cannot work on its port (path bits outside
+	// the 7-bit field or the port's LMC): refused before anything is sent.
+	ErrBadAlt = errors.New("alternate path refused")
 )
 
 // yamaScope reads the Yama ptrace_scope ("" without Yama).

@@ -2,6 +2,7 @@ package actuator
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/pflag"
 )
@@ -47,6 +48,9 @@ func (f *AltFlags) Path(changed func(string) bool) (*AltPath, error) {
 	}
 	if !changed("alt-dlid") && f.DGID == "" {
 		return nil, errors.New("an alternate path needs --alt-dlid or --alt-dgid")
+	}
+	if f.PathBits > maxPathBits {
+		return nil, fmt.Errorf("--alt-src-path-bits must be 0-%d (a 7-bit field), not %d", maxPathBits, f.PathBits)
 	}
 	p := &AltPath{Port: f.Port, PKeyIndex: f.PKeyIndex, Timeout: f.Timeout,
 		Dest: Dest{DLID: f.DLID, SL: f.SL, PortNum: f.Port, SrcPathBits: f.PathBits}}

@@ -44,6 +44,9 @@ func FuzzPolicy(f *testing.F) {
 			if _, err := r.Alt.Path(); err != nil {
 				t.Fatalf("alternates[%d] loaded but gives no path: %v", i, err)
 			}
+			if r.Alt.PathBits > maxPathBits {
+				t.Fatalf("alternates[%d] loaded with src_path_bits %d, outside the 7-bit field", i, r.Alt.PathBits)
+			}
 		}
 		b, err := json.Marshal(p)
 		if err != nil {

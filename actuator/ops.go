@@ -240,6 +240,14 @@ func (a *Actuator) act(r *Request, b *Borrowed, t *Target, res *Result) error {
 	if event.QPState(before.State) != event.StateRTS {
 		return fmt.Errorf("%w: qp %d is %s, %s needs RTS", ErrWrongState, t.QPN, event.QPState(before.State), r.Op)
 	}
+	if r.Alt != nil && (r.Op == OpLoadAlt || r.Op == OpRearm) {
+		if err := checkPathBitsField(r.Alt.Dest.SrcPathBits); err != nil {
+			return fmt.Errorf("%w: %v: nothing sent", ErrBadAlt, err)
+		}
+		if _, err := a.roots.checkLMC(t.Device, r.Alt.Port, r.Alt.Dest.SrcPathBits); err != nil {
+			return fmt.Errorf("%w: %v: nothing sent", ErrBadAlt, err)
+		}
+	}
 	var cmds []Modify
 	switch r.Op {
 	case OpLoadAlt:

@@ -117,6 +117,9 @@ func (s AltSpec) Path() (*AltPath, error) {
 	if s.DLID == 0 && s.DGID == "" {
 		return nil, errors.New("alt needs dlid or dgid")
 	}
+	if err := checkPathBitsField(s.PathBits); err != nil {
+		return nil, fmt.Errorf("alt.%w", err)
+	}
 	p := &AltPath{Port: s.Port, PKeyIndex: s.PKeyIndex, Timeout: s.Timeout,
 		Dest: Dest{DLID: s.DLID, SL: s.SL, PortNum: s.Port, SrcPathBits: s.PathBits}}
 	if p.Timeout == 0 {

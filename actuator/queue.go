@@ -54,28 +54,38 @@ func (e *Enforcer) admitInTurn(now time.Time) []pendingAct {
 	l := e.limiter(now)
 	var start []pendingAct
 	b := &batch{}
-	keep := e.queue[:0]
-	for _, p := range e.queue {
-		q := qpOf(p)
-		if !e.inflight[q] {
-			why, next, known := l.check(p.owner)
-			if why == "" {
-				l.hold(p.owner)
-				e.held[q] = p.owner
-				e.inflight[q] = true
-				p.batch, p.nth = b, len(start)
-				start = append(start, p)
-				continue
-			}
-			if !p.waited {
-				p.waited = true
-				e.deferred(p, next, known, why)
-			}
+	started := make([]bool, len(e.queue))
+	for _, i := range e.fairOrder() {
+		p := &e.queue[i]
+		q := qpOf(*p)
+		if e.inflight[q] {
+			continue
 		}
-		keep = append(keep, p)
+		why, next, known := l.check(p.owner)
+		if why == "" {
+			l.hold(p.owner)
+			e.held[q] = p.owner
+			e.inflight[q] = true
+			e.servedNow(p.f.PID, now)
+			p.batch, p.nth = b, len(start)
+			start = append(start, *p)
+			started[i] = true
+			continue
+		}
+		if !p.waited {
+			p.waited = true
+			e.deferred(*p, next, known, why)
+		}
+	}
+	keep := e.queue[:0]
+	for i, p := range e.queue {
+		if !started[i] {
+			keep = append(keep, p)
+		}
 	}
 	clear(e.queue[len(keep):])
 	e.queue = keep
+	e.forgetServed(now)
 	b.passed = make([]bool, len(start))
 	return start
 }

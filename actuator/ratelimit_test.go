@@ -54,3 +54,59 @@ func TestRateLimitPacesAStorm(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A process whose many QPs fell due first does not hold another process's
+// QP back: under a limit of one action a period, the other process's QP
+// is acted on in the second period (one turn of each process), not after
+// every QP of the first.
+func TestFairTurnsAcrossProcesses(t *testing.T) {
+	p := enforcePolicy()
+	p.RateLimit = RateLimit{Max: 1, Per: Duration(time.Minute)}
+	e, _, c := newTestEnforcer(p)
+	pidOf := func(q uint32) uint32 {
+		if q == 200 {
+			return 43
+		}
+		return 42
+	}
+	e.Owner = func(_ string, q uint32) (Owner, error) {
+		return Owner{PID: pidOf(q), Comm: "lab-pair", Start: 5}, nil
+	}
+	var order []uint32
+	take := func(out []apm.Finding) {
+		for _, f := range out {
+			if f.Kind != KindActuated {
+				t.Fatalf("%s for qp %d: %s", f.Kind, f.QP.QPN, f.Explanation)
+			}
+			order = append(order, f.QP.QPN)
+		}
+	}
+	for _, q := range []uint32{100, 101, 102, 103, 104, 105, 200} {
+		e.Observe(pathMig(c.boot, q))
+		f := missed(q, uint64(q), c.boot)
+		f.PID = pidOf(q)
+		take(e.Act(context.Background(), f))
+		c.advance(time.Millisecond)
+	}
+	for i := 0; i < 100 && len(order) < 7; i++ {
+		due, ok := e.NextDue()
+		if !ok {
+			t.Fatalf("%d actions waiting and none due", 7-len(order))
+		}
+		if d := due.Sub(c.wall); d > 0 {
+			c.advance(d)
+		}
+		take(e.Tick(context.Background(), c.wall))
+	}
+	if len(order) != 7 {
+		t.Fatalf("acted on %v, want 7 QPs", order)
+	}
+	if order[0] != 100 || order[1] != 200 {
+		t.Fatalf("order %v: the other process's qp 200 waited behind the first process's QPs, want it second", order)
+	}
+	for i, q := range append([]uint32{100}, order[2:]...) {
+		if q != uint32(100+i) {
+			t.Fatalf("order %v: the first process's QPs out of order", order)
+		}
+	}
+}

@@ -23,6 +23,9 @@ type Config struct {
 	// Profiles also serves the Go runtime's profiles at /debug/pprof/ on
 	// MetricsAddr, which must then be a loopback address.
 	Profiles bool
+	// WebConfig is a Prometheus web configuration file (TLS, basic auth)
+	// for MetricsAddr; "" serves plain HTTP to anyone who can connect.
+	WebConfig string
 	// RecorderDir holds the flight recorder and the incident bundles; ""
 	// for neither.
 	RecorderDir string
@@ -93,6 +96,9 @@ func (c Config) Validate() error {
 	if err := c.checkProfiles(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.checkWebConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.RecorderMaxAge < 0 {
 		errs = append(errs, fmt.Errorf("--recorder-max-age must not be negative: %v", c.RecorderMaxAge))
 	}
@@ -127,4 +133,16 @@ func (c Config) checkProfiles() error {
 		return nil
 	}
 	return metricsrv.CheckProfilesAddr(c.MetricsAddr)
+}
+
+// checkWebConfig loads --web.config.file as the metrics endpoint will, so
+// that a bad file stops the start with one line.
+func (c Config) checkWebConfig() error {
+	if c.WebConfig == "" {
+		return nil
+	}
+	if c.MetricsAddr == "" {
+		return errors.New("--web.config.file needs --metrics-addr")
+	}
+	return metricsrv.CheckWebConfig(c.WebConfig)
 }

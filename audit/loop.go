@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	mctx, stopMetrics := context.WithCancel(context.Background())
 	defer stopMetrics()
 	if cfg.MetricsAddr != "" {
-		if err := d.m.serve(mctx, cfg.MetricsAddr, cfg.Profiles, func(err error) { d.log.Error("metrics server stopped", "err", err) }); err != nil {
+		if err := d.m.serve(mctx, cfg.MetricsAddr, cfg.Profiles, cfg.WebConfig, func(err error) { d.log.Error("metrics server stopped", "err", err) }); err != nil {
 			return err
 		}
 		if cfg.Profiles {

@@ -194,8 +194,8 @@ func (m *metrics) addStats(prev *counted, s event.Stats) {
 // serve listens on addr and serves /metrics until ctx is done. The
 // listener is opened before it returns, so a bad or busy address is an
 // error at start.
-func (m *metrics) serve(ctx context.Context, addr string, profiles bool, onErr func(error)) error {
-	var opts []metricsrv.Option
+func (m *metrics) serve(ctx context.Context, addr string, profiles bool, webConfig string, onErr func(error)) error {
+	opts := []metricsrv.Option{metricsrv.WithWebConfig(webConfig)}
 	if profiles {
 		opts = append(opts, metricsrv.WithProfiles())
 	}

@@ -229,6 +229,15 @@ func TestModWatch(t *testing.T) {
 	}
 }
 
+// webConfigFile writes a web configuration file holding text.
+func webConfigFile(t *testing.T, text string) string {
+	p := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestConfigErrorsAreOneLine(t *testing.T) {
 	for _, edit := range []func(*Config){
 		func(c *Config) { c.MetricsAddr = "nonsense" },
@@ -237,6 +246,10 @@ func TestConfigErrorsAreOneLine(t *testing.T) {
 		func(c *Config) { c.Model.RearmDeadline = 0 },
 		func(c *Config) { c.Profiles, c.MetricsAddr = true, "0.0.0.0:9578" },
 		func(c *Config) { c.Profiles, c.MetricsAddr = true, "" },
+		func(c *Config) { c.WebConfig = "/nonexistent/web.yml" },
+		func(c *Config) { c.WebConfig, c.MetricsAddr = webConfigFile(t, "basic_auth_users: {a: b}\n"), "" },
+		func(c *Config) { c.WebConfig = webConfigFile(t, "tls_server_config:\n  cert_file: x\n") },
+		func(c *Config) { c.WebConfig = webConfigFile(t, "{{\n\x1b[2J") },
 	} {
 		c := DefaultConfig()
 		edit(&c)
@@ -247,6 +260,11 @@ func TestConfigErrorsAreOneLine(t *testing.T) {
 	}
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.WebConfig = webConfigFile(t, "http_server_config:\n  http2: false\n")
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a good web config: %v", err)
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apmwatch/apmwatch/actuator"
 	"github.com/apmwatch/apmwatch/audit"
 	"github.com/apmwatch/apmwatch/event"
+	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/apmwatch/apmwatch/internal/outfile"
 	"github.com/spf13/cobra"
 )
@@ -87,6 +89,14 @@ func newActuateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			unchecked, err := p.CheckPorts()
+			if err != nil {
+				return err
+			}
+			if len(unchecked) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: not on this host, path bits not compared with the port's LMC: %s\n",
+					escape.Text(args[0]), escape.Text(strings.Join(unchecked, ", ")))
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: mode %s, grace %v, %d alternates, rate %d per %v\n",
 				args[0], p.Mode, time.Duration(p.Grace), len(p.Alternates), p.RateLimit.Max, time.Duration(p.RateLimit.Per))
 			return nil
@@ -120,6 +130,9 @@ func enforceAudit(cmd *cobra.Command, cfg *audit.Config) {
 		}
 		p, err := actuator.LoadPolicy(policy)
 		if err != nil {
+			return usageError{err}
+		}
+		if _, err := p.CheckPorts(); err != nil {
 			return usageError{err}
 		}
 		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))

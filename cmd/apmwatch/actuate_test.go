@@ -48,3 +48,22 @@ func TestPolicyEnforceNeedsTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// policy-check refuses path bits outside the 7-bit field with one line.
+func TestPolicyCheckRefusesPathBits(t *testing.T) {
+	dir := t.TempDir()
+	for bits, ok := range map[string]bool{"128": false, "255": false, "0": true} {
+		path := filepath.Join(dir, "policy-"+bits+".json")
+		doc := `{"allow":{"comms":["x"]},"alternates":[{"device":"mlx5_test9","alt":{"port":1,"dlid":5,"src_path_bits":` + bits + `}}]}`
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := run("actuate", "policy-check", path)
+		if ok != (err == nil) {
+			t.Errorf("src_path_bits %s: %v", bits, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "0-127") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("src_path_bits %s: not one line naming the field's range: %q", bits, err)
+		}
+	}
+}

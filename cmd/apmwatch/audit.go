@@ -56,6 +56,7 @@ func newAuditCmd() *cobra.Command {
 	fl.BoolVar(&cfg.Stdout, "stdout", false, "also write the finding lines to standard output (always without --findings)")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics (\"\": off)")
 	fl.BoolVar(&cfg.Profiles, "pprof", false, "also serve Go runtime profiles at http://ADDR/debug/pprof/ (loopback --metrics-addr only; for diagnosis)")
+	fl.StringVar(&cfg.WebConfig, "web.config.file", "", "serve the metrics with TLS and/or basic auth as this Prometheus web configuration file says (\"\": plain HTTP)")
 	fl.StringVar(&cfg.RecorderDir, "recorder-dir", "", "keep the flight recorder and incident bundles here (\"\": off)")
 	fl.DurationVar(&cfg.RecorderMaxAge, "recorder-max-age", cfg.RecorderMaxAge, "keep this much recent history in the flight recorder")
 	fl.Int64Var(&cfg.RecorderMaxBytes, "recorder-max-bytes", cfg.RecorderMaxBytes, "and at most this many bytes")

@@ -111,35 +111,62 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	}
 }
 
-// At most maxConns connections are served at once: the next is answered
-// only when one of them goes.
+// blocking adds /block, whose requests last until the test ends.
+func blocking(t *testing.T) Option {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return func(s *settings) {
+		s.mux.HandleFunc("/block", func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-done:
+			case <-r.Context().Done():
+			}
+		})
+	}
+}
+
+// At most maxConns connections are open at once: a new one closes the
+// oldest idle one, and is itself closed when all are inside a request.
 func TestConnectionCap(t *testing.T) {
-	addr := serveShort(t, 2, 10*time.Second)
-	var held []net.Conn
-	for i := 0; i < 2; i++ {
+	addr := serveShort(t, 2, 10*time.Second, blocking(t))
+	dial := func(busy bool) net.Conn {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		held = append(held, c)
+		t.Cleanup(func() { c.Close() })
+		if busy {
+			fmt.Fprintf(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		return c
 	}
-	time.Sleep(100 * time.Millisecond) // both accepted
-	third, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	scrape := func(c net.Conn) (string, error) {
+		fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		return string(b[:n]), err
 	}
-	defer third.Close()
-	fmt.Fprintf(third, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if n, _ := third.Read(make([]byte, 64)); n != 0 {
-		t.Fatal("a third connection was served while two were held")
+	idle := []net.Conn{dial(false), dial(false)}
+	if got, err := scrape(dial(false)); err != nil || !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("a third connection while two were idle: %q, %v", got, err)
 	}
-	held[0].Close()
-	third.SetReadDeadline(time.Now().Add(5 * time.Second))
-	b := make([]byte, 64)
-	if n, err := third.Read(b); err != nil || !strings.HasPrefix(string(b[:n]), "HTTP/1.1 200") {
-		t.Fatalf("after one held connection went: %q, %v", b[:n], err)
+	if !closedWithin(idle[0], 5*time.Second) {
+		t.Error("the oldest idle connection was not closed to make room")
+	}
+	busy := []net.Conn{dial(true), dial(true)}
+	time.Sleep(100 * time.Millisecond) // both inside their request
+	if got, err := scrape(dial(false)); err == nil {
+		t.Fatalf("a connection over the cap while all were inside a request was served: %q", got)
+	}
+	busy[0].Close()
+	var got string
+	for i := 0; i < 50 && !strings.HasPrefix(got, "HTTP/1.1 200"); i++ { // until the server sees it gone
+		time.Sleep(20 * time.Millisecond)
+		got, _ = scrape(dial(false))
+	}
+	if !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("after one busy connection went: %q", got)
 	}
 }
 
