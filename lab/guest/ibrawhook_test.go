@@ -57,11 +57,12 @@ func TestIBRawDriverHook(t *testing.T) {
 			t.Fatalf("trace not ready in a minute\n%s", tr.Dump())
 		}
 	}
+	MustRun(t, "lab-ib", "qpn", "align") // the two HCAs number the QPs below alike
 	p, ready := startIBPair(t, 1, "never-rearm")
 	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 	k0, k1 := startIBULP(t, "no-rearm")
 	if u0 != u1 || k0 != k1 {
-		t.Errorf("QPNs %d/%d (user) and %d/%d (kernel): want each pair's QPN the same on both HCAs (ibsim numbers QPs per device)", u0, u1, k0, k1)
+		t.Errorf("QPNs %d/%d (user) and %d/%d (kernel): want each pair's QPN the same on both HCAs (lab-ib qpn align)", u0, u1, k0, k1)
 	}
 	waitIB(t, "ibsim0", k0, "ARMED", Match("path_mig_state", "ARMED"))
 	waitIB(t, "ibsim1", k1, "ARMED", Match("path_mig_state", "ARMED"))

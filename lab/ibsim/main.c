@@ -25,6 +25,27 @@ static void ibsim_free(int i)
 	ibsim_devs[i] = NULL;
 }
 
+/*
+ * Each HCA numbers its QPs from its own space: the two start 0x1000 apart
+ * so that the lab's QPNs tell the devices apart, and "qpn align" makes the
+ * next QPs of both share numbers, as two ConnectX of one host often do.
+ */
+int ibsim_qpn_align(void)
+{
+	u32 next = 0;
+	int i;
+
+	mutex_lock(&ibsim_mutex);
+	for (i = 0; i < IBSIM_NDEV; i++)
+		if (ibsim_devs[i])
+			next = max(next, ibsim_devs[i]->next_qpn);
+	for (i = 0; i < IBSIM_NDEV; i++)
+		if (ibsim_devs[i])
+			ibsim_devs[i]->next_qpn = next;
+	mutex_unlock(&ibsim_mutex);
+	return 0;
+}
+
 static int ibsim_add(int i)
 {
 	struct ibsim_dev *d;

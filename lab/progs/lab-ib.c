@@ -26,6 +26,7 @@ static void usage(void)
 	       "       lab-ib bench --dev D --qpn N COUNT\n"
 	       "       lab-ib knob [NAME VALUE]\n"
 	       "       lab-ib profile ibta|mlx5\n"
+	       "       lab-ib qpn align\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
 	       "LIDs 1,2 and 3,4 with LMC 0, one switch).\n"
@@ -56,6 +57,8 @@ static void usage(void)
 	       "  profile  every knob at once: ibta (rdmavt's answers: refuse, inside,\n"
 	       "           copy, retry, 0, 0; the default) or mlx5 (accept, none, zero,\n"
 	       "           pathmig-err, 0, 0)\n"
+	       "  qpn      align: both HCAs give their next QPs the same numbers (from\n"
+	       "           the higher of their next QPNs), as two HCAs of one host do\n"
 	       "Changes print one JSON line once the events they caused were raised.\n"
 	       "\n"
 	       "  --control DIR   the module's debugfs dir (default /sys/kernel/debug/ibsim)\n"
@@ -218,6 +221,13 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "LID %d", lid);
 		ctl(cmd, what);
 		jline("{\"link\":%d,\"state\":\"%s\",\"ret\":0}", lid, up ? "up" : "down");
+		return 0;
+	}
+	if (!strcmp(verb, "qpn")) {
+		if (!arg || strcmp(arg, "align"))
+			usage_error("qpn needs align");
+		ctl("qpn align", "qpn");
+		jline("{\"qpn\":\"align\",\"ret\":0}");
 		return 0;
 	}
 	if (!strcmp(verb, "lmc")) {
