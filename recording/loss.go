@@ -33,8 +33,8 @@ type lossTrack struct {
 	// the kernel's skipped probe runs (Stats.Missed), read on their own
 	// schedule (Stats.MissedAt)
 	prevMissedAt, prevMissed uint64
-	damage   *Loss // open: ends at the next event read
-	on       func(Loss)
+	damage                   *Loss // open: ends at the next event read
+	on                       func(Loss)
 }
 
 // event notes an event read: it closes an open damaged stretch.
