@@ -59,6 +59,7 @@ func TestIBRawDriverHook(t *testing.T) {
 		}
 	}
 	MustRun(t, "lab-ib", "qpn", "align") // the two HCAs number the QPs below alike
+	t.Cleanup(func() { MustRun(t, "lab-ib", "qpn", "apart") }) // later tests tell devices by QPN
 	p, ready := startIBPair(t, 1, "never-rearm")
 	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
 	k0, k1 := startIBULP(t, "no-rearm")

@@ -18,9 +18,10 @@
  *             knob NAME VALUE         a firmware knob (knob.c); ENOENT no
  *                                     such knob, EINVAL no such value
  *             profile ibta|mlx5       every knob at once
- *             qpn align               both HCAs number their next QPs alike
+ *             qpn align|apart         both HCAs number their next QPs alike
  *                                     (each from the higher of their next
- *                                     QPNs), as separate HCAs of one host do
+ *                                     QPNs), as separate HCAs of one host
+ *                                     do; apart: 0x1000 apart again
  *           DEV is ibsim0 or ibsim1. ENODEV no such device, ENOENT no such
  *           QP or LID, EINVAL bad command. A write returns once the events
  *           it caused have been raised.
@@ -134,7 +135,9 @@ static int run(char **w, int n)
 	if (!strcmp(w[0], "profile") && n == 2)
 		return ibsim_profile_set(w[1]);
 	if (!strcmp(w[0], "qpn") && n == 2 && !strcmp(w[1], "align"))
-		return ibsim_qpn_align();
+		return ibsim_qpn_align(false);
+	if (!strcmp(w[0], "qpn") && n == 2 && !strcmp(w[1], "apart"))
+		return ibsim_qpn_align(true);
 	if (!strcmp(w[0], "bench") && n == 4) {
 		ret = parse_qp(w + 1, &dev, &qpn);
 		if (ret)
@@ -190,7 +193,7 @@ static int knobs_show(struct seq_file *m, void *v)
 
 static int ctl_show(struct seq_file *m, void *v)
 {
-	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\nlmc N\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\nknob NAME VALUE\nprofile ibta|mlx5\nqpn align\n");
+	seq_puts(m, "port DEV PORT down|up\nlink LID down|up\nlmc N\ntraffic on|off [DEV QPN]\npoke [DEV QPN]\nbench DEV QPN N\nknob NAME VALUE\nprofile ibta|mlx5\nqpn align|apart\n");
 	return 0;
 }
 

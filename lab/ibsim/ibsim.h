@@ -306,7 +306,7 @@ void ibsim_queue_qp_event(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_raise_qp_event(struct ibsim_qp *qp, enum ib_event_type type);	/* now, no lock held */
 void ibsim_mlx5_qp_event(struct mlx5_core_qp *mqp, int type);
 void ibsim_drain_eq(struct ibsim_qp *qp);
-int ibsim_qpn_align(void);
+int ibsim_qpn_align(bool apart);
 void ibsim_kick_events_later(void);
 void ibsim_queue_qp_event_later(struct ibsim_qp *qp, enum ib_event_type type);
 void ibsim_release_later(void);

@@ -28,9 +28,10 @@ static void ibsim_free(int i)
 /*
  * Each HCA numbers its QPs from its own space: the two start 0x1000 apart
  * so that the lab's QPNs tell the devices apart, and "qpn align" makes the
- * next QPs of both share numbers, as two ConnectX of one host often do.
+ * next QPs of both share numbers, as two ConnectX of one host often do;
+ * "qpn apart" puts them 0x1000 apart again, above every QPN given so far.
  */
-int ibsim_qpn_align(void)
+int ibsim_qpn_align(bool apart)
 {
 	u32 next = 0;
 	int i;
@@ -41,7 +42,7 @@ int ibsim_qpn_align(void)
 			next = max(next, ibsim_devs[i]->next_qpn);
 	for (i = 0; i < IBSIM_NDEV; i++)
 		if (ibsim_devs[i])
-			ibsim_devs[i]->next_qpn = next;
+			ibsim_devs[i]->next_qpn = next + (apart ? i * 0x1000 : 0);
 	mutex_unlock(&ibsim_mutex);
 	return 0;
 }

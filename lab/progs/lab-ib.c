@@ -26,7 +26,7 @@ static void usage(void)
 	       "       lab-ib bench --dev D --qpn N COUNT\n"
 	       "       lab-ib knob [NAME VALUE]\n"
 	       "       lab-ib profile ibta|mlx5\n"
-	       "       lab-ib qpn align\n"
+	       "       lab-ib qpn align|apart\n"
 	       "\n"
 	       "Drives the simulated InfiniBand HCA (ibsim0, ibsim1: two ports each,\n"
 	       "LIDs 1,2 and 3,4 with LMC 0, one switch).\n"
@@ -58,7 +58,8 @@ static void usage(void)
 	       "           copy, retry, 0, 0; the default) or mlx5 (accept, none, zero,\n"
 	       "           pathmig-err, 0, 0)\n"
 	       "  qpn      align: both HCAs give their next QPs the same numbers (from\n"
-	       "           the higher of their next QPNs), as two HCAs of one host do\n"
+	       "           the higher of their next QPNs), as two HCAs of one host do;\n"
+	       "           apart: their next QPNs 0x1000 apart again (the default)\n"
 	       "Changes print one JSON line once the events they caused were raised.\n"
 	       "\n"
 	       "  --control DIR   the module's debugfs dir (default /sys/kernel/debug/ibsim)\n"
@@ -224,10 +225,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(verb, "qpn")) {
-		if (!arg || strcmp(arg, "align"))
-			usage_error("qpn needs align");
-		ctl("qpn align", "qpn");
-		jline("{\"qpn\":\"align\",\"ret\":0}");
+		if (!arg || (strcmp(arg, "align") && strcmp(arg, "apart")))
+			usage_error("qpn needs align or apart");
+		snprintf(cmd, sizeof(cmd), "qpn %s", arg);
+		ctl(cmd, "qpn");
+		jline("{\"qpn\":\"%s\",\"ret\":0}", arg);
 		return 0;
 	}
 	if (!strcmp(verb, "lmc")) {
