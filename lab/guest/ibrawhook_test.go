@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -58,7 +58,7 @@ func TestIBRawDriverHook(t *testing.T) {
 			t.Fatalf("trace not ready in a minute\n%s", tr.Dump())
 		}
 	}
-	MustRun(t, "lab-ib", "qpn", "align") // the two HCAs number the QPs below alike
+	MustRun(t, "lab-ib", "qpn", "align")                       // the two HCAs number the QPs below alike
 	t.Cleanup(func() { MustRun(t, "lab-ib", "qpn", "apart") }) // later tests tell devices by QPN
 	p, ready := startIBPair(t, 1, "never-rearm")
 	u0, u1 := QPN(t, ready, "ibsim0"), QPN(t, ready, "ibsim1")
