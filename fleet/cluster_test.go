@@ -25,6 +25,8 @@ type clusterRun struct {
 	fs   []*running // every instance started, dead ones included
 	next uint32
 	want []uint32
+	// the publishers' logs, shown when a round fails
+	alog, blog *syncBuffer
 }
 
 const clusterTTL = 2 * time.Second
@@ -54,6 +56,7 @@ func (r *clusterRun) round(what string, n int, live ...*running) {
 		if time.Since(start) > 89*time.Second && !said {
 			said = true
 			r.t.Logf("%s: %d of %d lines written", what, len(r.written()), len(r.want))
+			r.explain(qa, qb, n)
 			for i, f := range r.fs {
 				r.t.Logf("instance %d's log (its run %d of this test), its last lines:\n%s", min(i, 1), max(0, i-1), f.log.tail(60))
 			}
@@ -119,7 +122,8 @@ func TestFleetOnAThreeNodeClusterThroughFaults(t *testing.T) {
 	defer f0.stop()
 	f1 := clusterInstance(t, url, 1, true)
 	r.fs = []*running{f0, f1}
-	r.a, r.b = twoHosts(t, url)
+	r.alog, r.blog = &syncBuffer{}, &syncBuffer{}
+	r.a, r.b = twoLoggedHosts(t, url, r.alog, r.blog)
 	const n = 12
 	r.round("all nodes up", n)
 

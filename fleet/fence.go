@@ -14,6 +14,7 @@ import (
 	"github.com/apmwatch/apmwatch/internal/escape"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // The fence: a finding line is written out (standard output, --findings)
@@ -22,6 +23,15 @@ import (
 // thing (a share moving between them, both holding it for a moment) the
 // stream stores the first and answers the second "duplicate": that one
 // is not written. Lines are written in the order they were judged.
+//
+// A publish whose acknowledgement was lost (the stream's leader died
+// after storing it) is sent again and answered "duplicate" too: each
+// line carries its fence's identity (JudgeHeader), and a duplicate
+// whose stored copy carries this fence's is this fence's own line, and
+// written.
+
+// JudgeHeader names the fence that published a finding line.
+const JudgeHeader = "Apmwatch-Judge"
 
 // fenceAckWait is how long a publish waits for its acknowledgement
 // before it is sent again (under the same Msg-ID: the stream stores it
@@ -40,6 +50,7 @@ type fence struct {
 	sent    atomic.Uint64 // lines handed to the fence
 	settled atomic.Uint64 // lines written, duplicates or given up
 	once    sync.Once
+	id      string // this fence's identity (JudgeHeader)
 }
 
 // fenced is one line on its way.
@@ -50,7 +61,8 @@ type fenced struct {
 }
 
 func newFence(js jetstream.JetStream, out []io.Writer, m *fleetMetrics, log *slog.Logger) *fence {
-	f := &fence{js: js, out: out, m: m, log: log, q: make(chan fenced, 4096), stop: make(chan struct{}), done: make(chan struct{})}
+	f := &fence{js: js, out: out, m: m, log: log, q: make(chan fenced, 4096), stop: make(chan struct{}), done: make(chan struct{}),
+		id: nuid.Next()}
 	go f.write()
 	return f
 }
@@ -66,7 +78,7 @@ func (f *fence) emit(ctx context.Context, l Line) {
 	}
 	f.m.findings.WithLabelValues(string(l.Kind), l.Type).Inc()
 	msg := &nats.Msg{Subject: wire.FleetFindingSubject(l.Partition), Data: b,
-		Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", l.ID)}}}
+		Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", l.ID)}, JudgeHeader: []string{f.id}}}
 	ack, err := f.js.PublishMsgAsync(msg)
 	if err != nil {
 		ack = nil
@@ -108,7 +120,7 @@ func (f *fence) settle(x fenced) {
 	for try := 0; ; try++ {
 		ack, err := f.wait(x)
 		if err == nil {
-			if ack.Duplicate {
+			if ack.Duplicate && !f.ours(ack) {
 				f.m.fencedDuplicates.Inc()
 				return
 			}
@@ -132,6 +144,26 @@ func (f *fence) settle(x fenced) {
 			x.ack = nil
 		}
 	}
+}
+
+// ours says whether the line a duplicate acknowledgement names was
+// published by this fence (an earlier try whose acknowledgement was
+// lost). A stored copy that cannot be read is taken as another's: a line
+// is never written twice.
+func (f *fence) ours(ack *jetstream.PubAck) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), fenceAckWait)
+	defer cancel()
+	s, err := f.js.Stream(ctx, ack.Stream)
+	if err != nil {
+		f.log.Warn("a duplicate finding's stored copy not read", "stream", ack.Stream, "seq", ack.Sequence, "err", err)
+		return false
+	}
+	m, err := s.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		f.log.Warn("a duplicate finding's stored copy not read", "stream", ack.Stream, "seq", ack.Sequence, "err", err)
+		return false
+	}
+	return m.Header.Get(JudgeHeader) == f.id
 }
 
 // wait waits for x's acknowledgement.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -107,5 +108,38 @@ func TestFenceWritesALineOnlyOnceAcknowledged(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if ls := out.lines(t); len(ls) != 1 || ls[0].ID != 7 {
 		t.Fatalf("lines: %+v", ls)
+	}
+}
+
+// A line the stream stored although its acknowledgement was lost (its
+// leader died after storing it) is answered "duplicate" when sent again:
+// stored under this fence's identity it is this fence's own, and written;
+// under another's it is not.
+func TestFenceWritesItsOwnLineWhoseAcknowledgementWasLost(t *testing.T) {
+	url := fleettest.NATS(t)
+	js := fleettest.JS(t, url)
+	var out syncBuffer
+	f, m := testFence(t, url, &out)
+	store := func(id uint64, judge string) {
+		l := fenceLine(id, 5)
+		msg := &nats.Msg{Subject: wire.FleetFindingSubject(l.Partition), Data: []byte(`{}`),
+			Header: nats.Header{jetstream.MsgIDHeader: []string{fmt.Sprintf("fleet-%d", id)}, JudgeHeader: []string{judge}}}
+		if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store(8, f.id)      // this fence's first try, stored; its acknowledgement never came
+	store(9, "another") // another instance's
+	f.emit(context.Background(), fenceLine(8, 5))
+	f.emit(context.Background(), fenceLine(9, 5))
+	if !f.flush(context.Background(), time.Minute) {
+		t.Fatal("lines not settled")
+	}
+	ls := out.lines(t)
+	if len(ls) != 1 || ls[0].ID != 8 {
+		t.Fatalf("lines written: %+v, want only line 8", ls)
+	}
+	if d := testutil.ToFloat64(m.fencedDuplicates); d != 1 {
+		t.Fatalf("%v duplicates counted, want 1", d)
 	}
 }
