@@ -128,19 +128,21 @@ var rdmaCoreApps = []struct {
 	{"ibv_ud_pingpong", []string{"-c", "-n", "200", "-s", "1024"}, "200 iters in"},
 	{"ibv_srq_pingpong", []string{"-c", "-n", "200", "-q", "4"}, "200 iters in"},
 	{"ibv_rc_pingpong", []string{"-c", "-n", "100", "-e", "-s", "65536"}, "100 iters in"},
-	{"ib_send_bw", []string{"-n", "200"}, "65536      200"},
-	{"ib_write_bw", []string{"-n", "200"}, "65536      200"},
-	{"ib_read_lat", []string{"-n", "200"}, "2       200"},
+	{"ib_send_bw", []string{"-F", "-n", "200"}, "65536      200"},
+	{"ib_write_bw", []string{"-F", "-n", "200"}, "65536      200"},
+	{"ib_read_lat", []string{"-F", "-C", "-n", "200"}, "2       200"},
 }
 
-// perftestNoClock: perftest times with the cycle counter, measured against
-// the clock first (get_cpu_mhz); when the fit is poor (r^2 < 0.9, a busy
-// TCG guest beside another) it prints this and "Can't produce a report"
-// though the transfer ran. That is perftest's clock, not the data path:
-// the run is repeated (at most nine times more, 1 s apart: the fit takes
-// 0.2 s, and a busy host preempts a vCPU for longer; three failures in a
-// row were seen on 6.1 with one guest).
-const perftestNoClock = "Correlation coefficient r^2"
+// perftest times with the cycle counter, calibrated against
+// gettimeofday first (get_cpu_mhz, a 0.2 s linear fit). In a TCG guest
+// the kernel marks the TSC unstable and gettimeofday is a syscall that
+// reads the emulated HPET, so a vCPU preempted by a busy host between the
+// two reads spoils the fit (r^2 < 0.9); perftest then exits 1 with "Can't
+// produce a report" after a transfer that ran. -F (cpu_freq_f) makes it
+// report anyway (perftest_parameters.c: the exit is only taken without
+// it), so what the test checks is what perftest did on the wire: its
+// report row (bytes, iterations) and exit 0. ib_read_lat reports in
+// cycles (-C), which need no calibration.
 
 // TestIBSimRdmaCoreApps: each program completes with its own data checks
 // passing, under `apmwatch trace`, which sees their QPs (connect modifies
@@ -149,20 +151,11 @@ const perftestNoClock = "Correlation coefficient r^2"
 func TestIBSimRdmaCoreApps(t *testing.T) {
 	tr := startTrace(t)
 	for i, app := range rdmaCoreApps {
-		for try := 0; ; try++ {
-			a := startApp(t, 18900+i+100*try, app.prog, app.args...)
-			a.wait(2 * time.Minute)
-			out := a.cliOut.String()
-			if strings.Contains(out+a.srvOut.String(), perftestNoClock) && try < 9 {
-				t.Logf("%s %v: perftest could not calibrate its cycle counter (%q: a busy TCG guest); running it again", app.prog, app.args, perftestNoClock)
-				time.Sleep(time.Second)
-				continue
-			}
-			a.checkExit(t)
-			if !strings.Contains(out, app.want) {
-				t.Errorf("%s %v: client output lacks %q:\n%s", app.prog, app.args, app.want, out)
-			}
-			break
+		a := startApp(t, 18900+i, app.prog, app.args...)
+		a.wait(2 * time.Minute)
+		a.checkExit(t)
+		if out := a.cliOut.String(); !strings.Contains(out, app.want) {
+			t.Errorf("%s %v: client output lacks %q:\n%s", app.prog, app.args, app.want, out)
 		}
 		comm := app.prog
 		if len(comm) > 15 {
