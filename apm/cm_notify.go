@@ -47,6 +47,9 @@ func (m *Model) checkNotify(q *qp, ep *episode, at uint64) uint64 {
 		return dl
 	}
 	ep.done |= dNotNotified
+	if m.unwatchedOver(ep.mig.boot, dl) != 0 {
+		return 0 // a notify while apmwatch was not running is not seen, and no reading shows one
+	}
 	if q.flags&fCM != 0 && q.state != event.StateErr {
 		m.emit(q, Finding{Kind: CMNotNotified, Remediation: remedyNotify, Last: dl,
 			Evidence:    []Evidence{evd(ep.mig, migWhat(ep))},

@@ -112,6 +112,10 @@ func (m *Model) checkLAPStuck(q *qp, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
+	if m.unwatchedOver(x.lapRecv.boot, dl) != 0 {
+		x.lapRecv = ref{} // an APR sent while apmwatch was not running is not seen
+		return 0
+	}
 	x.lapStuckID = m.emit(q, Finding{Kind: LAPRace, Remediation: remedyLAP, Last: dl,
 		Evidence:    []Evidence{evd(x.lapRecv, "LAP received")},
 		Explanation: fmt.Sprintf("a LAP was received and not answered with an APR within %v: the cm_id stays in LAP_RCVD and a later ib_cm_notify(PATH_MIG) fails with EINVAL (rdma_cm drops IB_CM_LAP_RECEIVED)", m.cfg.LAPDeadline)})

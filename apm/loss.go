@@ -22,6 +22,10 @@ import (
 type lossSpan struct {
 	from, to      uint64
 	lost, damaged uint64
+	// unwatched: nothing recorded at all (apmwatch was not running
+	// between two of its runs), so how many records are missing is not
+	// known
+	unwatched bool
 }
 
 // maxLossSpans bounds the spans kept; past it the two oldest merge.
@@ -39,28 +43,87 @@ func (m *Model) Lost(from, to, lost, damaged uint64) {
 	}
 	if len(m.losses) >= maxLossSpans {
 		a, b := m.losses[0], m.losses[1]
-		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged}
+		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged,
+			unwatched: a.unwatched || b.unwatched}
 		m.losses = m.losses[1:]
 	}
 	m.losses = append(m.losses, lossSpan{from: from, to: to, lost: lost, damaged: damaged})
 	m.stats.LossSpans++
 }
 
-// lossIn sums the missing records that overlap [from, to].
-func (m *Model) lossIn(from, to uint64) (lost, damaged uint64) {
+// Unwatched tells the model that nothing was recorded between Boot from
+// and to: apmwatch did not run (a daemon restarted on its flight
+// recorder). It is a loss of unknown size: what happened then may have
+// changed anything the model believes, and is never evidence.
+func (m *Model) Unwatched(from, to uint64) {
+	if to <= from {
+		return
+	}
+	m.losses = append(m.losses, lossSpan{from: from, to: to, unwatched: true})
+	if len(m.losses) > maxLossSpans {
+		a, b := m.losses[0], m.losses[1]
+		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged,
+			unwatched: a.unwatched || b.unwatched}
+		m.losses = m.losses[1:]
+	}
+	m.stats.LossSpans++
+}
+
+// lossIn sums the missing records that overlap [from, to], and the time
+// in it nothing was watched.
+func (m *Model) lossIn(from, to uint64) (lost, damaged, unwatched uint64) {
 	for _, l := range m.losses {
 		if l.to >= from && l.from <= to {
 			lost += l.lost
 			damaged += l.damaged
+			if l.unwatched {
+				unwatched += min(l.to, to) - max(l.from, from)
+			}
 		}
 	}
-	return lost, damaged
+	return lost, damaged, unwatched
 }
 
 // lossText describes the missing records overlapping [from, to] ("":
 // none).
 func (m *Model) lossText(from, to uint64) string {
-	lost, damaged := m.lossIn(from, to)
+	lost, damaged, unwatched := m.lossIn(from, to)
+	t := countText(lost, damaged)
+	if unwatched > 0 || m.unwatchedIn(from, to) {
+		w := fmt.Sprintf("apmwatch was not running for %.1f s of the QP's history", float64(unwatched)/1e9)
+		if t == "" {
+			return w
+		}
+		return w + ", and " + t
+	}
+	return t
+}
+
+// unwatchedOver returns the end of the last unwatched span that overlaps
+// [from, to], 0 when none does: a deadline that fell while nobody watched
+// is judged only on what was seen after (TestUnwatchedDeadlines).
+func (m *Model) unwatchedOver(from, to uint64) uint64 {
+	end := uint64(0)
+	for _, l := range m.losses {
+		if l.unwatched && l.to >= from && l.from <= to {
+			end = max(end, l.to)
+		}
+	}
+	return end
+}
+
+// unwatchedIn reports an unwatched span that touches [from, to].
+func (m *Model) unwatchedIn(from, to uint64) bool {
+	for _, l := range m.losses {
+		if l.unwatched && l.to >= from && l.from <= to {
+			return true
+		}
+	}
+	return false
+}
+
+// countText describes counted missing records ("": none).
+func countText(lost, damaged uint64) string {
 	switch {
 	case lost > 0 && damaged > 0:
 		return fmt.Sprintf("%d events lost and %d damaged records in the QP's history", lost, damaged)

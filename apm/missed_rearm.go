@@ -27,6 +27,19 @@ func (m *Model) checkMissed(q *qp, ep *episode, at uint64) uint64 {
 	if at < dl {
 		return dl
 	}
+	if end := m.unwatchedOver(ep.mig.boot, dl); end != 0 {
+		// The deadline fell while apmwatch was not running: not seeing a
+		// rearm then is no evidence. The first reading after is judged
+		// first; without one, nothing is claimed.
+		grace := end + uint64(m.cfg.TruthGrace)
+		if at < grace {
+			return grace
+		}
+		if x := q.x; x == nil || x.readAt < end {
+			ep.done |= dMissed
+			return 0
+		}
+	}
 	if p := ep.mis; p != nil && m.lossText(ep.mig.boot, p.read) != "" {
 		// A reading shows it rearmed and records since the migration are
 		// missing: the rearm was among them (loss.go). The reading is
@@ -68,6 +81,11 @@ func (m *Model) missedRearm(q *qp, ep *episode, last uint64) {
 		f.Explanation = fmt.Sprintf("migration %d was not rearmed within %v (its alternate load failed with errno %d), so the QP in RTS has no armed alternate path", ep.n, m.cfg.RearmDeadline, -ep.altFailed)
 	default:
 		f.Explanation = fmt.Sprintf("migration %d was not followed by a rearm within %v, so the QP in RTS has no alternate path: the next failure of the primary breaks the connection", ep.n, m.cfg.RearmDeadline)
+	}
+	if x := q.x; x != nil && x.readAt != 0 {
+		if end := m.unwatchedOver(ep.mig.boot, ep.mig.boot+uint64(m.cfg.RearmDeadline)); end != 0 && x.readAt >= end {
+			f.Evidence = append(f.Evidence, evd(ref{boot: x.readAt}, "a reading of "+q.mig.String()+" after apmwatch was not running"))
+		}
 	}
 	ep.missedID, ep.missLast = m.emit(q, f), last
 	m.markUnprotected(q, ep.mig.boot, ep.missedID, MissedRearm)

@@ -128,6 +128,7 @@ type aux struct {
 	pendTruth  uint64 // a MIGRATED reading after a rearm awaiting TruthGrace
 	pendRearm  ref
 	lastRead   uint64 // the previous reading, for readings without a span (older recorders)
+	readAt     uint64 // the last reading of this generation (its dump's end)
 
 	calls       []call       // modifies of the APM attributes in progress (calls.go)
 	lastEv      qpEvCopy     // the last QP event applied, to drop its second copy

@@ -51,6 +51,7 @@ func (m *Model) reading(slot int32, q *qp, ev *event.Event) {
 		q.pid, q.comm = ev.PID, m.comms.id(ev.Comm)
 	}
 	start := ev.Boot - min(t.Span, ev.Boot)
+	q.ax().readAt = ev.Boot
 	if t.Span == 0 {
 		// An older recorder did not say how long its dump ran: the row
 		// may have been read anywhere since the previous reading
