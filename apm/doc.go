@@ -64,6 +64,7 @@
 // Severity, Key), emit.go (filling and handing out a finding), qp.go (what
 // the model keeps of one QP), store.go (the QPs in chunked slabs),
 // reorder.go (the reorder stage), timers.go (the deadlines' heap), loss.go
-// (stretches of missing records). docs/findings.md states each rule, the
+// (stretches of missing records, and of time nobody watched), restore.go
+// (a restarted daemon's findings under their earlier IDs). docs/findings.md states each rule, the
 // evidence that is enough for it, and what is never reported.
 package apm

@@ -1,5 +1,7 @@
 package apm
 
+import "github.com/apmwatch/apmwatch/event"
+
 // A daemon that restarts rebuilds its model by replaying its own flight
 // recorder (audit/restore.go). What the replay cannot give back is the
 // earlier run's finding IDs (the replay allocates its own) and the time
@@ -47,4 +49,36 @@ func (m *Model) EachQP(fn func(QPView)) {
 			fn(v)
 		}
 	}
+}
+
+// Reopen gives the model back a missed rearm an earlier run reported and
+// whose records are gone (the flight recorder keeps minutes): the QP is
+// taken to have migrated at f.First and not to have been rearmed since, so
+// that a later rearm (seen, or shown by a reading) resolves f under its
+// ID. Only a missed-rearm still open, on a QP the model holds no
+// migration of, is taken; the caller has checked that the QP is still the
+// same (rdma netlink lists it under f's owner). It returns the QP's key in
+// this model.
+func (m *Model) Reopen(f Finding) (Key, bool) {
+	if f.Kind != MissedRearm || f.Resolved || f.ID == 0 || f.QP.Device == "" || f.QP.QPN == 0 || f.First == 0 {
+		return Key{}, false
+	}
+	_, q := m.get(m.keyOf(f.QP.Device, f.QP.QPN), true)
+	if q == nil || (q.x != nil && q.x.ep != nil) {
+		return Key{}, false
+	}
+	x := q.ax()
+	ep := &episode{n: max(x.prev.n+1, 1), mig: ref{boot: f.First}, done: dMissed | dNotNotified, missedID: f.ID, missLast: f.Last}
+	x.ep = ep
+	x.last = lastMig{at: ep.mig}
+	if q.flags&fStateKnown == 0 {
+		q.state, q.flags = event.StateRTS, q.flags|fStateKnown
+	}
+	q.mig, q.migAt, q.flags = event.MigMigrated, f.First, q.flags&^fArmed|fMigKnown
+	q.born = min(q.born, uint32(f.First/1e9))
+	if q.pid == 0 {
+		q.pid, q.comm = f.PID, m.comms.id(f.Comm)
+	}
+	m.markUnprotected(q, f.First, f.ID, MissedRearm)
+	return m.keyView(q), true
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// Sink, when set, gets every event, finding line and tick (for
 	// example a publisher to NATS).
 	Sink Sink
+	// NoRestore starts afresh: what earlier runs of this boot left open
+	// (the flight recorder, the finding log) is not rebuilt (restore.go).
+	NoRestore bool
 }
 
 // DefaultConfig returns the documented defaults (docs/audit.md).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apmwatch/apmwatch/event"
 	"github.com/apmwatch/apmwatch/internal/boottime"
+	"github.com/apmwatch/apmwatch/internal/portaddr"
 	"github.com/apmwatch/apmwatch/rdmanl"
 )
 
@@ -17,6 +18,7 @@ type Deps struct {
 	Check       func() error                    // privileges and ib_core, before anything starts
 	Snapshot    func() (rdmanl.Snapshot, error) // rdma netlink (rdmanl.Read)
 	Boot        func() uint64                   // CLOCK_BOOTTIME, ns
+	BootID      func() string                   // the kernel's boot identity ("" unknown: nothing is restored)
 	Now         func() time.Time                // wall clock
 	ModulesRoot string                          // /sys/module
 	Stdout      io.Writer                       // finding lines with Config.Stdout
@@ -33,6 +35,9 @@ func (d *Deps) fill() {
 	}
 	if d.Boot == nil {
 		d.Boot = boottime.Now
+	}
+	if d.BootID == nil {
+		d.BootID = portaddr.BootID
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -25,6 +25,8 @@
 // outputs.go (each finding to the log, the metrics, the bundles and the
 // actor), findlog.go (the finding log and its line schema), metrics.go,
 // recorder.go (the flight recorder), incidents.go and bundle.go (gathering
-// and writing incident bundles), reconcile.go (rdma netlink ground truth).
+// and writing incident bundles), reconcile.go (rdma netlink ground truth),
+// restore.go and restore_log.go (a restart rebuilding what the earlier
+// runs left open, from the flight recorder and the finding log).
 // docs/audit.md is the user's view.
 package audit

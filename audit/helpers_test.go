@@ -17,6 +17,7 @@ type fakeSource struct {
 	once   sync.Once
 	lost   atomic.Uint64
 	closed atomic.Bool
+	at     func() uint64 // the host's clock, for Stats.At (nil: 0)
 }
 
 func newFakeSource(host string) *fakeSource {
@@ -44,7 +45,13 @@ func (s *fakeSource) Next(ctx context.Context) (*event.Event, error) {
 	}
 }
 
-func (s *fakeSource) Stats() event.Stats { return event.Stats{Lost: s.lost.Load()} }
+func (s *fakeSource) Stats() event.Stats {
+	st := event.Stats{Lost: s.lost.Load()}
+	if s.at != nil {
+		st.At = s.at()
+	}
+	return st
+}
 
 func (s *fakeSource) Close() error {
 	s.once.Do(func() { s.closed.Store(true); close(s.done) })

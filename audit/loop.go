@@ -122,9 +122,14 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 				"addr", "http://"+cfg.MetricsAddr+"/debug/pprof/")
 		}
 	}
+	var res restoreResult
+	if !cfg.NoRestore {
+		res = d.restore(ctx)
+	}
 	if err := d.attach("start"); err != nil {
 		return err
 	}
+	d.restored(res)
 	if cfg.ReadyFile != "" {
 		if err := readyfile.Write(cfg.ReadyFile, d.meta); err != nil {
 			d.detach()

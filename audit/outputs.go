@@ -20,6 +20,7 @@ func (d *daemon) publish() {
 func (d *daemon) finding(f apm.Finding, fromModel bool) {
 	line := findingline.New(f, d.meta.Host)
 	line.Logged = d.now().UTC()
+	line.BootID = d.meta.BootID
 	if f.Resolved {
 		d.m.resolutions.WithLabelValues(string(f.Kind)).Inc()
 		if f.Kind == apm.MissedRearm && f.Unprotected > 0 {

@@ -74,7 +74,9 @@ func (r *recorder) start(meta event.Meta, now time.Time) {
 	r.stop()
 	r.meta = meta
 	r.starts++
-	prefix := filepath.Join(r.dir, fmt.Sprintf("%s%s-%d", flightPrefix, now.UTC().Format("20060102T150405Z"), r.starts))
+	// the process ID keeps a daemon restarted within the second from
+	// truncating its predecessor's files (restore.go reads them)
+	prefix := filepath.Join(r.dir, fmt.Sprintf("%s%s-%d-%d", flightPrefix, now.UTC().Format("20060102T150405Z"), os.Getpid(), r.starts))
 	opts := recording.Options{Compress: true, MaxBytes: max(r.maxBytes/segments, 1<<16)}
 	if r.maxAge > 0 {
 		opts.MaxAge = max(r.maxAge/segments, time.Second)

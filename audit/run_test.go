@@ -47,10 +47,16 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 // daemon's connections.
 func newHarnessWith(t *testing.T, edit func(*Config), tick time.Duration, deps func(*harness, *Deps)) *harness {
 	t.Helper()
+	return newHarnessIn(t, t.TempDir(), edit, tick, deps)
+}
+
+// newHarnessIn is newHarnessWith on the files of dir (a daemon started
+// again on its predecessor's finding log and flight recorder).
+func newHarnessIn(t *testing.T, dir string, edit func(*Config), tick time.Duration, deps func(*harness, *Deps)) *harness {
+	t.Helper()
 	oldTick := tickEvery
 	tickEvery = tick
 	t.Cleanup(func() { tickEvery, started = oldTick, nil })
-	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, src: newFakeSource("hostA"), d: make(chan *daemon, 1), errc: make(chan error, 1),
 		hup: make(chan struct{}, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
 	// The host's clock starts where apmtest's stories start: a clock behind

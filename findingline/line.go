@@ -28,11 +28,12 @@ const (
 // among the events (docs/events.md, "Findings").
 type Line struct {
 	Schema      int       `json:"schema"`
-	Type        string    `json:"type"`             // TypeFinding or TypeResolution
-	FindingKind apm.Kind  `json:"finding"`          // the finding kind
-	Logged      time.Time `json:"logged,omitzero"`  // when a daemon wrote it (audit, fleet)
-	Host        string    `json:"host"`             // the host whose QP it judges
-	Bundle      string    `json:"bundle,omitempty"` // audit: the incident bundle that holds it
+	Type        string    `json:"type"`              // TypeFinding or TypeResolution
+	FindingKind apm.Kind  `json:"finding"`           // the finding kind
+	Logged      time.Time `json:"logged,omitzero"`   // when a daemon wrote it (audit, fleet)
+	Host        string    `json:"host"`              // the host whose QP it judges
+	Bundle      string    `json:"bundle,omitempty"`  // audit: the incident bundle that holds it
+	BootID      string    `json:"boot_id,omitempty"` // audit: the boot of the host the QP lived in
 	ErrnoName   string    `json:"errno_name,omitempty"`
 	apm.Finding
 }

@@ -65,6 +65,7 @@ func newAuditCmd() *cobra.Command {
 	fl.IntVar(&cfg.MaxBundles, "max-bundles", cfg.MaxBundles, "keep the newest N incident bundles")
 	fl.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "read every QP's state from rdma netlink this often into the stream (qp-truth; 0: never)")
 	fl.StringVar(&cfg.ReadyFile, "ready-file", "", "write this file (hooks as JSON) once the probes are attached")
+	fl.BoolVar(&cfg.NoRestore, "no-restore", false, "start afresh: do not rebuild what earlier runs of this boot left open from the flight recorder and the finding log")
 	addAttachFlags(fl, &opts)
 	addRingFlag(fl, &opts.RingMiB)
 	fl.BoolVar(&opts.ForceKprobe, "force-kprobe", false, "use kprobes and raw tracepoints only")
