@@ -72,4 +72,3 @@ func (r *clusterRun) lastRecord(host, dev string, qpn uint32) string {
 	}
 	return fmt.Sprintf("%s/%d seq %d rev %d armed %v apm %v episode %+v behind %q", host, qpn, m.Sequence, c.Rev, c.Armed, c.APM, c.Episode, m.Header.Get(wire.BehindHeader))
 }
-
