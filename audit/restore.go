@@ -33,7 +33,8 @@ import (
 //     lists under another owner (a new generation of the QPN), are gone.
 //
 // What stays open goes back into the open findings (gauge, alerts) and to
-// the actor, which may act on it under its policy. TestRestart* say it.
+// the actor, which sees the rebuilt events as it saw the live ones and may
+// act on it under its policy. TestRestart* say it.
 
 // reopenClockGrace is how far before this boot's start (by the wall
 // clock) a logged finding may seem to begin and still be taken as of this
@@ -163,13 +164,22 @@ func (d *daemon) applyReading(s rdmanl.Snapshot, at uint64) map[qpRow]bool {
 		}
 	})
 	for _, e := range ends {
-		d.model.Handle(e)
+		d.observe(e)
 	}
 	s.End = max(s.End, at)
 	for _, e := range rdmanl.NewFeeder().Events(s) {
-		d.model.Handle(e)
+		d.observe(e)
 	}
 	return gone
+}
+
+// observe gives a rebuilt event to the model and to the actor, which
+// learns QPs, owners and handles from them as from live events.
+func (d *daemon) observe(e *event.Event) {
+	if d.cfg.Actor != nil {
+		d.cfg.Actor.Observe(e)
+	}
+	d.model.Handle(e)
 }
 
 // replayFlight replays the recorder's files of this boot into the model
@@ -232,7 +242,7 @@ func (d *daemon) replayFlight(ctx context.Context, bootID string) ([]apm.Finding
 		}
 		res.events++
 		last = max(last, e.Boot)
-		d.model.Handle(e)
+		d.observe(e)
 	}
 	// the earlier run watched until its counters were last written
 	// (every second), not only until its last event

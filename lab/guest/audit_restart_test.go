@@ -27,6 +27,11 @@ func auditIn(t *testing.T, dir string, deadline time.Duration, extra ...string) 
 		"--metrics-addr", "", "--reconcile-interval", "0", "--rearm-deadline", deadline.String(), "--ready-file", ready},
 		append(extra, labHooks(t)...)...)
 	a := Start(t, "apmwatch", args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("apmwatch audit %v:\n%s", extra, a.Stderr())
+		}
+	})
 	for end := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := os.Stat(ready); err == nil {
 			return a
