@@ -121,7 +121,7 @@ type end struct {
 	pid         uint32
 	peer        uint32 // the peer's slot, noPeer when unpaired
 	rev, run    uint32 // the record's Rev (low bits) and a hash of its Run
-	mig         uint8  // 0 unknown, else event.MigState+1
+	mig         uint8  // low nibble: 0 unknown, else event.MigState+1; high: the port's LMC (migState, lmc)
 	armed, apm  bool
 	state       PairState
 	migrated    int64 // first migration of the current episode (unix ns), 0 none
@@ -134,6 +134,13 @@ type end struct {
 	// its ID (53 bits) and the pair state it judged (openOf)
 	open uint64
 }
+
+// migState is the end's last read migration state: 0 unknown, else
+// event.MigState+1.
+func (e *end) migState() uint8 { return e.mig & 0x0f }
+
+// lmc is the LID mask count of the end's port (wire.Conn.LMC).
+func (e *end) lmc() uint8 { return e.mig >> 4 }
 
 // openStateShift places an open finding's pair state above its ID.
 const openStateShift = 56
@@ -265,9 +272,9 @@ func (g *Engine) applyRecord(c *wire.Conn, host string, receipt, now time.Time) 
 	e.since = since
 	e.armed, e.apm = c.Armed, c.APM
 	e.migrated, e.rearm = unixNano(c.Episode.Migrated()), unixNano(c.Episode.Rearm)
-	e.mig, e.migRead = 0, unixNano(c.MigRead)
+	e.mig, e.migRead = c.LMC()<<4, unixNano(c.MigRead)
 	if m, ok := parseMig(c.Mig); ok {
-		e.mig = m + 1
+		e.mig |= m + 1
 	}
 	if e.peer == noPeer && remote.Valid() {
 		if pi, p := g.lookupSlot(remote); p != nil && p.peer == noPeer && g.pairs(e, p) {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/apmwatch/apmwatch/connid"
@@ -26,7 +27,18 @@ func keyAddr(k wire.EndKey) []connid.Addr {
 
 // pairs reports whether e and p are the two ends of one connection.
 func (g *Engine) pairs(e, p *end) bool {
-	return p != e && connid.Match(g.identity(e), g.identity(p)) == ""
+	return p != e && g.unpairedWhy(e, p) == ""
+}
+
+// unpairedWhy says why e and p, whose keys lead to each other, are not
+// taken as one connection ("": they are): the identity rule, or ports of
+// different LMCs (each took the other's DLID to its LMC range's base by
+// its own LMC: that leads to the other port only by chance).
+func (g *Engine) unpairedWhy(e, p *end) string {
+	if e.lmc() != p.lmc() {
+		return fmt.Sprintf("their ports' LMCs differ (%d and %d): a path's DLID is taken to a port by the local LMC", e.lmc(), p.lmc())
+	}
+	return connid.Match(g.identity(e), g.identity(p))
 }
 
 // Unconfirmed is an end whose QPN and path point at another end that the
@@ -53,7 +65,7 @@ func (g *Engine) unconfirmedRows() (rows []Unconfirmed, n int) {
 		if p == nil || p == e || p.peer != noPeer {
 			return
 		}
-		why := connid.Match(g.identity(e), g.identity(p))
+		why := g.unpairedWhy(e, p)
 		if why == "" {
 			return
 		}

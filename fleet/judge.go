@@ -157,8 +157,8 @@ func (g *Engine) evidence(e *end) apm.Evidence {
 	default:
 		w.WriteString(" not armed")
 	}
-	if e.mig != 0 {
-		fmt.Fprintf(&w, "; rdma netlink read %s at %s", event.MigState(e.mig-1), stamp(e.migRead))
+	if m := e.migState(); m != 0 {
+		fmt.Fprintf(&w, "; rdma netlink read %s at %s", event.MigState(m-1), stamp(e.migRead))
 	}
 	fmt.Fprintf(&w, "; record of %s", stamp(e.at))
 	return apm.Evidence{What: w.String()}

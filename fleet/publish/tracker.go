@@ -395,9 +395,11 @@ func (t *Tracker) record(k event.QPKey, q *tqp, now time.Time) wire.Conn {
 	if q.global {
 		c.Remote.GID = netip.AddrFrom16(q.dgid).String()
 	}
-	c.Local.GID, c.Local.LID, c.Port = t.ports.lookup(k.Device, q.port, q.sgidIndex, now)
+	var local wire.Addr
+	local, c.Port = t.ports.lookup(k.Device, q.port, q.sgidIndex, now)
+	c.Local.GID, c.Local.LID, c.Local.LMC = local.GID, local.LID, local.LMC
 	if q.seedLocal != nil {
-		c.Local.GID, c.Local.LID = q.seedLocal.GID, q.seedLocal.LID
+		c.Local.GID, c.Local.LID, c.Local.LMC = q.seedLocal.GID, q.seedLocal.LID, q.seedLocal.LMC
 	}
 	return c
 }

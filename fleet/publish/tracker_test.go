@@ -1,6 +1,8 @@
 package publish
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -128,5 +130,27 @@ func TestTrackerWaitsForTheReturnOfAModify(t *testing.T) {
 	c := tr.Flush(at)
 	if len(c) != 1 || !c[0].Armed || !c[0].Episode.Rearm.Equal(at) {
 		t.Fatalf("after the rearm returned: %+v, want armed at %v", c, at)
+	}
+}
+
+// The local port's LID mask count (sysfs lid_mask_count) goes into the
+// record: the fleet takes a path's DLID to its port by it.
+func TestTrackerRecordsThePortsLMC(t *testing.T) {
+	sys := t.TempDir()
+	fleettest.FakeSysfs(t, sys, "ibsim0", 4, "fe80::1")
+	if err := os.WriteFile(filepath.Join(sys, "ibsim0", "ports", "1", "lid_mask_count"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTracker("hostA", sys)
+	at := time.Unix(1000, 0)
+	tr.Observe(&event.Event{Kind: event.KindModify, Device: "ibsim0", QPN: 17, Time: at, Boot: uint64(at.UnixNano()),
+		Modify: &event.Modify{QPType: event.QPTypeRC, AttrMask: event.AttrState | event.AttrAV | event.AttrDestQPN,
+			State: event.StateRTR, DestQPN: 18, Primary: &event.Path{Port: 1, DLID: 10, SrcPathBits: 1}}})
+	cs := tr.Flush(at)
+	if len(cs) != 1 || cs[0].Local != (wire.Addr{GID: "fe80::1", LID: 4, LMC: 2, QPN: 17}) || cs[0].Remote.LID != 10 {
+		t.Fatalf("records: %+v", cs)
+	}
+	if _, r := cs[0].Keys(); r.String() != "fe80000000000000:lid8/18" {
+		t.Fatalf("remote key %v, want hostB's base LID 8", r)
 	}
 }

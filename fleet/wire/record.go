@@ -65,6 +65,10 @@ const MaxRecordBytes = 16 << 10
 type Addr struct {
 	GID string `json:"gid,omitempty"` // IPv6 notation
 	LID uint16 `json:"lid,omitempty"`
+	// LMC is the local port's LID mask count (sysfs lid_mask_count): it
+	// answers to the 2^LMC LIDs from LID. 0 on the remote side, and in
+	// records of older publishers.
+	LMC uint8  `json:"lmc,omitempty"`
 	QPN uint32 `json:"qpn"`
 }
 
@@ -147,10 +151,28 @@ func prefixOf(gid string) [8]byte {
 	return p
 }
 
-// Keys returns the keys of the record's local and remote ends.
+// Keys returns the keys of the record's local and remote ends. A port
+// answers to the 2^LMC LIDs from its base LID (the one its key holds), so
+// a path's DLID is taken to its LMC range's base by the local port's LMC:
+// OpenSM and UFM give every channel adapter port of a subnet one LMC, and
+// the fleet pairs two ends only when their LMCs agree (TestLMCKeys).
 func (c *Conn) Keys() (local, remote EndKey) {
 	p := prefixOf(c.Local.GID)
-	return endKey(c.Local, c.Global, p), endKey(c.Remote, c.Global, p)
+	r := c.Remote
+	if lmc := c.LMC(); lmc > 0 && r.LID < 0xC000 {
+		r.LID &^= 1<<lmc - 1
+	}
+	return endKey(c.Local, c.Global, p), endKey(r, c.Global, p)
+}
+
+// LMC is the local port's LID mask count as a LID-routed connection's
+// pairing uses it: 0 for a connection routed by GID, and past IBTA's 3
+// bits (a hostile record).
+func (c *Conn) LMC() uint8 {
+	if c.Global || c.Local.LMC > 7 {
+		return 0
+	}
+	return c.Local.LMC
 }
 
 // Partitions is the number of partitions of the connection subjects: the
