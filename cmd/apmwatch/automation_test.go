@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"github.com/apmwatch/apmwatch/fleet/fleettest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runBoth(args ...string) (stdout, stderr string, err error) {
@@ -96,5 +98,39 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if flag != cmd || !strings.HasPrefix(flag, "apmwatch ") {
 		t.Errorf("--version %q, version %q", flag, cmd)
+	}
+}
+
+// fleet status --fail-on: exit 3 once the status is written when a
+// connection shown is of that severity or worse (one-sided: error).
+func TestFleetStatusFailOn(t *testing.T) {
+	url := fleettest.NATS(t)
+	js := fleettest.JS(t, url)
+	m := fleettest.T0.Add(time.Second)
+	a, b := fleettest.Conn("hostA", 1, 17, 2, 18), fleettest.Conn("hostB", 2, 18, 1, 17)
+	a, b = fleettest.Migrated(a, m), fleettest.Migrated(b, m)
+	a = fleettest.Rearmed(a, m.Add(100*time.Millisecond))
+	fleettest.Store(t, js, a, b)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"fleet", "status", "--nats", url}, 0},
+		{[]string{"fleet", "status", "--nats", url, "--fail-on", "error"}, exitFindings},
+		{[]string{"fleet", "status", "--nats", url, "--fail-on", "warning", "-o", "json"}, exitFindings},
+		{[]string{"fleet", "status", "--nats", url, "--fail-on", "critical"}, 0},
+		{[]string{"fleet", "status", "--nats", url, "--fail-on", "fatal"}, exitUsage},
+	} {
+		out, _, err := runBoth(c.args...)
+		code := 0
+		if err != nil {
+			code = exitCode(err)
+		}
+		if code != c.code {
+			t.Errorf("%v: exit %d (%v), want %d\n%s", c.args, code, err, c.code, out)
+		}
+		if c.code == exitFindings && (!strings.Contains(err.Error(), "--fail-on") || !strings.Contains(out, "one-sided")) {
+			t.Errorf("%v: %v; the status written first:\n%s", c.args, err, out)
+		}
 	}
 }

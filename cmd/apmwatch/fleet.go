@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/apmwatch/apmwatch/apm"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -98,6 +99,7 @@ func newFleetStatusCmd() *cobra.Command {
 	var o natsconn.NATSOptions
 	var format string
 	var silentAfter time.Duration
+	var failOn string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Print the fabric's connections that cannot fail over now",
@@ -106,6 +108,7 @@ func newFleetStatusCmd() *cobra.Command {
 			"-o table fits 80 columns (a connection on two lines, one an end), -o wide is a connection a\n" +
 			"row, -o json one document.",
 		Example: "  apmwatch fleet status\n" +
+			"  apmwatch fleet status --fail-on error\n" +
 			"  apmwatch fleet status --nats nats://fleet:4222 -o json",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -122,20 +125,37 @@ func newFleetStatusCmd() *cobra.Command {
 			if silentAfter <= 0 {
 				return usageError{fmt.Errorf("--silent-after must be positive: %v", silentAfter)}
 			}
+			var failAt *apm.Severity
+			if failOn != "" {
+				sev, err := apm.ParseSeverity(failOn)
+				if err != nil {
+					return usageError{fmt.Errorf("bad --fail-on: %w", err)}
+				}
+				failAt = &sev
+			}
 			s, err := fleet.ReadStatusSilentAfter(cmd.Context(), o, silentAfter)
 			if err != nil {
 				return err
 			}
 			switch f {
 			case formatJSON:
-				e := json.NewEncoder(cmd.OutOrStdout())
-				return e.Encode(fleetStatusDoc(s))
+				err = json.NewEncoder(cmd.OutOrStdout()).Encode(fleetStatusDoc(s))
 			case formatWide:
-				return fleet.WriteStatusTable(cmd.OutOrStdout(), s)
+				err = fleet.WriteStatusTable(cmd.OutOrStdout(), s)
+			default:
+				err = fleet.WriteStatusFit(cmd.OutOrStdout(), s)
 			}
-			return fleet.WriteStatusFit(cmd.OutOrStdout(), s)
+			if err != nil || failAt == nil {
+				return err
+			}
+			if n := s.AtOrAbove(*failAt); n > 0 {
+				return findingsError{fmt.Errorf("%d connection(s) or silent host(s) of severity %s or worse (--fail-on %s)", n, *failAt, *failAt)}
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with status 3, once the status is written, when a connection shown (or a silent host) is of this severity or worse: info, warning, error or critical")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"info", "warning", "error", "critical"}, cobra.ShellCompDirectiveNoFileComp))
 	addWideOutputFlag(cmd, &format, "")
 	cmd.Flags().StringVar(&o.URL, "nats", "nats://"+natsserver.DefaultListen, "the NATS the hosts publish to")
 	cmd.Flags().DurationVar(&silentAfter, "silent-after", fleet.DefaultSilentAfter, "a host whose latest heartbeat is older than this is silent: its ends' connections are unknown")

@@ -116,9 +116,10 @@ var manExit = map[string]string{
 	"apmwatch audit":  "A probe that cannot attach does not stop the daemon: it runs on (`apmwatch_probes_up` 0) and attaches again every 30 s.",
 	"apmwatch postmortem": "1 for a file that is missing, not a recording, empty or a directory; damage inside a recording is a warning (`warning: FILE: offset N: ...`), not an error.\n\n" +
 		"**3**: with `--fail-on SEVERITY`, the report is written and a finding shown is of that severity or worse (the line counts them).",
-	"apmwatch hca-check": "1 for a device that is missing or refused (not InfiniBand, a port not ACTIVE or without a LID, a driver that needs its userspace provider), a verb that fails or a pair that does not arm, and an interrupt; the report of the points done so far is printed first.",
-	"apmwatch actuate":   "1 when the operation fails or its check does: the line starts with the error's class (`no permission:`, `qp gone:`, `wrong state:`, ...; docs/actuator.md).",
-	"apmwatch btf gen":   "1 when the BTF of a module could not be written; its line says exactly what is missing.",
+	"apmwatch fleet status": "**3**: with `--fail-on SEVERITY`, the status is written and a connection shown (one-sided and unprotected: error; half-armed: warning) or a silent host (error) is of that severity or worse (the line counts them).",
+	"apmwatch hca-check":    "1 for a device that is missing or refused (not InfiniBand, a port not ACTIVE or without a LID, a driver that needs its userspace provider), a verb that fails or a pair that does not arm, and an interrupt; the report of the points done so far is printed first.",
+	"apmwatch actuate":      "1 when the operation fails or its check does: the line starts with the error's class (`no permission:`, `qp gone:`, `wrong state:`, ...; docs/actuator.md).",
+	"apmwatch btf gen":      "1 when the BTF of a module could not be written; its line says exactly what is missing.",
 }
 
 // manSections returns the sections c's page adds.
