@@ -133,8 +133,10 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	in := &instance{cfg: cfg, log: log, m: newFleetMetrics()}
 	in.m.shares.Set(float64(cfg.Instances))
+	var srv *natsserver.Embedded
 	if cfg.NATS.URL == "" {
-		srv, err := natsserver.StartServer(cfg.server())
+		var err error
+		srv, err = natsserver.StartServer(cfg.server())
 		if err != nil {
 			return err
 		}
@@ -143,11 +145,6 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		in.embedded, in.url = true, srv.URL()
 		log.Info("embedded nats serving", "url", in.url, "store", cfg.StoreDir, "auth", cfg.Auth != "",
 			"tls", cfg.TLSCert != "", "monitor", srv.MonitorURL())
-		if cfg.Reload != nil {
-			go reloadOn(ctx, cfg.Reload, srv, log)
-		}
-	} else if cfg.Reload != nil {
-		go reloadOn(ctx, cfg.Reload, nil, log)
 	} else {
 		in.url = cfg.NATS.URL
 	}
@@ -161,13 +158,16 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if in.js, err = jetstream.New(nc); err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	var flog *findingsFile
 	if cfg.Findings != "" {
-		f, err := outfile.Create(cfg.Findings, os.O_APPEND)
-		if err != nil {
-			return fmt.Errorf("opening the finding log: %w", err)
+		if flog, err = openFindingsFile(cfg.Findings); err != nil {
+			return err
 		}
-		defer f.Close()
-		in.out = append(in.out, f)
+		defer flog.Close()
+		in.out = append(in.out, flog)
+	}
+	if cfg.Reload != nil {
+		go reloadOn(ctx, cfg.Reload, srv, flog, log)
 	}
 	if cfg.Stdout || cfg.Findings == "" {
 		in.out = append(in.out, stdout)
@@ -234,15 +234,23 @@ func writeReady(path string, r Ready) error {
 	return os.Rename(path+".tmp", path)
 }
 
-// reloadOn has srv read its auth file again at each signal, logging what
-// came of it, until ctx is done; without an embedded server or its --auth
-// a signal only says so.
-func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *natsserver.Embedded, log *slog.Logger) {
+// reloadOn, at each signal until ctx is done, reopens the finding log
+// (after logrotate moved it) and has srv read its auth file again, logging
+// what came of each; without an embedded server or its --auth a signal
+// only says so.
+func reloadOn(ctx context.Context, sig <-chan os.Signal, srv *natsserver.Embedded, flog *findingsFile, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sig:
+			if flog != nil {
+				if err := flog.Reopen(); err != nil {
+					log.Error("the finding log was not reopened: lines go to the file as it was", "err", err)
+				} else {
+					log.Info("finding log reopened", "path", flog.path)
+				}
+			}
 			if srv == nil || srv.Config.AuthFile == "" {
 				log.Info("embedded nats: no --auth file to reload")
 				continue

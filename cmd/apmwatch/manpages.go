@@ -101,7 +101,7 @@ var manSignals = map[string][]string{
 	},
 	"apmwatch fleet": {
 		"**SIGTERM**, **SIGINT**: stop consuming and exit, status 0; the state lives in the streams, so a restarted instance judges nothing twice",
-		"**SIGHUP**: the embedded NATS reads its `--auth` file again (a host added with `apmwatch fleet add-host`); a file that does not load leaves the users as they were (`systemctl reload apmwatch-fleet`)",
+		"**SIGHUP**: reopen the finding log (`--findings`), after logrotate moved it; the embedded NATS reads its `--auth` file again (a host added with `apmwatch fleet add-host`); a file that does not load leaves the users as they were (`systemctl reload apmwatch-fleet`)",
 	},
 	"apmwatch hca-check": {
 		"**SIGINT**, **SIGTERM**: stop: the QPs, CQ and PD the check made are destroyed, the report of the points done so far is printed; exit status 1",

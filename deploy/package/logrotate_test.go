@@ -8,8 +8,7 @@ import (
 )
 
 // The logrotate file rotates the finding logs the packaged daemons write,
-// each the way its daemon copes with: the audit's reopened on SIGHUP
-// (systemctl reload sends it), the fleet's copied and truncated in place.
+// each reopened by its daemon on SIGHUP (systemctl reload sends it).
 func TestLogrotate(t *testing.T) {
 	b, err := os.ReadFile("etc/logrotate.d/apmwatch")
 	if err != nil {
@@ -21,7 +20,7 @@ func TestLogrotate(t *testing.T) {
 	}
 	for file, want := range map[string][]string{
 		"apmwatch.default":       {"postrotate", "systemctl reload apmwatch-audit.service", "endscript"},
-		"apmwatch-fleet.default": {"copytruncate"},
+		"apmwatch-fleet.default": {"postrotate", "systemctl reload apmwatch-fleet.service", "endscript"},
 	} {
 		d, err := os.ReadFile(file)
 		if err != nil {
@@ -42,8 +41,10 @@ func TestLogrotate(t *testing.T) {
 			}
 		}
 	}
-	// The audit unit's reload is the SIGHUP that reopens the log.
-	if u, _ := os.ReadFile("../apmwatch-audit.service"); !strings.Contains(string(u), "\nExecReload=/bin/kill -HUP $MAINPID\n") {
-		t.Error("apmwatch-audit.service: reload does not send SIGHUP")
+	// Each unit's reload is the SIGHUP that reopens the log.
+	for _, unit := range []string{"apmwatch-audit.service", "apmwatch-fleet.service"} {
+		if u, _ := os.ReadFile("../" + unit); !strings.Contains(string(u), "\nExecReload=/bin/kill -HUP $MAINPID\n") {
+			t.Errorf("%s: reload does not send SIGHUP", unit)
+		}
 	}
 }
