@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
