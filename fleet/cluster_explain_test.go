@@ -48,6 +48,13 @@ func (r *clusterRun) explain(qa, qb uint32, n int) {
 		r.t.Logf("no line for hostB QPN %d: stream holds %s; %s", qb+i,
 			r.lastRecord("hostA", "ibsim0", qa+i), r.lastRecord("hostB", "ibsim1", qb+i))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s, err := ReadStatus(ctx, natsconn.NATSOptions{URL: r.cl.URL()}); err != nil {
+		r.t.Logf("fleet status: %v", err)
+	} else {
+		r.t.Logf("fleet status from the stream: %d ends, %d unpaired, %v; hosts (watermarks): %+v", s.Ends, s.Unpaired, s.ByState, s.Hosts)
+	}
 	r.t.Logf("hostA's publisher log:\n%s", r.alog.tail(30))
 	r.t.Logf("hostB's publisher log:\n%s", r.blog.tail(30))
 }
