@@ -141,3 +141,34 @@ func fleetIBPair(t *testing.T, pairs int, behavior string) (*Proc, []Line) {
 	t.Cleanup(func() { resetFabric(t) })
 	return p, p.Ready(t, 2*pairs)
 }
+
+// With LMC 1 (every port answers two LIDs) and each primary path by the
+// peer port's alias (DLID base + 1, source path bits 1), the fleet still
+// pairs the ends (each record carries its port's LMC, the DLID is taken
+// to its range's base) and gives the one-sided rearm naming both hosts.
+func TestFleetPairsOnLMCAliases(t *testing.T) {
+	MustRun(t, "lab-ib", "lmc", "1")
+	t.Cleanup(func() { Run(t, "lab-ib", "lmc", "0") })
+	fl := startFleet(t)
+	startPublisher(t, "ibsim0", "hostA", 19581)
+	startPublisher(t, "ibsim1", "hostB", 19582)
+	ib := Start(t, "lab-ibpair", "--behavior", "one-side", "--pairs", "1", "--alias", "1")
+	t.Cleanup(func() { resetFabric(t) })
+	ready := ib.Ready(t, 2)
+	q0, q1 := ready[0].Int("qpn"), ready[0].Int("peer_qpn")
+	if ready[0].Str("dev") != "ibsim0" {
+		q0, q1 = q1, q0
+	}
+	st, _ := ib.Wait(t, 0, evTimeout, Match("query", "ready", "dev", "ibsim0", "qpn", q0))
+	if st.Int("dlid")%2 != 1 {
+		t.Fatalf("the primary path does not run on an LMC alias (odd DLID under LMC 1): %v", st)
+	}
+	MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", "1", "down")
+	ib.Wait(t, 0, evTimeout, Match("query", "after_react", "dev", "ibsim0", "qpn", q0))
+	f, _ := fl.Wait(t, 0, evTimeout, func(l Line) bool {
+		return l.Str("kind") == "one-sided-rearm" && qpOf(l, "qp", "qpn") == fmt.Sprint(q1)
+	})
+	if f.Str("host") != "hostB" || qpOf(f, "peer", "host") != "hostA" || qpOf(f, "peer", "qpn") != fmt.Sprint(q0) {
+		t.Errorf("fleet finding on LMC aliases: %v", f)
+	}
+}

@@ -84,6 +84,9 @@ static void usage(void)
 	       "                  goes unnoticed; only a forced migration moves them)\n"
 	       "  --srq           the QPs take their receives from one SRQ per device\n"
 	       "                  (an SRQ QP entering ERR raises QP_LAST_WQE_REACHED)\n"
+	       "  --alias N       the primary path by the peer port's LMC alias N: DLID\n"
+	       "                  base + N, source path bits N (set lab-ib lmc first);\n"
+	       "                  a query line (\"query\":\"ready\") per QP before the ready lines\n"
 	       "  --no-events     never read the async fds: events stay queued in the\n"
 	       "                  kernel until the QPs go (for lab-ib bench)\n"
 	       "  --help          this text\n"
@@ -108,6 +111,9 @@ static int parse_behavior(const char *s)
 	}
 	return -1;
 }
+
+/* --alias: the primary path's LMC alias (0: the base LID). */
+static int alias;
 
 static void set_dest(struct ib_uverbs_qp_dest *d, int side, int port)
 {
@@ -267,6 +273,8 @@ static int connect_rtr(struct iq *q)
 		m.attr_mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	m.qp_state = IBV_QPS_RTR;
 	set_dest(&m.dest, q->side, 1);
+	m.dest.dlid += alias;
+	m.dest.src_path_bits = alias;
 	m.path_mtu = IBV_MTU_2048;
 	m.dest_qp_num = q->peer_qpn;
 	m.max_dest_rd_atomic = 1;
@@ -436,6 +444,7 @@ int main(int argc, char **argv)
 		{ "no-events", no_argument, NULL, 'E' },
 		{ "srq", no_argument, NULL, 'S' },
 		{ "uc", no_argument, NULL, 'U' },
+		{ "alias", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -466,6 +475,11 @@ int main(int argc, char **argv)
 		case 'E': no_events = 1; break;
 		case 'S': srq = 1; break;
 		case 'U': uc = 1; break;
+		case 'a':
+			alias = atoi(optarg);
+			if (alias < 0 || alias > 7)
+				usage_error("--alias must be 0..7");
+			break;
 		case 'h': usage(); return 0;
 		default: usage_error("bad arguments");
 		}
@@ -514,6 +528,8 @@ int main(int argc, char **argv)
 			control_write(cmd);
 		}
 	}
+	for (i = 0; alias && i < nqps; i++)
+		query(&qps[i], "ready"); /* the paths as the HCA holds them: the alias DLID */
 	for (i = 0; i < nqps; i++)
 		jline("{\"pid\":%d,\"dev\":\"%s\",\"qpn\":%u,\"ready\":true,\"peer_qpn\":%u,\"behavior\":\"%s\",\"path_mig_state\":\"ARMED\"}",
 		      getpid(), qps[i].d->name, qps[i].qpn, qps[i].peer_qpn, bnames[behavior]);
