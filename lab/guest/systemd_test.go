@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apmwatch/apmwatch/actuator"
 )
@@ -122,13 +123,21 @@ func TestPackagedUnitsUnderSystemd(t *testing.T) {
 }
 
 // cmdline is a process's command line, words joined by spaces.
+// A Type=simple unit is started once systemd forked its child, which is
+// named "(apmwatch)" until it executes the binary: the command line is
+// read once it has.
 func cmdline(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		t.Fatal(err)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if !strings.HasPrefix(s, "(") || !strings.HasSuffix(s, ")") || time.Now().After(end) {
+			return s
+		}
 	}
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }
 
 // setDefaults replaces old with new in a defaults file, as an operator edits it.
