@@ -41,13 +41,18 @@ func (m *Model) Lost(from, to, lost, damaged uint64) {
 	if to == 0 || to < from {
 		to = ^uint64(0)
 	}
+	m.addLoss(lossSpan{from: from, to: to, lost: lost, damaged: damaged})
+}
+
+// addLoss keeps a span, the two oldest merged past maxLossSpans.
+func (m *Model) addLoss(l lossSpan) {
 	if len(m.losses) >= maxLossSpans {
 		a, b := m.losses[0], m.losses[1]
 		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged,
 			unwatched: a.unwatched || b.unwatched}
 		m.losses = m.losses[1:]
 	}
-	m.losses = append(m.losses, lossSpan{from: from, to: to, lost: lost, damaged: damaged})
+	m.losses = append(m.losses, l)
 	m.stats.LossSpans++
 }
 
@@ -59,14 +64,7 @@ func (m *Model) Unwatched(from, to uint64) {
 	if to <= from {
 		return
 	}
-	m.losses = append(m.losses, lossSpan{from: from, to: to, unwatched: true})
-	if len(m.losses) > maxLossSpans {
-		a, b := m.losses[0], m.losses[1]
-		m.losses[1] = lossSpan{from: min(a.from, b.from), to: max(a.to, b.to), lost: a.lost + b.lost, damaged: a.damaged + b.damaged,
-			unwatched: a.unwatched || b.unwatched}
-		m.losses = m.losses[1:]
-	}
-	m.stats.LossSpans++
+	m.addLoss(lossSpan{from: from, to: to, unwatched: true})
 }
 
 // lossIn sums the missing records that overlap [from, to], and the time

@@ -10,14 +10,11 @@ import (
 	"github.com/apmwatch/apmwatch/event"
 )
 
-// A missed rearm judged in a replay under the replay's own ID, renumbered
-// to the ID the earlier run logged: the late rearm's resolution names the
-// logged ID, and a fresh ID is never one the earlier run used.
-func TestRenumberKeepsResolutionsOnTheLoggedID(t *testing.T) {
-	var out []apm.Finding
-	ids := &apm.IDs{}
-	ids.AtLeast(40) // the earlier run's log went up to 40
-	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { out = append(out, f) }, ids)
+// migratedModel is a model (sink into *out) fed an armed QP's migration
+// with nobody rearming; it returns the builder to go on from.
+func migratedModel(t *testing.T, out *[]apm.Finding, ids ...*apm.IDs) (*apm.Model, *apmtest.Builder) {
+	t.Helper()
+	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { *out = append(*out, f) }, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +24,17 @@ func TestRenumberKeepsResolutionsOnTheLoggedID(t *testing.T) {
 	for _, s := range b.Steps {
 		m.Handle(s.Ev)
 	}
+	return m, b
+}
+
+// A missed rearm judged in a replay under the replay's own ID, renumbered
+// to the ID the earlier run logged: the late rearm's resolution names the
+// logged ID, and a fresh ID is never one the earlier run used.
+func TestRenumberKeepsResolutionsOnTheLoggedID(t *testing.T) {
+	var out []apm.Finding
+	ids := &apm.IDs{}
+	ids.AtLeast(40) // the earlier run's log went up to 40
+	m, b := migratedModel(t, &out, ids)
 	m.Advance(b.Now() + uint64(10*time.Second))
 	if len(out) != 1 || out[0].Kind != apm.MissedRearm || out[0].ID != 41 {
 		t.Fatalf("replay judged %+v, want one missed-rearm with ID 41", out)
@@ -52,16 +60,7 @@ func TestRenumberKeepsResolutionsOnTheLoggedID(t *testing.T) {
 // are not known.
 func TestUnwatchedSpanMakesFindingsUncertain(t *testing.T) {
 	var out []apm.Finding
-	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { out = append(out, f) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := apmtest.New()
-	armedQP(b)
-	b.PathMig(qpn)
-	for _, s := range b.Steps {
-		m.Handle(s.Ev)
-	}
+	m, b := migratedModel(t, &out)
 	stopped := b.Now() + uint64(500*time.Millisecond)
 	m.Advance(stopped)
 	if len(out) != 0 {
@@ -84,16 +83,7 @@ func TestUnwatchedSpanMakesFindingsUncertain(t *testing.T) {
 // missed-rearm is raised.
 func TestUnwatchedSpanRearmReadNoFinding(t *testing.T) {
 	var out []apm.Finding
-	m, err := apm.New(apm.DefaultConfig(), func(f apm.Finding) { out = append(out, f) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := apmtest.New()
-	armedQP(b)
-	b.PathMig(qpn)
-	for _, s := range b.Steps {
-		m.Handle(s.Ev)
-	}
+	m, b := migratedModel(t, &out)
 	stopped := b.Now() + uint64(500*time.Millisecond)
 	m.Advance(stopped)
 	back := stopped + uint64(4*time.Second)
