@@ -359,13 +359,15 @@ func ibFindingsCM(t *testing.T, _ string) {
 func TestIBFindingsFlapping(t *testing.T) {
 	eachProfile(t, func(t *testing.T, _ string) {
 		tr, p, q0, q1 := ibPairScenario(t, "rearm")
-		for i := 0; i < 4; i++ {
+		// The next failure a second after the path came back, then half a
+		// second, then at once: flapping as fast as the owners rearm.
+		for i, gap := range []time.Duration{time.Second, time.Second / 2, 0, 0} {
 			port := 1 + i%2 // the path the QPs run on now
 			failPort(t, port, ibReacted(t, p, len(p.Lines()), q0, q1))
 			waitIB(t, "ibsim0", q0, "ARMED again", Match("path_mig_state", "ARMED", "port", 3-port))
 			waitIB(t, "ibsim1", q1, "ARMED again", Match("path_mig_state", "ARMED", "port", 3-port))
 			MustRun(t, "lab-ib", "port", "--dev", "ibsim0", "--port", fmt.Sprint(port), "up")
-			time.Sleep(2500 * time.Millisecond) // past the episode's linger: failures seconds apart
+			time.Sleep(gap)
 		}
 		time.Sleep(settle)
 		wantSet(t, tr, ibFindings(t, tr), both("flapping", q0, q1)...)
