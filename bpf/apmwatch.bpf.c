@@ -34,6 +34,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile enum apm_kind apm_kind_btf = 0;
 const volatile enum apm_flag apm_flag_btf = 0;
 const volatile enum apm_counter apm_counter_btf = 0;
+const volatile enum apm_slot apm_slot_btf = 0;
 
 #include "common.bpf.h"
 #include "uverbs.bpf.h"

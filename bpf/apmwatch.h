@@ -22,7 +22,9 @@ enum apm_kind {
 	APM_KIND_QP_CREATE = 7,
 	APM_KIND_QP_DESTROY = 8,
 	APM_KIND_DEV_NAME = 9, /* a device's index and name (registered, renamed): read by the collector, no event */
-	/* 10: Go's event.KindModifyEntry; 9 in Go is a reading, no record. */
+	/* 10: Go's event.KindModifyEntry; 9 in Go is a reading, no record.
+	 * No probe emits it: the collector makes it from an entry still in
+	 * the modify entry map (struct apm_modify_entry) or the join map. */
 	APM_KIND_MODIFY_ENTRY = 10, /* a modify of APM attributes entered; its modify record follows at the exit */
 };
 
@@ -63,6 +65,22 @@ struct apm_path {
 	__u8 timeout;
 	__u8 src_path_bits; /* IB: the SLID is the port's LID | these (LMC) */
 	__u8 dgid[16];
+};
+
+/* A modify of the APM attributes in progress (map modify_at, fentry on
+ * ib_modify_qp*): its entry stamp, and what the collector needs to
+ * announce a call that is still in progress when it looks (a firmware
+ * command can block for a minute): who, which QP, what it sets. */
+struct apm_modify_entry {
+	__u64 at;        /* bpf_ktime_get_boot_ns() at the entry */
+	__u64 func_ip;   /* the hooked function */
+	__u32 dev_index; /* with APM_F_DEV in flags */
+	__u32 qpn;
+	__u32 attr_mask;
+	__u8 mig_state;
+	__u8 state;
+	__u8 qp_type;
+	__u8 flags; /* APM_F_DEV, APM_F_USER or APM_F_KERNEL */
 };
 
 struct apm_record {

@@ -52,14 +52,16 @@ struct {
 	__type(value, struct apm_record);
 } inflight SEC(".maps");
 
-/* The entry stamp of each ib_modify_qp* call in progress, for its fexit:
- * a modify record is stamped at the entry (as the kprobe variant's), and
- * the collector keeps its watermarks below the oldest entry here. */
+/* Each ib_modify_qp* call of the APM attributes in progress (fentry), for
+ * its fexit: a modify record is stamped at the entry (as the kprobe
+ * variant's), the collector keeps its watermarks below the oldest entry
+ * here and announces a call it finds still in progress
+ * (APM_KIND_MODIFY_ENTRY, made from this entry). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct join_key);
-	__type(value, __u64);
+	__type(value, struct apm_modify_entry);
 } modify_at SEC(".maps");
 
 /* Low 32 bits of the TIDs of MADs written through ib_umad. */
@@ -143,10 +145,10 @@ static __always_inline void fill_header(struct apm_record *r, __u8 kind, __u64 i
 /* The header for BTF programs (fentry, fexit, tp_btf): pid, tid, comm and
  * CPU loaded from the current task, one helper call instead of three. The
  * caller has zeroed the record. */
-static __always_inline void fill_header_btf(struct apm_record *r, __u8 kind, __u64 ip)
+static __always_inline void fill_header_btf_at(struct apm_record *r, __u8 kind, __u64 ip, __u64 now)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	r->boot_ns = bpf_ktime_get_boot_ns();
+	r->boot_ns = now;
 	r->func_ip = ip;
 	if (bpf_core_field_exists(t->cpu))
 		r->cpu = t->cpu;
@@ -158,6 +160,12 @@ static __always_inline void fill_header_btf(struct apm_record *r, __u8 kind, __u
 	__u64 *dst = (__u64 *)r->comm;
 	dst[0] = *(__u64 *)&t->comm[0];
 	dst[1] = *(__u64 *)&t->comm[8];
+}
+
+/* fill_header_btf stamped now. */
+static __always_inline void fill_header_btf(struct apm_record *r, __u8 kind, __u64 ip)
+{
+	fill_header_btf_at(r, kind, ip, bpf_ktime_get_boot_ns());
 }
 
 /* A zeroed scratch record with the common header filled in. */

@@ -119,29 +119,56 @@ int BPF_KPROBE(kprobe_mlx4_qp_event, struct mlx4_qp *qp, int type)
 
 /* ---- port and device events ---- */
 
-static __always_inline void port_event(struct ib_event *ev, __u64 ip)
+/* ib_event_type's GID_CHANGE (include/rdma/ib_verbs.h, 18 since 2.6). */
+#define APM_IB_EVENT_GID_CHANGE 18
+
+/* Port and device events as the driver reports them (ib_dispatch_event,
+ * which queues the work that updates the port cache and then calls
+ * ib_dispatch_event_clients), and GID_CHANGE where the core dispatches it
+ * to the clients itself (the GID cache, dispatch_gid_change_event; a
+ * driver's GID_CHANGE is never passed on to them). Each event once: the
+ * driver's hook leaves GID_CHANGE to the clients' hook, which takes only
+ * that. */
+static __always_inline void port_event(struct ib_event *ev, __u64 ip, int gid_only)
 {
+	__u32 type = BPF_CORE_READ(ev, event);
+	if ((type == APM_IB_EVENT_GID_CHANGE) != gid_only)
+		return;
 	struct apm_record *r = reserve_short(APM_KIND_PORT_EVENT, ip);
 	if (!r)
 		return;
-	r->ev_type = BPF_CORE_READ(ev, event);
+	r->ev_type = type;
 	read_dev(r, BPF_CORE_READ(ev, device));
 	r->port = read_u32_or_u8(__builtin_preserve_access_index(&ev->element.port_num),
 				 bpf_core_field_size(ev->element.port_num));
 	bpf_ringbuf_submit(r, APM_RB_FLAGS);
 }
 
-SEC("fentry/ib_dispatch_event_clients")
+SEC("fentry/ib_dispatch_event")
 int BPF_PROG(fentry_port_event, struct ib_event *ev)
 {
-	port_event(ev, bpf_get_func_ip(ctx));
+	port_event(ev, bpf_get_func_ip(ctx), 0);
+	return 0;
+}
+
+SEC("kprobe/ib_dispatch_event")
+int BPF_KPROBE(kprobe_port_event, struct ib_event *ev)
+{
+	port_event(ev, kprobe_ip(ctx), 0);
+	return 0;
+}
+
+SEC("fentry/ib_dispatch_event_clients")
+int BPF_PROG(fentry_gid_event, struct ib_event *ev)
+{
+	port_event(ev, bpf_get_func_ip(ctx), 1);
 	return 0;
 }
 
 SEC("kprobe/ib_dispatch_event_clients")
-int BPF_KPROBE(kprobe_port_event, struct ib_event *ev)
+int BPF_KPROBE(kprobe_gid_event, struct ib_event *ev)
 {
-	port_event(ev, kprobe_ip(ctx));
+	port_event(ev, kprobe_ip(ctx), 1);
 	return 0;
 }
 

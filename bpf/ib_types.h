@@ -55,8 +55,24 @@ struct ib_udata {
 	__u64 inlen;
 } __core;
 
+/* The file's object table: every uobject by its handle (an xarray since
+ * 5.1). */
+struct xarray {
+	void *xa_head;
+} __core;
+
+struct xa_node {
+	unsigned char shift;
+	void *slots[64];
+} __core;
+
+struct ib_uverbs_file {
+	struct xarray idr;
+} __core;
+
 struct uverbs_attr_bundle {
 	struct ib_udata ucore;
+	struct ib_uverbs_file *ufile;
 } __core;
 
 struct ib_uevent_object {

@@ -8,13 +8,14 @@
 #ifndef APMWATCH_MODIFY_BPF_H
 #define APMWATCH_MODIFY_BPF_H
 
-/* A modify of the APM attributes (a rearm, an alternate load) announces
- * itself at its entry with a short APM_KIND_MODIFY_ENTRY record; its modify
- * record, stamped at the same entry, follows at the exit (the kprobe
- * variant stamps every modify at its entry). A firmware
- * command can block for up to a minute (mlx5: MLX5_CMD_TIMEOUT_MSEC), and a
- * call that entered before a deadline is judged by its entry: the model
- * holds that QP's deadlines until the exit's record comes. */
+/* A modify of the APM attributes (a rearm, an alternate load) is stamped
+ * at its entry; its one record comes at the exit. A firmware command can
+ * block for up to a minute (mlx5: MLX5_CMD_TIMEOUT_MSEC), and a call that
+ * entered before a deadline is judged by its entry: the entry waits in a
+ * map (modify_at here, inflight for the kprobe variant), where the
+ * collector finds a call still in progress and announces it to the model
+ * (APM_KIND_MODIFY_ENTRY), which holds that QP's deadlines until the
+ * exit's record comes. A fast call costs no record but its own. */
 #define APM_MODIFY_ANNOUNCED (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE)
 
 /* ---- fentry + fexit variant: direct BTF loads into the ring buffer ---- */
@@ -72,24 +73,39 @@ static __always_inline void modify_paths_btf(struct apm_record *r, struct ib_qp_
 	}
 }
 
-/* fentry keeps the entry stamp of a modify of the APM attributes (map
- * modify_at) and announces it. Other modifies (state changes, the bulk)
- * cost only the mask test here and are stamped at their exit. */
+/* fentry keeps the entry of a modify of the APM attributes (map
+ * modify_at): its stamp and what announces it should it still be in
+ * progress when the collector looks, all direct loads. Other modifies
+ * (state changes, the bulk) cost only the mask test here and are stamped
+ * at their exit. */
 SEC("fentry/ib_modify_qp")
 int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	if (!qp || !attr || !(mask & APM_MODIFY_ANNOUNCED))
 		return 0;
-	__u64 now = bpf_ktime_get_boot_ns();
+	struct apm_modify_entry e = {
+		.at = bpf_ktime_get_boot_ns(),
+		.func_ip = bpf_get_func_ip(ctx),
+		.attr_mask = mask,
+	};
+	struct ib_qp *real = qp->real_qp;
+	if (real)
+		qp = real;
+	struct ib_device *dev = qp->device;
+	if (dev) {
+		e.dev_index = dev->index;
+		e.flags = APM_F_DEV;
+	}
+	e.qpn = qp->qp_num;
+	e.qp_type = qp->qp_type;
+	e.flags |= qp->uobject ? APM_F_USER : APM_F_KERNEL;
+	if (mask & IB_QP_PATH_MIG_STATE)
+		e.mig_state = attr->path_mig_state;
+	if (mask & IB_QP_STATE)
+		e.state = attr->qp_state;
 	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
-	if (bpf_map_update_elem(&modify_at, &k, &now, BPF_ANY))
+	if (bpf_map_update_elem(&modify_at, &k, &e, BPF_ANY))
 		count(APM_CNT_INFLIGHT_FULL);
-	struct apm_record *r = reserve_short_btf(APM_KIND_MODIFY_ENTRY, bpf_get_func_ip(ctx));
-	if (!r)
-		return 0;
-	r->boot_ns = now;
-	modify_fill_btf(r, qp, attr, mask);
-	bpf_ringbuf_submit(r, APM_RB_FLAGS);
 	return 0;
 }
 
@@ -105,15 +121,18 @@ int BPF_PROG(fentry_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 SEC("fexit/ib_modify_qp")
 int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	uverbs_reached_verbs();
 	if (!qp || !attr)
 		return 0;
+	__u64 ret = 0;
+	bpf_get_func_ret(ctx, &ret);
+	if ((int)ret)
+		uverbs_verbs_failed(qp);
 	__u64 at = 0;
 	if (mask & APM_MODIFY_ANNOUNCED) {
 		struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
-		__u64 *entered = bpf_map_lookup_elem(&modify_at, &k);
+		struct apm_modify_entry *entered = bpf_map_lookup_elem(&modify_at, &k);
 		if (entered) {
-			at = *entered;
+			at = entered->at;
 			bpf_map_delete_elem(&modify_at, &k);
 		} else {
 			count(APM_CNT_UNJOINED);
@@ -132,12 +151,13 @@ int BPF_PROG(fexit_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 			goto lost;
 		__builtin_memset(r, 0, APM_RECORD_SHORT);
 	}
-	__u64 ret = 0;
-	bpf_get_func_ret(ctx, &ret);
-	fill_header_btf(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx));
+	/* One clock read: the exit's stamp, or the entry's and the time since
+	 * (a clock read is a device read where the TSC is not trusted). */
+	__u64 now = bpf_ktime_get_boot_ns();
+	fill_header_btf_at(r, APM_KIND_MODIFY, bpf_get_func_ip(ctx), at ? at : now);
 	if (at) {
-		r->took_us = took_us(at);
-		r->boot_ns = at;
+		__u64 us = now > at ? (now - at) / 1000 : 0;
+		r->took_us = us > 0xffffffff ? 0xffffffff : (__u32)us;
 	}
 	r->ret = (int)ret;
 	modify_fill_btf(r, qp, attr, mask);
@@ -195,27 +215,43 @@ static __always_inline struct apm_record *modify_record(struct ib_qp *qp, struct
 	return r;
 }
 
+/* The kprobe keeps the whole record in the join map (inflight) until the
+ * exit; the collector announces a call of the APM attributes it finds
+ * there still in progress. r->obj keeps the QP for the exit: a failed call
+ * tells the uverbs exit it reached the verbs layer (uverbs_verbs_failed). */
 SEC("kprobe/ib_modify_qp")
 int BPF_KPROBE(kprobe_modify, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
 	struct apm_record *r = modify_record(qp, attr, mask, kprobe_ip(ctx));
 	if (!r)
 		return 0;
+	r->obj = (__u64)qp;
 	join_put(r, APM_SLOT_MODIFY);
-	if (mask & APM_MODIFY_ANNOUNCED) {
-		/* the announcement: the same record, short, of its own kind */
-		r->kind = APM_KIND_MODIFY_ENTRY;
-		r->flags &= ~(APM_F_HAS_PRIMARY | APM_F_HAS_ALT);
-		emit(r);
-	}
 	return 0;
 }
 
+/* The entry leaves the join map before its record goes out (copied to the
+ * scratch record first): the collector never finds a call in progress
+ * whose result it has read. */
 SEC("kretprobe/ib_modify_qp")
 int BPF_KRETPROBE(kretprobe_modify, int ret)
 {
-	uverbs_reached_verbs();
-	join_done(APM_SLOT_MODIFY, ret);
+	struct join_key k = { .pid_tgid = bpf_get_current_pid_tgid(), .slot = APM_SLOT_MODIFY };
+	struct apm_record *in = bpf_map_lookup_elem(&inflight, &k);
+	__u32 zero = 0;
+	struct apm_record *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!in || !r) {
+		count(APM_CNT_UNJOINED);
+		return 0;
+	}
+	__builtin_memcpy(r, in, sizeof(*r));
+	bpf_map_delete_elem(&inflight, &k);
+	if (ret)
+		uverbs_verbs_failed((struct ib_qp *)r->obj);
+	r->obj = 0;
+	r->ret = ret;
+	r->took_us = took_us(r->boot_ns);
+	emit(r);
 	return 0;
 }
 

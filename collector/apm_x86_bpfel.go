@@ -56,6 +56,19 @@ const (
 	apmApmKindAPM_KIND_MODIFY_ENTRY apmApmKind = 10
 )
 
+type apmApmModifyEntry struct {
+	_        structs.HostLayout
+	At       uint64
+	FuncIp   uint64
+	DevIndex uint32
+	Qpn      uint32
+	AttrMask uint32
+	MigState uint8
+	State    uint8
+	QpType   uint8
+	Flags    uint8
+}
+
 type apmApmPath struct {
 	_           structs.HostLayout
 	Port        uint32
@@ -110,6 +123,74 @@ type apmApmRecord struct {
 	Dev        [64]int8
 }
 
+type apmApmSlot uint32
+
+const (
+	apmApmSlotAPM_SLOT_MODIFY  apmApmSlot = 1
+	apmApmSlotAPM_SLOT_NOTIFY  apmApmSlot = 2
+	apmApmSlotAPM_SLOT_HANDLER apmApmSlot = 3
+	apmApmSlotAPM_SLOT_DESTROY apmApmSlot = 4
+)
+
+type apmIbUverbsModifyQp struct {
+	_    structs.HostLayout
+	Dest struct {
+		_            structs.HostLayout
+		Dgid         [16]uint8
+		FlowLabel    uint32
+		Dlid         uint16
+		Reserved     uint16
+		SgidIndex    uint8
+		HopLimit     uint8
+		TrafficClass uint8
+		Sl           uint8
+		SrcPathBits  uint8
+		StaticRate   uint8
+		IsGlobal     uint8
+		PortNum      uint8
+	}
+	AltDest struct {
+		_            structs.HostLayout
+		Dgid         [16]uint8
+		FlowLabel    uint32
+		Dlid         uint16
+		Reserved     uint16
+		SgidIndex    uint8
+		HopLimit     uint8
+		TrafficClass uint8
+		Sl           uint8
+		SrcPathBits  uint8
+		StaticRate   uint8
+		IsGlobal     uint8
+		PortNum      uint8
+	}
+	QpHandle         uint32
+	AttrMask         uint32
+	Qkey             uint32
+	RqPsn            uint32
+	SqPsn            uint32
+	DestQpNum        uint32
+	QpAccessFlags    uint32
+	PkeyIndex        uint16
+	AltPkeyIndex     uint16
+	QpState          uint8
+	CurQpState       uint8
+	PathMtu          uint8
+	PathMigState     uint8
+	EnSqdAsyncNotify uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRnrTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RnrRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	Reserved         [2]uint8
+	DriverData       [0]uint64
+}
+
 type apmJoinKey struct {
 	_       structs.HostLayout
 	PidTgid uint64
@@ -125,68 +206,10 @@ type apmNotifyAtCall struct {
 	Pad      uint8
 }
 
-type apmUverbsCmd struct {
-	_   structs.HostLayout
-	At  uint64
-	Qp  uint64
-	Cmd struct {
-		_    structs.HostLayout
-		Dest struct {
-			_            structs.HostLayout
-			Dgid         [16]uint8
-			FlowLabel    uint32
-			Dlid         uint16
-			Reserved     uint16
-			SgidIndex    uint8
-			HopLimit     uint8
-			TrafficClass uint8
-			Sl           uint8
-			SrcPathBits  uint8
-			StaticRate   uint8
-			IsGlobal     uint8
-			PortNum      uint8
-		}
-		AltDest struct {
-			_            structs.HostLayout
-			Dgid         [16]uint8
-			FlowLabel    uint32
-			Dlid         uint16
-			Reserved     uint16
-			SgidIndex    uint8
-			HopLimit     uint8
-			TrafficClass uint8
-			Sl           uint8
-			SrcPathBits  uint8
-			StaticRate   uint8
-			IsGlobal     uint8
-			PortNum      uint8
-		}
-		QpHandle         uint32
-		AttrMask         uint32
-		Qkey             uint32
-		RqPsn            uint32
-		SqPsn            uint32
-		DestQpNum        uint32
-		QpAccessFlags    uint32
-		PkeyIndex        uint16
-		AltPkeyIndex     uint16
-		QpState          uint8
-		CurQpState       uint8
-		PathMtu          uint8
-		PathMigState     uint8
-		EnSqdAsyncNotify uint8
-		MaxRdAtomic      uint8
-		MaxDestRdAtomic  uint8
-		MinRnrTimer      uint8
-		PortNum          uint8
-		Timeout          uint8
-		RetryCnt         uint8
-		RnrRetry         uint8
-		AltPortNum       uint8
-		AltTimeout       uint8
-		Reserved         [2]uint8
-		DriverData       [0]uint64
-	}
+type apmUverbsCall struct {
+	_     structs.HostLayout
+	Attrs uint64
+	Ip    uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -200,10 +223,11 @@ const (
 	apmMapNotifyCalls            = "notify_calls"
 	apmMapScratch                = "scratch"
 	apmMapUmadTids               = "umad_tids"
-	apmMapUverbsBusy             = "uverbs_busy"
-	apmMapUverbsCmd              = "uverbs_cmd"
+	apmMapUverbsBundle           = "uverbs_bundle"
+	apmMapUverbsFailed           = "uverbs_failed"
 	apmMapUverbsScratch          = "uverbs_scratch"
 	apmProgFentryDestroy         = "fentry_destroy"
+	apmProgFentryGidEvent        = "fentry_gid_event"
 	apmProgFentryHandler         = "fentry_handler"
 	apmProgFentryMlx4QpEvent     = "fentry_mlx4_qp_event"
 	apmProgFentryMlx5QpEvent     = "fentry_mlx5_qp_event"
@@ -211,7 +235,6 @@ const (
 	apmProgFentryNotify          = "fentry_notify"
 	apmProgFentryPortEvent       = "fentry_port_event"
 	apmProgFentryQpEvent         = "fentry_qp_event"
-	apmProgFentryUverbsModify    = "fentry_uverbs_modify"
 	apmProgFexitDestroy          = "fexit_destroy"
 	apmProgFexitDevRegister      = "fexit_dev_register"
 	apmProgFexitDevRename        = "fexit_dev_rename"
@@ -219,10 +242,10 @@ const (
 	apmProgFexitModify           = "fexit_modify"
 	apmProgFexitNotify           = "fexit_notify"
 	apmProgFexitQpCreate         = "fexit_qp_create"
-	apmProgFexitUverbsLookup     = "fexit_uverbs_lookup"
 	apmProgFexitUverbsModify     = "fexit_uverbs_modify"
 	apmProgKprobeDestroy         = "kprobe_destroy"
 	apmProgKprobeDevRename       = "kprobe_dev_rename"
+	apmProgKprobeGidEvent        = "kprobe_gid_event"
 	apmProgKprobeHandler         = "kprobe_handler"
 	apmProgKprobeMlx4QpEvent     = "kprobe_mlx4_qp_event"
 	apmProgKprobeMlx5QpEvent     = "kprobe_mlx5_qp_event"
@@ -236,7 +259,6 @@ const (
 	apmProgKretprobeModify       = "kretprobe_modify"
 	apmProgKretprobeNotify       = "kretprobe_notify"
 	apmProgKretprobeQpCreate     = "kretprobe_qp_create"
-	apmProgKretprobeUverbsLookup = "kretprobe_uverbs_lookup"
 	apmProgKretprobeUverbsModify = "kretprobe_uverbs_modify"
 	apmProgRawMadRecv            = "raw_mad_recv"
 	apmProgRawMadSend            = "raw_mad_send"
@@ -247,6 +269,7 @@ const (
 	apmVarApmCounterBtf          = "apm_counter_btf"
 	apmVarApmFlagBtf             = "apm_flag_btf"
 	apmVarApmKindBtf             = "apm_kind_btf"
+	apmVarApmSlotBtf             = "apm_slot_btf"
 	apmVarCfg                    = "cfg"
 )
 
@@ -293,6 +316,7 @@ type apmSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type apmProgramSpecs struct {
 	FentryDestroy         *ebpf.ProgramSpec `ebpf:"fentry_destroy"`
+	FentryGidEvent        *ebpf.ProgramSpec `ebpf:"fentry_gid_event"`
 	FentryHandler         *ebpf.ProgramSpec `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent     *ebpf.ProgramSpec `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent     *ebpf.ProgramSpec `ebpf:"fentry_mlx5_qp_event"`
@@ -300,7 +324,6 @@ type apmProgramSpecs struct {
 	FentryNotify          *ebpf.ProgramSpec `ebpf:"fentry_notify"`
 	FentryPortEvent       *ebpf.ProgramSpec `ebpf:"fentry_port_event"`
 	FentryQpEvent         *ebpf.ProgramSpec `ebpf:"fentry_qp_event"`
-	FentryUverbsModify    *ebpf.ProgramSpec `ebpf:"fentry_uverbs_modify"`
 	FexitDestroy          *ebpf.ProgramSpec `ebpf:"fexit_destroy"`
 	FexitDevRegister      *ebpf.ProgramSpec `ebpf:"fexit_dev_register"`
 	FexitDevRename        *ebpf.ProgramSpec `ebpf:"fexit_dev_rename"`
@@ -308,10 +331,10 @@ type apmProgramSpecs struct {
 	FexitModify           *ebpf.ProgramSpec `ebpf:"fexit_modify"`
 	FexitNotify           *ebpf.ProgramSpec `ebpf:"fexit_notify"`
 	FexitQpCreate         *ebpf.ProgramSpec `ebpf:"fexit_qp_create"`
-	FexitUverbsLookup     *ebpf.ProgramSpec `ebpf:"fexit_uverbs_lookup"`
 	FexitUverbsModify     *ebpf.ProgramSpec `ebpf:"fexit_uverbs_modify"`
 	KprobeDestroy         *ebpf.ProgramSpec `ebpf:"kprobe_destroy"`
 	KprobeDevRename       *ebpf.ProgramSpec `ebpf:"kprobe_dev_rename"`
+	KprobeGidEvent        *ebpf.ProgramSpec `ebpf:"kprobe_gid_event"`
 	KprobeHandler         *ebpf.ProgramSpec `ebpf:"kprobe_handler"`
 	KprobeMlx4QpEvent     *ebpf.ProgramSpec `ebpf:"kprobe_mlx4_qp_event"`
 	KprobeMlx5QpEvent     *ebpf.ProgramSpec `ebpf:"kprobe_mlx5_qp_event"`
@@ -325,7 +348,6 @@ type apmProgramSpecs struct {
 	KretprobeModify       *ebpf.ProgramSpec `ebpf:"kretprobe_modify"`
 	KretprobeNotify       *ebpf.ProgramSpec `ebpf:"kretprobe_notify"`
 	KretprobeQpCreate     *ebpf.ProgramSpec `ebpf:"kretprobe_qp_create"`
-	KretprobeUverbsLookup *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_lookup"`
 	KretprobeUverbsModify *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_modify"`
 	RawMadRecv            *ebpf.ProgramSpec `ebpf:"raw_mad_recv"`
 	RawMadSend            *ebpf.ProgramSpec `ebpf:"raw_mad_send"`
@@ -346,8 +368,8 @@ type apmMapSpecs struct {
 	NotifyCalls   *ebpf.MapSpec `ebpf:"notify_calls"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	UmadTids      *ebpf.MapSpec `ebpf:"umad_tids"`
-	UverbsBusy    *ebpf.MapSpec `ebpf:"uverbs_busy"`
-	UverbsCmd     *ebpf.MapSpec `ebpf:"uverbs_cmd"`
+	UverbsBundle  *ebpf.MapSpec `ebpf:"uverbs_bundle"`
+	UverbsFailed  *ebpf.MapSpec `ebpf:"uverbs_failed"`
 	UverbsScratch *ebpf.MapSpec `ebpf:"uverbs_scratch"`
 }
 
@@ -358,6 +380,7 @@ type apmVariableSpecs struct {
 	ApmCounterBtf *ebpf.VariableSpec `ebpf:"apm_counter_btf"`
 	ApmFlagBtf    *ebpf.VariableSpec `ebpf:"apm_flag_btf"`
 	ApmKindBtf    *ebpf.VariableSpec `ebpf:"apm_kind_btf"`
+	ApmSlotBtf    *ebpf.VariableSpec `ebpf:"apm_slot_btf"`
 	Cfg           *ebpf.VariableSpec `ebpf:"cfg"`
 }
 
@@ -388,8 +411,8 @@ type apmMaps struct {
 	NotifyCalls   *ebpf.Map `ebpf:"notify_calls"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	UmadTids      *ebpf.Map `ebpf:"umad_tids"`
-	UverbsBusy    *ebpf.Map `ebpf:"uverbs_busy"`
-	UverbsCmd     *ebpf.Map `ebpf:"uverbs_cmd"`
+	UverbsBundle  *ebpf.Map `ebpf:"uverbs_bundle"`
+	UverbsFailed  *ebpf.Map `ebpf:"uverbs_failed"`
 	UverbsScratch *ebpf.Map `ebpf:"uverbs_scratch"`
 }
 
@@ -402,8 +425,8 @@ func (m *apmMaps) Close() error {
 		m.NotifyCalls,
 		m.Scratch,
 		m.UmadTids,
-		m.UverbsBusy,
-		m.UverbsCmd,
+		m.UverbsBundle,
+		m.UverbsFailed,
 		m.UverbsScratch,
 	)
 }
@@ -415,6 +438,7 @@ type apmVariables struct {
 	ApmCounterBtf *ebpf.Variable `ebpf:"apm_counter_btf"`
 	ApmFlagBtf    *ebpf.Variable `ebpf:"apm_flag_btf"`
 	ApmKindBtf    *ebpf.Variable `ebpf:"apm_kind_btf"`
+	ApmSlotBtf    *ebpf.Variable `ebpf:"apm_slot_btf"`
 	Cfg           *ebpf.Variable `ebpf:"cfg"`
 }
 
@@ -423,6 +447,7 @@ type apmVariables struct {
 // It can be passed to loadApmObjects or ebpf.CollectionSpec.LoadAndAssign.
 type apmPrograms struct {
 	FentryDestroy         *ebpf.Program `ebpf:"fentry_destroy"`
+	FentryGidEvent        *ebpf.Program `ebpf:"fentry_gid_event"`
 	FentryHandler         *ebpf.Program `ebpf:"fentry_handler"`
 	FentryMlx4QpEvent     *ebpf.Program `ebpf:"fentry_mlx4_qp_event"`
 	FentryMlx5QpEvent     *ebpf.Program `ebpf:"fentry_mlx5_qp_event"`
@@ -430,7 +455,6 @@ type apmPrograms struct {
 	FentryNotify          *ebpf.Program `ebpf:"fentry_notify"`
 	FentryPortEvent       *ebpf.Program `ebpf:"fentry_port_event"`
 	FentryQpEvent         *ebpf.Program `ebpf:"fentry_qp_event"`
-	FentryUverbsModify    *ebpf.Program `ebpf:"fentry_uverbs_modify"`
 	FexitDestroy          *ebpf.Program `ebpf:"fexit_destroy"`
 	FexitDevRegister      *ebpf.Program `ebpf:"fexit_dev_register"`
 	FexitDevRename        *ebpf.Program `ebpf:"fexit_dev_rename"`
@@ -438,10 +462,10 @@ type apmPrograms struct {
 	FexitModify           *ebpf.Program `ebpf:"fexit_modify"`
 	FexitNotify           *ebpf.Program `ebpf:"fexit_notify"`
 	FexitQpCreate         *ebpf.Program `ebpf:"fexit_qp_create"`
-	FexitUverbsLookup     *ebpf.Program `ebpf:"fexit_uverbs_lookup"`
 	FexitUverbsModify     *ebpf.Program `ebpf:"fexit_uverbs_modify"`
 	KprobeDestroy         *ebpf.Program `ebpf:"kprobe_destroy"`
 	KprobeDevRename       *ebpf.Program `ebpf:"kprobe_dev_rename"`
+	KprobeGidEvent        *ebpf.Program `ebpf:"kprobe_gid_event"`
 	KprobeHandler         *ebpf.Program `ebpf:"kprobe_handler"`
 	KprobeMlx4QpEvent     *ebpf.Program `ebpf:"kprobe_mlx4_qp_event"`
 	KprobeMlx5QpEvent     *ebpf.Program `ebpf:"kprobe_mlx5_qp_event"`
@@ -455,7 +479,6 @@ type apmPrograms struct {
 	KretprobeModify       *ebpf.Program `ebpf:"kretprobe_modify"`
 	KretprobeNotify       *ebpf.Program `ebpf:"kretprobe_notify"`
 	KretprobeQpCreate     *ebpf.Program `ebpf:"kretprobe_qp_create"`
-	KretprobeUverbsLookup *ebpf.Program `ebpf:"kretprobe_uverbs_lookup"`
 	KretprobeUverbsModify *ebpf.Program `ebpf:"kretprobe_uverbs_modify"`
 	RawMadRecv            *ebpf.Program `ebpf:"raw_mad_recv"`
 	RawMadSend            *ebpf.Program `ebpf:"raw_mad_send"`
@@ -468,6 +491,7 @@ type apmPrograms struct {
 func (p *apmPrograms) Close() error {
 	return _ApmClose(
 		p.FentryDestroy,
+		p.FentryGidEvent,
 		p.FentryHandler,
 		p.FentryMlx4QpEvent,
 		p.FentryMlx5QpEvent,
@@ -475,7 +499,6 @@ func (p *apmPrograms) Close() error {
 		p.FentryNotify,
 		p.FentryPortEvent,
 		p.FentryQpEvent,
-		p.FentryUverbsModify,
 		p.FexitDestroy,
 		p.FexitDevRegister,
 		p.FexitDevRename,
@@ -483,10 +506,10 @@ func (p *apmPrograms) Close() error {
 		p.FexitModify,
 		p.FexitNotify,
 		p.FexitQpCreate,
-		p.FexitUverbsLookup,
 		p.FexitUverbsModify,
 		p.KprobeDestroy,
 		p.KprobeDevRename,
+		p.KprobeGidEvent,
 		p.KprobeHandler,
 		p.KprobeMlx4QpEvent,
 		p.KprobeMlx5QpEvent,
@@ -500,7 +523,6 @@ func (p *apmPrograms) Close() error {
 		p.KretprobeModify,
 		p.KretprobeNotify,
 		p.KretprobeQpCreate,
-		p.KretprobeUverbsLookup,
 		p.KretprobeUverbsModify,
 		p.RawMadRecv,
 		p.RawMadSend,

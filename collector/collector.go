@@ -115,6 +115,7 @@ type Collector struct {
 	marking   atomic.Bool   // a reader takes marks (NextMark, WantMark)
 	waitUntil atomic.Int64  // unix ns the reader's current wait ends
 	lastMark  uint64        // the reader's last mark
+	calls     announcer     // the calls in progress announced (announce.go)
 	final     *event.Stats  // counters as they were at Close
 	Attach    time.Duration // time to load and attach every probe
 }
@@ -271,7 +272,7 @@ func (c *Collector) read() {
 				}
 				continue
 			}
-			if !c.sendMark() {
+			if !c.announce() || !c.sendMark() {
 				return
 			}
 			continue
@@ -290,13 +291,38 @@ func (c *Collector) read() {
 		if e == nil { // a device's name, kept by the decoder
 			continue
 		}
-		e.Seq = c.seq.Add(1)
-		select {
-		case c.out <- item{e: e}:
-		case <-c.done:
+		if !c.send(e) {
 			return
 		}
 	}
+}
+
+// send hands an event on, numbered. false: the collector is closing.
+func (c *Collector) send(e *event.Event) bool {
+	e.Seq = c.seq.Add(1)
+	select {
+	case c.out <- item{e: e}:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// announce hands on a modify-entry event for each call of the APM
+// attributes still in progress (announce.go). false: the collector is
+// closing.
+func (c *Collector) announce() bool {
+	for _, r := range c.calls.calls(c.loader.shared["modify_at"], c.loader.shared["inflight"], boottime.Now()) {
+		e, err := c.dec.event(&r)
+		if err != nil {
+			c.decErrs.Add(1)
+			continue
+		}
+		if !c.send(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // Meta describes the host and every hook with how it was attached.

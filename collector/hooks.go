@@ -82,7 +82,7 @@ func modifyHook(name, signal, carries string) hookDef {
 // before the verbs layer (bpf/uverbs.bpf.h).
 func uverbsModifyHook(name string) hookDef {
 	return hookDef{Name: name, Module: "ib_uverbs", Signal: "qp modify refused by ib_uverbs, user QPs", Kind: hookFunc,
-		Fentry: "fentry_uverbs_modify", Fexit: "fexit_uverbs_modify", Kprobe: "kprobe_uverbs_modify", Kretprobe: "kretprobe_uverbs_modify"}
+		Fexit: "fexit_uverbs_modify", Kprobe: "kprobe_uverbs_modify", Kretprobe: "kretprobe_uverbs_modify"}
 }
 
 func handlerHook(name, signal string) hookDef {
@@ -108,9 +108,6 @@ func defaultHooks() []hookDef {
 		modifyHook("ib_modify_qp_with_udata", "qp modify, user QPs", carriesModifyUser),
 		uverbsModifyHook("ib_uverbs_modify_qp"),
 		uverbsModifyHook("ib_uverbs_ex_modify_qp"),
-		{Name: "rdma_lookup_get_uobject", Module: "ib_uverbs", AlsoIn: []string{"ib_uverbs_support"}, // 7.2
-			Signal: "qp modify refused by ib_uverbs: the QP of its handle", Kind: hookFunc,
-			Fexit: "fexit_uverbs_lookup", Kretprobe: "kretprobe_uverbs_lookup"},
 		qpEventHook("__ib_qp_event_handler", "ib_core", "qp async events, every QP (>= 6.11)", rolePrimary),
 		// An XRC target QP's events go to __ib_shared_qp_event_handler,
 		// which replaces __ib_qp_event_handler as its handler and calls
@@ -129,14 +126,19 @@ func defaultHooks() []hookDef {
 		qpEventHook("iser_qp_event_callback", "ib_iser", "qp async events, iSER initiator", roleFallback),
 		qpEventHook("isert_qp_event_callback", "ib_isert", "qp async events, iSER target", roleFallback),
 		qpEventHook("ipoib_cm_rx_event_handler", "ib_ipoib", "qp async events, IPoIB-CM", roleFallback),
-		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
+		// Port and device events as the driver reports them: the HCA's
+		// driver calls ib_dispatch_event, which queues a work item on ib_wq
+		// (cache.c) that updates the port cache and only then calls
+		// ib_dispatch_event_clients. Stamped at the clients, a PORT_ERR can
+		// come after the deaths of the QPs its port failure killed (a busy
+		// ib_wq, a slow port query in the cache update). GID_CHANGE alone
+		// reaches the clients without ib_dispatch_event (the GID cache
+		// dispatches it): taken there, and only there. (MLNX_OFED 4.9 has
+		// no ib_dispatch_event_clients: its GID_CHANGE is not shown.)
+		{Name: "ib_dispatch_event", Module: "ib_core", Signal: "port and device events", Kind: hookFunc,
 			Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
-		// MLNX_OFED 4.9 (the last for ConnectX-3) and older kernels have
-		// no ib_dispatch_event_clients: ib_dispatch_event calls the
-		// clients' handlers itself. Where both exist, ib_dispatch_event
-		// only queues the work that calls ib_dispatch_event_clients.
-		{Name: "ib_dispatch_event", Module: "ib_core", Signal: "port and device events (without ib_dispatch_event_clients)", Kind: hookFunc,
-			Instead: "ib_dispatch_event_clients", Fentry: "fentry_port_event", Kprobe: "kprobe_port_event"},
+		{Name: "ib_dispatch_event_clients", Module: "ib_core", Signal: "GID_CHANGE from the GID cache", Kind: hookFunc,
+			Fentry: "fentry_gid_event", Kprobe: "kprobe_gid_event"},
 		{Name: "ib_cm_notify", Module: "ib_cm", Signal: "cm notify (migrate, establish) and its result", Kind: hookFunc, Carries: carriesCMNotify,
 			Fentry: "fentry_notify", Fexit: "fexit_notify", Kprobe: "kprobe_notify", Kretprobe: "kretprobe_notify"},
 		handlerHook("cm_lap_handler", "LAP received by the CM, and its result"),

@@ -17,7 +17,7 @@ import (
 
 // sharedMaps are created once and used by every program.
 var sharedMaps = []string{"events", "counters", "scratch", "inflight", "modify_at", "umad_tids",
-	"uverbs_cmd", "uverbs_scratch", "uverbs_busy"}
+	"uverbs_failed", "uverbs_bundle", "uverbs_scratch"}
 
 // loader loads one small collection per hook (so that one hook failing
 // never stops another) around a set of shared maps.

@@ -81,20 +81,20 @@ func oldestInflight(m *ebpf.Map) (uint64, bool) {
 const entryStale = 2 * time.Minute
 
 // oldestEntry is the smallest entry stamp of the modify calls in
-// progress (map modify_at: join key to Boot ns) at now.
+// progress (map modify_at: join key to struct apm_modify_entry) at now.
 func oldestEntry(m *ebpf.Map, now uint64) (uint64, bool) {
 	if m == nil {
 		return 0, false
 	}
 	var (
 		key   apmJoinKey
-		at    uint64
+		e     apmApmModifyEntry
 		found bool
 		min   uint64
 	)
 	it := m.Iterate()
-	for it.Next(&key, &at) {
-		if at != 0 && at+uint64(entryStale) > now && (!found || at < min) {
+	for it.Next(&key, &e) {
+		if at := e.At; at != 0 && at+uint64(entryStale) > now && (!found || at < min) {
 			min, found = at, true
 		}
 	}

@@ -51,6 +51,7 @@ const kallsyms612 = `ffffffffc0001000 T ib_modify_qp	[ib_core]
 ffffffffc0001100 T ib_modify_qp_with_udata	[ib_core]
 ffffffffc0001200 t __ib_qp_event_handler	[ib_core]
 ffffffffc0001300 T ib_dispatch_event_clients	[ib_core]
+ffffffffc0001310 T ib_dispatch_event	[ib_core]
 ffffffffc0001400 T ib_create_qp_user	[ib_core]
 ffffffffc0001500 T ib_create_qp_kernel	[ib_core]
 ffffffffc0001600 T ib_destroy_qp_user	[ib_core]
@@ -65,7 +66,7 @@ ffffffff81000000 T _stext
 `
 
 var btf612 = []string{"ib_core:ib_modify_qp", "ib_core:ib_modify_qp_with_udata", "ib_core:__ib_qp_event_handler",
-	"ib_core:ib_dispatch_event_clients", "ib_core:ib_create_qp_user", "ib_core:ib_create_qp_kernel",
+	"ib_core:ib_dispatch_event_clients", "ib_core:ib_dispatch_event", "ib_core:ib_create_qp_user", "ib_core:ib_create_qp_kernel",
 	"ib_core:ib_destroy_qp_user", "ib_uverbs:ib_uverbs_qp_event_handler", "ib_cm:ib_cm_notify", "ib_cm:cm_lap_handler",
 	"ib_core:btf_trace_ib_mad_ib_send_mad", "ib_core:btf_trace_ib_mad_recv_done_handler", "ib_umad:btf_trace_ib_umad_write"}
 
@@ -261,36 +262,36 @@ func TestUnskipWhenPrimaryFails(t *testing.T) {
 	}
 }
 
-// TestPlanUverbsLookupMoved: rdma_lookup_get_uobject lives in ib_uverbs
-// (6.1, 6.12) or, on 7.2, in ib_uverbs_support; found in either, shown
-// with the module it was found in; in another module, not taken.
-func TestPlanUverbsLookupMoved(t *testing.T) {
-	for _, tc := range []struct {
-		module string
-		want   event.HookMethod
-	}{{"ib_uverbs", event.HookFentry}, {"ib_uverbs_support", event.HookFentry}, {"other_mod", event.HookMissing}} {
-		k := kallsyms612 + "ffffffffc0007000 T rdma_lookup_get_uobject\t[" + tc.module + "]\n"
-		got := byName(plan(newFake(t, k, append(slices.Clone(btf612), tc.module+":rdma_lookup_get_uobject")...), defaultHooks(), planOptions{}))
-		g := got["rdma_lookup_get_uobject"]
-		if g.method != tc.want || (tc.want != event.HookMissing && g.hook().Module != tc.module) {
-			t.Errorf("in %s: %s %q (module %s), want %s", tc.module, g.method, g.reason, g.module, tc.want)
+// Every uverbs command passes through rdma_lookup_get_uobject (and
+// ib_uverbs_write or ib_uverbs_ioctl): no probe sits there. A refused
+// modify's QP is found from its handle at the command's exit, and the
+// command hooks have no entry program on fentry kernels.
+func TestPlanNoHookOnEveryUverbsCommand(t *testing.T) {
+	hot := []string{"rdma_lookup_get_uobject", "ib_uverbs_write", "ib_uverbs_ioctl", "ib_uverbs_cmd_verbs"}
+	for _, h := range defaultHooks() {
+		if slices.Contains(hot, h.Name) {
+			t.Errorf("%s is hooked: every uverbs command would pay for it", h.Name)
+		}
+		if strings.HasPrefix(h.Name, "ib_uverbs_") && strings.HasSuffix(h.Name, "modify_qp") && h.Fentry != "" {
+			t.Errorf("%s has an entry program (%s): every modify would pay for it", h.Name, h.Fentry)
 		}
 	}
 }
 
-// Port events: where ib_core has no ib_dispatch_event_clients (MLNX_OFED
-// 4.9), ib_dispatch_event is hooked instead; where it has both, only the
-// first (ib_dispatch_event then only queues the work that calls it).
-func TestPlanPortEventsInstead(t *testing.T) {
-	withBoth := kallsyms612 + "ffffffffc0001310 T ib_dispatch_event	[ib_core]\n"
-	got := byName(plan(newFake(t, withBoth, append(btf612, "ib_core:ib_dispatch_event")...), defaultHooks(), planOptions{}))
-	if g := got["ib_dispatch_event"]; g.method != event.HookSkipped || !strings.Contains(g.reason, "ib_dispatch_event_clients is in this kernel") {
-		t.Errorf("with both: ib_dispatch_event %s %q, want skipped", g.method, g.reason)
+// Port events: stamped where the driver reports them (ib_dispatch_event,
+// which only queues the work that updates the port cache and then calls
+// ib_dispatch_event_clients), and GID_CHANGE at the clients, where the
+// GID cache dispatches it: both hooks; MLNX_OFED 4.9 has no
+// ib_dispatch_event_clients, and ib_dispatch_event is hooked alone there.
+func TestPlanPortEventsWhereTheDriverReportsThem(t *testing.T) {
+	got := byName(plan(newFake(t, kallsyms612, btf612...), defaultHooks(), planOptions{}))
+	if g := got["ib_dispatch_event"]; g.method != event.HookFentry || g.def.Fentry != "fentry_port_event" {
+		t.Errorf("ib_dispatch_event %s %q (%s), want fentry_port_event", g.method, g.reason, g.def.Fentry)
 	}
-	if g := got["ib_dispatch_event_clients"]; g.method != event.HookFentry {
-		t.Errorf("with both: ib_dispatch_event_clients %s %q", g.method, g.reason)
+	if g := got["ib_dispatch_event_clients"]; g.method != event.HookFentry || g.def.Fentry != "fentry_gid_event" {
+		t.Errorf("ib_dispatch_event_clients %s %q (%s), want fentry_gid_event", g.method, g.reason, g.def.Fentry)
 	}
-	ofed49 := strings.Replace(withBoth, "ffffffffc0001300 T ib_dispatch_event_clients	[ib_core]\n", "", 1)
+	ofed49 := strings.Replace(kallsyms612, "ffffffffc0001300 T ib_dispatch_event_clients	[ib_core]\n", "", 1)
 	got = byName(plan(newFake(t, ofed49), defaultHooks(), planOptions{}))
 	if g := got["ib_dispatch_event"]; g.method != event.HookKprobe {
 		t.Errorf("without ib_dispatch_event_clients: ib_dispatch_event %s %q, want attached (kprobe: no BTF)", g.method, g.reason)

@@ -353,7 +353,7 @@ func TestProbesCommand(t *testing.T) {
 	// __ib_qp_event_handler) is listed missing, saying why.
 	for _, name := range []string{"__ib_qp_event_handler", "cm_lap_handler", "cm_apr_handler",
 		"ib_create_qp_user", "ib_create_qp_kernel", "ib_destroy_qp_user", "ib_cm_notify", "ib_modify_qp_with_udata",
-		"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp", "rdma_lookup_get_uobject"} {
+		"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp"} {
 		if hasKsym(t, name) {
 			if got[name].Method == event.HookMissing {
 				t.Errorf("%s is in kallsyms, and probes says missing: %+v", name, got[name])
