@@ -77,7 +77,7 @@ func TestIBStorm(t *testing.T) {
 	dir := t.TempDir()
 	a := startAudit(t, dir)
 	log := filepath.Join(dir, "findings.jsonl")
-	tr := ibTrace(t, "--kind", "finding")
+	tr := ibTrace(t, "--kind", "finding,port-event")
 	start := time.Now()
 	p := Start(t, "lab-ibpair", "--behavior", "never-rearm", "--pairs", fmt.Sprint(pairs))
 	t.Cleanup(func() { resetFabric(t) })
@@ -169,6 +169,26 @@ func TestIBStorm(t *testing.T) {
 				continue
 			}
 			count[k][fmt.Sprintf("%s/%d", l.Str("device"), l.Int("qpn"))]++
+		}
+	}
+	// A death called a migration-error: what the trace had of the ports
+	// around it (the kinds are not asserted yet, see above).
+	var ports []Line
+	migErr := false
+	for _, l := range tr.Lines() {
+		if l.Str("kind") == "port-event" {
+			ports = append(ports, l)
+		}
+		migErr = migErr || l.Str("finding") == "migration-error"
+	}
+	if migErr {
+		for _, l := range tr.Lines() {
+			if l.Str("finding") == "migration-error" {
+				t.Logf("trace: %v", l)
+			}
+		}
+		for _, l := range ports {
+			t.Logf("trace port event: %s port %d %s at %d", l.Str("device"), l.Int("port"), l.Str("event"), l.Int("boot_ns"))
 		}
 	}
 	for kind, m := range count {
