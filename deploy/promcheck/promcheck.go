@@ -39,8 +39,13 @@ func (s Scrape) Names() map[string]bool {
 var seriesRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?`)
 var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"(?:[^"\\]|\\.)*"`)
 
+// targetLabels are the labels Prometheus adds to every series of a target
+// (a static job's, or Kubernetes service discovery's after the usual
+// relabelling), not apmwatch's.
+var targetLabels = map[string]bool{"instance": true, "job": true, "namespace": true, "pod": true, "node": true}
+
 // ParseSeries reads `name{label="value",...}` (a sample line or a promtool
-// input series).
+// input series); its labels are apmwatch's, without the target's.
 func ParseSeries(s string) (Series, error) {
 	m := seriesRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -48,7 +53,7 @@ func ParseSeries(s string) (Series, error) {
 	}
 	var names []string
 	for _, l := range labelRE.FindAllStringSubmatch(m[3], -1) {
-		if l[1] != "instance" && l[1] != "job" {
+		if !targetLabels[l[1]] {
 			names = append(names, l[1])
 		}
 	}
