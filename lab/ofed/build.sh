@@ -12,15 +12,17 @@
 # NVIDIA's source drops, when it is not there; its c5f8c91f is "OFED
 # 24.07-0.6.1.0", mlnx-ofa_kernel 24.07-OFED.24.07.0.6.1.1).
 #
+# KERNEL is the release of an installed linux-headers package
+# (/usr/src/linux-headers-KERNEL, or KSRC_OBJ=DIR).
+#
 # Not yet part of the lab: nothing runs this script (make test, lab-run).
-# Run once end to end (66 min on 2 cores beside other work), it gave OFED 24.07's ib_core, ib_cm,
-# ib_uverbs, mlx5_core and mlx5_ib (and 25 more) for Debian 12's
-# 6.1.0-57-amd64, with DWARF and no .BTF (kbuild: "Skipping BTF generation
-# ... due to unavailability of vmlinux"), and the lab's ibsim and apmlab
-# modules built against them unchanged. KERNEL is
-# the release of an installed linux-headers package (/usr/src/linux-headers-
-# KERNEL, or KSRC_OBJ=DIR). OUTDIR gets what the Debian packages would
-# install, rooted at OUTDIR:
+# Run once end to end (66 min on 2 cores beside other work), it gave OFED
+# 24.07's ib_core, ib_cm, ib_uverbs, mlx5_core and mlx5_ib (and 25 more)
+# for Debian 12's 6.1.0-57-amd64, with DWARF and no .BTF (kbuild: "Skipping
+# BTF generation ... due to unavailability of vmlinux"), and the lab's ibsim
+# and apmlab modules built against them unchanged.
+#
+# OUTDIR gets what the Debian packages would install, rooted at OUTDIR:
 #
 #   OUTDIR/lib/modules/KERNEL/updates/dkms/*.ko   mlnx-ofed-kernel-modules: the
 #                                                 modules, with DWARF, not stripped
